@@ -1,0 +1,347 @@
+//! The broker book: which brokers a client knows, where it learned of them, and how they
+//! behaved recently.
+//!
+//! Seed brokers (given by the user) are kept apart from brokers discovered through metadata,
+//! as Sarama keeps `seedBrokers` apart from `brokers`: discovered brokers change with every
+//! metadata response, seeds never do, and they are the way back in when every discovered
+//! broker is gone (rebootstrap).
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::metadata::Metadata;
+use crate::rng::Rng;
+use crate::time::{duration_micros, Instant};
+
+/// Index of a broker in a [`BrokerBook`]; stable for the life of the book (entries are
+/// never removed, only marked as no longer discovered), so commands stay cheap to copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BrokerIndex(pub u32);
+
+/// One known broker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BrokerEntry {
+    /// `host:port` to connect to.
+    pub address: Arc<str>,
+    /// Whether the user listed it as a seed (bootstrap) broker.
+    pub is_seed: bool,
+    /// Node id from the latest metadata that listed it; `None` if not listed (any more).
+    pub node_id: Option<i32>,
+    /// Whether an adapter holds an open, healthy connection to it.
+    pub connected: bool,
+    /// Failure score in 1/256ths of a failure, halved every `health_half_life`.
+    failure_score: u32,
+    /// When `failure_score` was last brought up to date.
+    scored_at: Instant,
+}
+
+impl BrokerEntry {
+    /// Whether metadata currently lists this broker.
+    pub fn is_discovered(&self) -> bool {
+        self.node_id.is_some()
+    }
+}
+
+/// Seeds, discovered brokers and their recent health.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BrokerBook {
+    entries: Vec<BrokerEntry>,
+    /// Failure memory halves every this long (default 30 s).
+    pub health_half_life: Duration,
+}
+
+/// Failure score (in 1/256ths) above which a broker counts as recently failed.
+const RECENTLY_FAILED: u32 = 64;
+/// One failure, in 1/256ths.
+const ONE_FAILURE: u32 = 256;
+
+impl BrokerBook {
+    /// Builds a book from the user's seed brokers (`host:port`).
+    ///
+    /// Empty lists, empty entries and entries without a port are refused here, at
+    /// construction, rather than failing later. Duplicates are merged.
+    pub fn new<S: AsRef<str>>(seeds: impl IntoIterator<Item = S>) -> Result<Self, ConfigError> {
+        let mut book = BrokerBook { entries: Vec::new(), health_half_life: Duration::from_secs(30) };
+        for seed in seeds {
+            let seed = seed.as_ref().trim();
+            validate_address(seed)?;
+            if book.find(seed).is_none() {
+                book.entries.push(BrokerEntry {
+                    address: Arc::from(seed),
+                    is_seed: true,
+                    node_id: None,
+                    connected: false,
+                    failure_score: 0,
+                    scored_at: Instant::ZERO,
+                });
+            }
+        }
+        if book.entries.is_empty() {
+            return Err(ConfigError::new("seeds", "must list at least one broker (host:port)"));
+        }
+        Ok(book)
+    }
+
+    /// Number of entries (seeds and discovered, including no-longer-listed ones).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the book is empty (never true for a book built by [`BrokerBook::new`]).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry at `index`, if any.
+    pub fn get(&self, index: BrokerIndex) -> Option<&BrokerEntry> {
+        self.entries.get(index.0 as usize)
+    }
+
+    /// The address of `index`, or `"?"` for an unknown index.
+    pub fn address(&self, index: BrokerIndex) -> &str {
+        self.get(index).map_or("?", |e| &e.address)
+    }
+
+    /// All entries with their indices.
+    pub fn iter(&self) -> impl Iterator<Item = (BrokerIndex, &BrokerEntry)> {
+        self.entries.iter().enumerate().map(|(i, e)| (BrokerIndex(i as u32), e))
+    }
+
+    /// Finds a broker by address.
+    pub fn find(&self, address: &str) -> Option<BrokerIndex> {
+        self.entries.iter().position(|e| &*e.address == address).map(|i| BrokerIndex(i as u32))
+    }
+
+    /// Learns the broker list of a winning metadata response: listed brokers become
+    /// discovered (added if new), brokers no longer listed stop being discovered.
+    pub fn update_from_metadata(&mut self, metadata: &Metadata) {
+        for e in &mut self.entries {
+            e.node_id = None;
+        }
+        for b in &metadata.brokers {
+            let address = b.address();
+            match self.find(&address) {
+                Some(i) => self.entries[i.0 as usize].node_id = Some(b.node_id),
+                None => self.entries.push(BrokerEntry {
+                    address: Arc::from(address.as_str()),
+                    is_seed: false,
+                    node_id: Some(b.node_id),
+                    connected: false,
+                    failure_score: 0,
+                    scored_at: Instant::ZERO,
+                }),
+            }
+        }
+    }
+
+    /// Forgets every discovered broker, so the next refresh starts from the seeds
+    /// (KIP-899's rebootstrap). Entries stay (indices are stable) but are no longer tried.
+    pub fn rebootstrap(&mut self) {
+        for e in &mut self.entries {
+            e.node_id = None;
+        }
+    }
+
+    /// Whether any broker is currently discovered.
+    pub fn has_discovered(&self) -> bool {
+        self.entries.iter().any(BrokerEntry::is_discovered)
+    }
+
+    /// Records that an attempt against `index` failed at `now`.
+    pub fn record_failure(&mut self, index: BrokerIndex, now: Instant) {
+        let half_life = self.health_half_life;
+        if let Some(e) = self.entries.get_mut(index.0 as usize) {
+            decay(e, now, half_life);
+            e.failure_score = e.failure_score.saturating_add(ONE_FAILURE);
+            e.connected = false;
+        }
+    }
+
+    /// Records that `index` answered: its failure memory is cleared.
+    pub fn record_success(&mut self, index: BrokerIndex, now: Instant) {
+        if let Some(e) = self.entries.get_mut(index.0 as usize) {
+            e.failure_score = 0;
+            e.scored_at = now;
+        }
+    }
+
+    /// Marks whether an adapter holds an open connection to `index`.
+    pub fn set_connected(&mut self, index: BrokerIndex, connected: bool) {
+        if let Some(e) = self.entries.get_mut(index.0 as usize) {
+            e.connected = connected;
+        }
+    }
+
+    /// Whether `index` failed recently (its decayed failure score is still high).
+    pub fn recently_failed(&self, index: BrokerIndex, now: Instant) -> bool {
+        self.get(index).is_some_and(|e| decayed_score(e, now, self.health_half_life) >= RECENTLY_FAILED)
+    }
+
+    /// The order in which a refresh should try brokers, written into `out`.
+    ///
+    /// Connected brokers first (no handshake to pay), then discovered brokers shuffled by
+    /// `rng` (spreads clients over the cluster), then seeds in the user's order; brokers
+    /// that failed recently go last, least-failed first. Seeds are only tried when no
+    /// discovered broker exists or as the last resort after all discovered ones.
+    pub(crate) fn attempt_order(&self, now: Instant, rng: &mut Rng, out: &mut Vec<BrokerIndex>) {
+        out.clear();
+        let tier = |i: BrokerIndex| -> u8 {
+            let e = &self.entries[i.0 as usize];
+            if e.connected && e.is_discovered() {
+                0
+            } else if e.is_discovered() {
+                1
+            } else {
+                2
+            }
+        };
+        let any_discovered = self.has_discovered();
+        for (i, e) in self.iter() {
+            if e.is_discovered() || e.is_seed || (!any_discovered && e.connected) {
+                out.push(i);
+            }
+        }
+        // Shuffle the discovered tier, keep seeds in the user's order.
+        let mut discovered: Vec<BrokerIndex> = out.iter().copied().filter(|&i| tier(i) == 1).collect();
+        rng.shuffle(&mut discovered);
+        let mut shuffled = discovered.into_iter();
+        for slot in out.iter_mut() {
+            if tier(*slot) == 1 {
+                if let Some(next) = shuffled.next() {
+                    *slot = next;
+                }
+            }
+        }
+        let half_life = self.health_half_life;
+        // Stable sort: healthy before recently failed, then by tier, then less-failed first.
+        out.sort_by_key(|&i| {
+            let score = decayed_score(&self.entries[i.0 as usize], now, half_life);
+            let failed = score >= RECENTLY_FAILED;
+            (failed, if failed { score } else { 0 }, tier(i))
+        });
+    }
+
+    /// Candidates for a refresh, in attempt order (allocates; use at refresh start only).
+    pub fn candidates(&self, now: Instant, seed: u64) -> Vec<BrokerIndex> {
+        let mut out = Vec::with_capacity(self.entries.len());
+        self.attempt_order(now, &mut Rng::new(seed), &mut out);
+        out
+    }
+}
+
+fn decayed_score(e: &BrokerEntry, now: Instant, half_life: Duration) -> u32 {
+    let hl = duration_micros(half_life).max(1);
+    let halvings = now.as_micros().saturating_sub(e.scored_at.as_micros()) / hl;
+    if halvings >= 32 {
+        0
+    } else {
+        e.failure_score >> halvings
+    }
+}
+
+fn decay(e: &mut BrokerEntry, now: Instant, half_life: Duration) {
+    e.failure_score = decayed_score(e, now, half_life);
+    if now > e.scored_at {
+        e.scored_at = now;
+    }
+}
+
+/// Checks that `address` looks like `host:port` with a non-zero numeric port.
+pub fn validate_address(address: &str) -> Result<(), ConfigError> {
+    let bad = |why: &str| ConfigError::new("seeds", alloc::format!("entry {address:?} {why}"));
+    if address.is_empty() {
+        return Err(bad("is empty"));
+    }
+    let (host, port) = address.rsplit_once(':').ok_or_else(|| bad("has no port (expected host:port)"))?;
+    if host.is_empty() || host == "[]" {
+        return Err(bad("has no host (expected host:port)"));
+    }
+    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+        return Err(bad("is an IPv6 address without brackets (expected [addr]:port)"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p != 0 => Ok(()),
+        _ => Err(bad("has an invalid port (expected 1-65535)")),
+    }
+}
+
+/// Convenience for tests and the simulator: `n` seed addresses `broker-0:9092`, ….
+pub fn numbered_seeds(n: usize) -> Vec<String> {
+    (0..n).map(|i| alloc::format!("broker-{i}:9092")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::BrokerMetadata;
+
+    fn meta(hosts: &[(i32, &str)]) -> Metadata {
+        Metadata {
+            brokers: hosts
+                .iter()
+                .map(|(id, h)| BrokerMetadata { node_id: *id, host: (*h).into(), port: 9092, rack: None })
+                .collect(),
+            ..Metadata::default()
+        }
+    }
+
+    #[test]
+    fn rejects_bad_seed_lists_at_construction() {
+        assert_eq!(BrokerBook::new(Vec::<&str>::new()).unwrap_err().field, "seeds");
+        assert!(BrokerBook::new(["nohost"]).is_err());
+        assert!(BrokerBook::new(["h:0"]).is_err());
+        assert!(BrokerBook::new(["h:99999"]).is_err());
+        assert!(BrokerBook::new([":9092"]).is_err());
+        assert!(BrokerBook::new(["::1:9092"]).is_err());
+        assert!(BrokerBook::new(["[::1]:9092"]).is_ok());
+        assert_eq!(BrokerBook::new(["a:1", "a:1", " a:1 "]).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn discovered_before_seeds_and_failed_last() {
+        let mut book = BrokerBook::new(["seed:9092"]).unwrap();
+        book.update_from_metadata(&meta(&[(1, "a"), (2, "b"), (3, "c")]));
+        let order = book.candidates(Instant::ZERO, 1);
+        assert_eq!(order.len(), 4);
+        assert_eq!(book.address(order[3]), "seed:9092");
+        let a = book.find("a:9092").unwrap();
+        book.record_failure(a, Instant::ZERO);
+        let order = book.candidates(Instant::ZERO, 1);
+        assert_eq!(order.last(), Some(&a), "recently failed goes last, after seeds");
+        // After enough half-lives the failure is forgotten.
+        let later = Instant::ZERO.saturating_add(Duration::from_secs(120));
+        assert!(!book.recently_failed(a, later));
+        assert_ne!(book.candidates(later, 1).last(), Some(&a));
+    }
+
+    #[test]
+    fn connected_first_and_shuffle_depends_on_seed() {
+        let mut book = BrokerBook::new(["seed:9092"]).unwrap();
+        let hosts: Vec<(i32, String)> = (0..20).map(|i| (i, alloc::format!("h{i}"))).collect();
+        let hosts_ref: Vec<(i32, &str)> = hosts.iter().map(|(i, h)| (*i, h.as_str())).collect();
+        book.update_from_metadata(&meta(&hosts_ref));
+        let h7 = book.find("h7:9092").unwrap();
+        book.set_connected(h7, true);
+        for seed in 0..5 {
+            assert_eq!(book.candidates(Instant::ZERO, seed)[0], h7);
+        }
+        assert_ne!(book.candidates(Instant::ZERO, 1), book.candidates(Instant::ZERO, 2));
+        assert_eq!(book.candidates(Instant::ZERO, 3), book.candidates(Instant::ZERO, 3));
+    }
+
+    #[test]
+    fn rebootstrap_falls_back_to_seeds() {
+        let mut book = BrokerBook::new(["s1:9092", "s2:9092"]).unwrap();
+        book.update_from_metadata(&meta(&[(1, "a"), (2, "s1")]));
+        assert_eq!(book.candidates(Instant::ZERO, 0).len(), 3);
+        book.rebootstrap();
+        let order = book.candidates(Instant::ZERO, 0);
+        let names: Vec<&str> = order.iter().map(|&i| book.address(i)).collect();
+        assert_eq!(names, ["s1:9092", "s2:9092"]);
+    }
+}

@@ -1,0 +1,292 @@
+//! A long-lived client's view of the cluster: cached metadata, single-flight refresh,
+//! periodic refresh, rebootstrap and the hedge budget.
+//!
+//! [`Cluster`] owns a [`BrokerBook`] and runs one [`Refresh`] at a time. Concurrent refresh
+//! requests join the running one (single-flight), so a burst of "leader not available"
+//! errors in an application costs one refresh, not one per caller. It follows the same
+//! sans-IO contract as `Refresh`: `handle_*` in, [`ClusterEvent`]s out, `poll_timeout`.
+
+use alloc::collections::VecDeque;
+use core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+use crate::brokers::{BrokerBook, BrokerIndex};
+use crate::config::RefreshConfig;
+use crate::error::{ConfigError, RefreshError};
+use crate::metadata::Metadata;
+use crate::refresh::{AttemptId, AttemptState, CancelReason, Command, Input, Refresh, RefreshContext, RefreshStats};
+use crate::time::Instant;
+
+/// Settings of a long-lived cluster view.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterConfig {
+    /// The policy each refresh runs with.
+    pub refresh: RefreshConfig,
+    /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
+    pub refresh_interval: Duration,
+    /// Forget discovered brokers and start again from the seeds when a refresh fails and
+    /// every discovered broker it tried failed (default true, KIP-899).
+    pub rebootstrap: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            refresh: RefreshConfig::default(),
+            refresh_interval: Duration::from_secs(300),
+            rebootstrap: true,
+        }
+    }
+}
+
+/// What the cluster view asks of the adapter or tells the application.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterEvent {
+    /// Start an attempt (as [`Command::Connect`]).
+    Connect {
+        /// Attempt id to report progress with.
+        attempt: AttemptId,
+        /// Broker to connect to.
+        broker: BrokerIndex,
+    },
+    /// Abandon an attempt and close its connection (as [`Command::Cancel`]).
+    Cancel {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// Why.
+        reason: CancelReason,
+    },
+    /// A refresh succeeded; [`Cluster::metadata`] holds the new metadata. The winning
+    /// attempt's connection may be kept: the book now prefers that broker.
+    Refreshed {
+        /// Refresh epoch (what [`Cluster::request_refresh`] returned).
+        epoch: u32,
+        /// The winning attempt.
+        attempt: AttemptId,
+        /// The broker that answered.
+        broker: BrokerIndex,
+        /// Counters of the refresh.
+        stats: RefreshStats,
+    },
+    /// A refresh gave up; the cached metadata (if any) is kept.
+    RefreshFailed {
+        /// Refresh epoch.
+        epoch: u32,
+        /// Why, with every broker's error.
+        error: RefreshError,
+    },
+    /// Every discovered broker failed: discovered brokers were forgotten and the next
+    /// refresh starts from the seeds.
+    Rebootstrapped,
+}
+
+/// Long-lived cluster metadata state. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    config: ClusterConfig,
+    book: BrokerBook,
+    metadata: Option<Metadata>,
+    fetched_at: Option<Instant>,
+    current: Option<Refresh>,
+    epoch: u32,
+    now: Instant,
+    next_periodic: Instant,
+    /// Hedge budget in thousandths of a token.
+    hedge_millitokens: u64,
+    events: VecDeque<ClusterEvent>,
+}
+
+impl Cluster {
+    /// Creates a cluster view over `book`; no refresh runs until requested or due.
+    pub fn new(config: ClusterConfig, book: BrokerBook, now: Instant) -> Result<Self, ConfigError> {
+        config.refresh.validate()?;
+        if config.refresh_interval.is_zero() {
+            return Err(ConfigError::new("refresh_interval", "must be positive"));
+        }
+        Ok(Cluster {
+            config,
+            book,
+            metadata: None,
+            fetched_at: None,
+            current: None,
+            epoch: 0,
+            now,
+            next_periodic: now.saturating_add(config.refresh_interval),
+            hedge_millitokens: config.refresh.hedge_budget.burst as u64 * 1000,
+            events: VecDeque::with_capacity(16),
+        })
+    }
+
+    /// Asks for fresh metadata. If a refresh is running, the request joins it
+    /// (single-flight); otherwise one starts now. Returns the epoch of the refresh that will
+    /// answer: wait for `Refreshed` or `RefreshFailed` with that epoch.
+    pub fn request_refresh(&mut self, now: Instant) -> u32 {
+        self.advance(now);
+        if let Some(r) = &self.current {
+            return r.epoch();
+        }
+        self.start(now)
+    }
+
+    /// Feeds an I/O result for an attempt; inputs from finished refreshes are ignored.
+    pub fn handle_input(&mut self, now: Instant, input: Input) {
+        self.advance(now);
+        if let Some(r) = &mut self.current {
+            if input.attempt().epoch() == r.epoch() {
+                r.handle_input(self.now, input);
+                self.pump();
+            }
+        }
+        self.handle_timeout(self.now);
+    }
+
+    /// Advances time: fires refresh timers and starts a periodic refresh when due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        if let Some(r) = &mut self.current {
+            r.handle_timeout(self.now);
+            self.pump();
+        }
+        if self.current.is_none() && self.now >= self.next_periodic {
+            self.start(self.now);
+        }
+    }
+
+    /// The adapter closed the (kept) connection to `broker`: it is no longer preferred.
+    pub fn connection_closed(&mut self, broker: BrokerIndex) {
+        self.book.set_connected(broker, false);
+    }
+
+    /// The next event, if any. Drain after every `handle_*` and `request_refresh`.
+    pub fn poll_event(&mut self) -> Option<ClusterEvent> {
+        self.events.pop_front()
+    }
+
+    /// When to call [`Cluster::handle_timeout`] next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.current {
+            Some(r) => r.poll_timeout(),
+            None => Some(self.next_periodic),
+        }
+    }
+
+    /// The latest good metadata, if any refresh has succeeded.
+    pub fn metadata(&self) -> Option<&Metadata> {
+        self.metadata.as_ref()
+    }
+
+    /// How old the cached metadata is at `now`.
+    pub fn metadata_age(&self, now: Instant) -> Option<Duration> {
+        self.fetched_at.map(|at| now.saturating_since(at))
+    }
+
+    /// The broker book (seeds, discovered brokers, health).
+    pub fn book(&self) -> &BrokerBook {
+        &self.book
+    }
+
+    /// The running refresh, if any (for visualisers).
+    pub fn current(&self) -> Option<&Refresh> {
+        self.current.as_ref()
+    }
+
+    /// Whole hedge tokens available to the next refresh.
+    pub fn hedge_tokens(&self) -> u32 {
+        (self.hedge_millitokens / 1000).min(u32::MAX as u64) as u32
+    }
+
+    /// The settings this view runs with.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    fn advance(&mut self, now: Instant) {
+        if now > self.now {
+            self.now = now;
+        }
+    }
+
+    fn start(&mut self, now: Instant) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        let mut config = self.config.refresh;
+        // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
+        config.seed = config.seed.wrapping_add(self.epoch as u64);
+        let ctx = RefreshContext { epoch: self.epoch, hedge_tokens: self.hedge_tokens(), warm_stagger: None };
+        // The config was validated in `new` and the book is never empty, so this succeeds;
+        // should it not, report a failed refresh rather than panic.
+        match Refresh::with_context(&config, &self.book, now, ctx) {
+            Ok(r) => {
+                self.current = Some(r);
+                self.pump();
+            }
+            Err(_) => self.next_periodic = now.saturating_add(self.config.refresh_interval),
+        }
+        self.epoch
+    }
+
+    /// Moves the running refresh's commands into events and settles a finished refresh.
+    fn pump(&mut self) {
+        let Some(r) = &mut self.current else { return };
+        let epoch = r.epoch();
+        while let Some(cmd) = r.poll_command() {
+            match cmd {
+                Command::Connect { attempt, broker } => {
+                    self.events.push_back(ClusterEvent::Connect { attempt, broker })
+                }
+                Command::Cancel { attempt, reason } => self.events.push_back(ClusterEvent::Cancel { attempt, reason }),
+                Command::Done { attempt, broker, metadata } => {
+                    let stats = r.stats();
+                    self.book.update_from_metadata(&metadata);
+                    self.book.record_success(broker, self.now);
+                    self.book.set_connected(broker, true);
+                    self.metadata = Some(metadata);
+                    self.fetched_at = Some(self.now);
+                    self.events.push_back(ClusterEvent::Refreshed { epoch, attempt, broker, stats });
+                }
+                Command::GiveUp(error) => {
+                    self.events.push_back(ClusterEvent::RefreshFailed { epoch, error });
+                }
+            }
+        }
+        if !r.is_finished() {
+            return;
+        }
+        let Some(done) = self.current.take() else { return };
+        self.settle(&done);
+    }
+
+    /// Learns from a finished refresh: broker health, hedge budget, rebootstrap.
+    fn settle(&mut self, done: &Refresh) {
+        let now = self.now;
+        let winner_start = done.attempts().find(|(_, a)| a.state == AttemptState::Won).map(|(_, a)| a.started_at);
+        let mut discovered_tried = 0u32;
+        let mut discovered_failed = 0u32;
+        for (_, a) in done.attempts() {
+            let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());
+            discovered_tried += discovered as u32;
+            let slow_loser = a.state == AttemptState::Cancelled && winner_start.is_some_and(|w| a.started_at < w);
+            if a.state == AttemptState::Failed || slow_loser {
+                self.book.record_failure(a.broker, now);
+                discovered_failed += discovered as u32;
+            }
+        }
+        let stats = done.stats();
+        let budget = &self.config.refresh.hedge_budget;
+        let cap = budget.burst as u64 * 1000;
+        let earned = (budget.ratio * 1000.0) as u64;
+        self.hedge_millitokens =
+            (self.hedge_millitokens.saturating_sub(stats.hedges as u64 * 1000) + earned).min(cap.max(earned));
+        let succeeded = winner_start.is_some();
+        if !succeeded
+            && self.config.rebootstrap
+            && discovered_tried > 0
+            && discovered_failed == discovered_tried
+            && self.book.has_discovered()
+        {
+            self.book.rebootstrap();
+            self.events.push_back(ClusterEvent::Rebootstrapped);
+        }
+        self.next_periodic = now.saturating_add(self.config.refresh_interval);
+    }
+}

@@ -1,0 +1,343 @@
+//! Refresh policy: every knob, its default, and where the default comes from.
+//!
+//! See DESIGN.md's "Policy knobs" table. All durations are `core::time::Duration`. A config
+//! is plain data (serde) so traces and the web demo can carry it; [`RefreshConfig::validate`]
+//! names the first bad field instead of letting a bad value panic later.
+
+use core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// How long to wait for an answer before starting the next attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stagger {
+    /// A fixed delay, e.g. the seed discussion's "try another broker every 500 ms".
+    Fixed(Duration),
+    /// Learn from the connection itself (the default); see [`Adaptive`].
+    Adaptive(Adaptive),
+}
+
+/// Adaptive stagger: suspect a broker that accepted quickly but stays silent.
+///
+/// While nothing is known, wait `cold` (RFC 8305's 250 ms Connection Attempt Delay). Once an
+/// attempt's transport handshake completes after `h`, its wait becomes
+/// `clamp(multiple · h, floor, ceiling)` from its start (Happy Eyeballs v3's idea). A
+/// long-lived [`crate::Cluster`] also feeds in a high quantile of recently observed response
+/// times, so later refreshes start from what this cluster really does.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Adaptive {
+    /// Delay while nothing is known about the attempt (default 250 ms, RFC 8305).
+    pub cold: Duration,
+    /// Multiple of the handshake time after which a silent attempt is suspected (default 8).
+    pub multiple: u32,
+    /// Lower clamp (default 10 ms): loopback handshakes are microseconds, answers are not.
+    pub floor: Duration,
+    /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long.
+    pub ceiling: Duration,
+}
+
+impl Default for Adaptive {
+    fn default() -> Self {
+        Adaptive {
+            cold: Duration::from_millis(250),
+            multiple: 8,
+            floor: Duration::from_millis(10),
+            ceiling: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Adaptive {
+    /// The wait for an attempt whose handshake took `handshake`.
+    pub fn after_handshake(&self, handshake: Duration) -> Duration {
+        let scaled = handshake.saturating_mul(self.multiple);
+        scaled.max(self.floor).min(self.ceiling.max(self.floor))
+    }
+}
+
+/// How many attempts start at each stagger tick.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Growth {
+    /// `n` more at every tick (default `Linear(1)`: the gentlest fan-out).
+    Linear(u32),
+    /// Tick k starts `initial · factor^k` attempts: reaches everyone fast on big clusters.
+    Exponential(f64),
+}
+
+/// The fan-out policy: how attempts are started over time.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fanout {
+    /// Attempts started at once when the refresh begins (default 1).
+    pub initial: u32,
+    /// Delay before the next attempt when none has answered (default adaptive).
+    pub stagger: Stagger,
+    /// How the number of attempts per tick grows (default `Linear(1)`).
+    pub growth: Growth,
+    /// Throttle: at most this many attempts in flight (default 3). Bounds the load one
+    /// client can put on a cluster during a failover.
+    pub max_in_flight: u32,
+    /// Fraction of each stagger delay that is randomised, in `[0, 1]` (default 0.2): the
+    /// delay becomes `d · (1 − jitter · u)`, `u` uniform in `[0, 1)`, so clients that lost
+    /// the same broker at the same moment do not hedge in lockstep.
+    pub jitter: f64,
+    /// A fast failure (e.g. refused) starts the next attempt at once (default true), as in
+    /// Happy Eyeballs: waiting out a stagger delay after a definite "no" is pure latency.
+    pub next_on_failure: bool,
+}
+
+impl Default for Fanout {
+    fn default() -> Self {
+        Fanout {
+            initial: 1,
+            stagger: Stagger::Adaptive(Adaptive::default()),
+            growth: Growth::Linear(1),
+            max_in_flight: 3,
+            jitter: 0.2,
+            next_on_failure: true,
+        }
+    }
+}
+
+/// Retry passes when every broker failed: exponential backoff with full jitter.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Backoff {
+    /// Extra passes over the brokers after the first (default 3, like Sarama's
+    /// `Metadata.Retry.Max`).
+    pub retries: u32,
+    /// Backoff before the first retry (default 250 ms, Sarama's `Metadata.Retry.Backoff`).
+    pub initial: Duration,
+    /// Growth of the backoff per retry (default 2).
+    pub multiplier: f64,
+    /// Upper bound of the backoff (default 5 s).
+    pub cap: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { retries: 3, initial: Duration::from_millis(250), multiplier: 2.0, cap: Duration::from_secs(5) }
+    }
+}
+
+/// Token bucket that caps hedged attempts (those started while another is still in flight),
+/// as gRPC's retry throttling does: each refresh earns `ratio` tokens, each hedge spends one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HedgeBudget {
+    /// Tokens earned per refresh (default 0.1: hedges add at most ~10 % load in steady state).
+    pub ratio: f64,
+    /// Bucket size, and its content at start (default 10): enough for a failover burst.
+    pub burst: u32,
+}
+
+impl Default for HedgeBudget {
+    fn default() -> Self {
+        HedgeBudget { ratio: 0.1, burst: 10 }
+    }
+}
+
+/// Everything that shapes one refresh. `Default` is the adaptive policy of DESIGN.md.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RefreshConfig {
+    /// Fan-out timing, growth and throttle.
+    pub fanout: Fanout,
+    /// One attempt: connect + ApiVersions + Metadata (default 10 s, a typical client
+    /// request timeout; shorter ones misfire on loaded clusters).
+    pub attempt_timeout: Duration,
+    /// The whole refresh, enforced even on attempts in flight (default 60 s).
+    pub deadline: Duration,
+    /// Retry passes and their backoff.
+    pub retry: Backoff,
+    /// Hedge budget; used by [`crate::Cluster`] (a lone [`crate::Refresh`] is unbudgeted).
+    pub hedge_budget: HedgeBudget,
+    /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands.
+    pub seed: u64,
+}
+
+impl Default for RefreshConfig {
+    fn default() -> Self {
+        RefreshConfig::adaptive()
+    }
+}
+
+impl RefreshConfig {
+    /// The default: adaptive stagger, one attempt at a time growing by one, throttle 3.
+    pub fn adaptive() -> Self {
+        RefreshConfig {
+            fanout: Fanout::default(),
+            attempt_timeout: Duration::from_secs(10),
+            deadline: Duration::from_secs(60),
+            retry: Backoff::default(),
+            hedge_budget: HedgeBudget::default(),
+            seed: 0,
+        }
+    }
+
+    /// Sarama today: one broker at a time, the next only after the previous failed.
+    pub fn sequential() -> Self {
+        let mut c = RefreshConfig::adaptive();
+        c.fanout.max_in_flight = 1;
+        c.fanout.stagger = Stagger::Fixed(c.attempt_timeout);
+        c.fanout.jitter = 0.0;
+        c
+    }
+
+    /// Ask every broker immediately (fast, but `clients × brokers` load at every failover).
+    pub fn all_at_once() -> Self {
+        let mut c = RefreshConfig::adaptive();
+        c.fanout.initial = u32::MAX;
+        c.fanout.max_in_flight = u32::MAX;
+        c.fanout.stagger = Stagger::Fixed(Duration::ZERO);
+        c.fanout.jitter = 0.0;
+        c
+    }
+
+    /// The seed discussion's proposal: another broker every 500 ms, fixed.
+    pub fn staggered() -> Self {
+        let mut c = RefreshConfig::adaptive();
+        c.fanout.stagger = Stagger::Fixed(Duration::from_millis(500));
+        c
+    }
+
+    /// Looks a preset up by name (`adaptive`, `sequential`, `all-at-once`, `staggered`).
+    pub fn preset(name: &str) -> Option<Self> {
+        match name {
+            "adaptive" | "default" => Some(Self::adaptive()),
+            "sequential" => Some(Self::sequential()),
+            "all-at-once" | "all_at_once" => Some(Self::all_at_once()),
+            "staggered" => Some(Self::staggered()),
+            _ => None,
+        }
+    }
+
+    /// Names of the presets, for help texts and UIs.
+    pub const PRESETS: [&'static str; 4] = ["adaptive", "sequential", "all-at-once", "staggered"];
+
+    /// Returns the same config with another PRNG seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let f = &self.fanout;
+        if f.initial == 0 {
+            return Err(ConfigError::new("fanout.initial", "must be at least 1"));
+        }
+        if f.max_in_flight == 0 {
+            return Err(ConfigError::new("fanout.max_in_flight", "must be at least 1"));
+        }
+        if f.initial > f.max_in_flight {
+            return Err(ConfigError::new(
+                "fanout.initial",
+                alloc::format!("({}) must not exceed fanout.max_in_flight ({})", f.initial, f.max_in_flight),
+            ));
+        }
+        if !(0.0..=1.0).contains(&f.jitter) {
+            return Err(ConfigError::new("fanout.jitter", alloc::format!("({}) must be within [0, 1]", f.jitter)));
+        }
+        match f.growth {
+            Growth::Linear(0) => return Err(ConfigError::new("fanout.growth", "Linear(n) needs n ≥ 1")),
+            Growth::Exponential(x) if !(1.0..=1e6).contains(&x) => {
+                return Err(ConfigError::new(
+                    "fanout.growth",
+                    alloc::format!("Exponential({x}) needs a factor in [1, 1e6]"),
+                ))
+            }
+            _ => {}
+        }
+        if self.attempt_timeout.is_zero() {
+            return Err(ConfigError::new("attempt_timeout", "must be positive"));
+        }
+        if self.deadline.is_zero() {
+            return Err(ConfigError::new("deadline", "must be positive"));
+        }
+        match f.stagger {
+            Stagger::Fixed(d) if d > self.deadline => {
+                return Err(ConfigError::new("fanout.stagger", "must not exceed the deadline"));
+            }
+            Stagger::Adaptive(a) => {
+                if a.cold > self.deadline {
+                    return Err(ConfigError::new("fanout.stagger.cold", "must not exceed the deadline"));
+                }
+                if a.multiple == 0 {
+                    return Err(ConfigError::new("fanout.stagger.multiple", "must be at least 1"));
+                }
+                if a.floor > a.ceiling {
+                    return Err(ConfigError::new("fanout.stagger.floor", "must not exceed fanout.stagger.ceiling"));
+                }
+            }
+            _ => {}
+        }
+        let r = &self.retry;
+        if !(1.0..=1e6).contains(&r.multiplier) {
+            return Err(ConfigError::new(
+                "retry.multiplier",
+                alloc::format!("({}) must be within [1, 1e6]", r.multiplier),
+            ));
+        }
+        if r.initial > r.cap {
+            return Err(ConfigError::new("retry.initial", "must not exceed retry.cap"));
+        }
+        if r.retries > 1000 {
+            return Err(ConfigError::new("retry.retries", "must be at most 1000"));
+        }
+        let h = &self.hedge_budget;
+        if !(0.0..=1000.0).contains(&h.ratio) {
+            return Err(ConfigError::new(
+                "hedge_budget.ratio",
+                alloc::format!("({}) must be within [0, 1000]", h.ratio),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid_and_distinct() {
+        for name in RefreshConfig::PRESETS {
+            let c = RefreshConfig::preset(name).unwrap();
+            c.validate().unwrap();
+        }
+        assert_eq!(RefreshConfig::sequential().fanout.max_in_flight, 1);
+        assert_eq!(RefreshConfig::staggered().fanout.stagger, Stagger::Fixed(Duration::from_millis(500)));
+        assert!(matches!(RefreshConfig::default().fanout.stagger, Stagger::Adaptive(_)));
+        assert!(RefreshConfig::preset("bogus").is_none());
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let cases: [(fn(&mut RefreshConfig), &str); 9] = [
+            (|c| c.fanout.initial = 0, "fanout.initial"),
+            (|c| c.fanout.max_in_flight = 0, "fanout.max_in_flight"),
+            (|c| c.fanout.initial = 5, "fanout.initial"),
+            (|c| c.fanout.jitter = 1.5, "fanout.jitter"),
+            (|c| c.fanout.jitter = f64::NAN, "fanout.jitter"),
+            (|c| c.fanout.growth = Growth::Exponential(0.5), "fanout.growth"),
+            (|c| c.fanout.stagger = Stagger::Fixed(Duration::from_secs(61)), "fanout.stagger"),
+            (|c| c.attempt_timeout = Duration::ZERO, "attempt_timeout"),
+            (|c| c.retry.multiplier = f64::INFINITY, "retry.multiplier"),
+        ];
+        for (mutate, field) in cases {
+            let mut c = RefreshConfig::default();
+            mutate(&mut c);
+            let err = c.validate().unwrap_err();
+            assert_eq!(err.field, field, "{err}");
+            assert!(alloc::format!("{err}").contains(field));
+        }
+    }
+
+    #[test]
+    fn adaptive_clamps_the_handshake_multiple() {
+        let a = Adaptive::default();
+        assert_eq!(a.after_handshake(Duration::from_millis(1)), Duration::from_millis(10));
+        assert_eq!(a.after_handshake(Duration::from_millis(20)), Duration::from_millis(160));
+        assert_eq!(a.after_handshake(Duration::from_secs(5)), Duration::from_secs(2));
+    }
+}

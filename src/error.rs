@@ -1,0 +1,235 @@
+//! Errors: why one attempt failed ([`AttemptError`]), why a whole refresh gave up
+//! ([`RefreshError`]), and why a configuration was refused ([`ConfigError`]).
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+use serde::{Deserialize, Serialize};
+
+use crate::brokers::BrokerIndex;
+use crate::refresh::AttemptId;
+
+/// What went wrong in one attempt; small and `Copy` so the core can count and compare it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "code", rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The host name did not resolve.
+    Dns,
+    /// The connection was actively refused (nothing listens on the port).
+    Refused,
+    /// The TCP (or WebSocket) handshake did not complete in time.
+    ConnectTimeout,
+    /// Connected, but no complete answer within the attempt timeout.
+    ResponseTimeout,
+    /// The peer closed the connection before a complete answer.
+    Closed,
+    /// The peer sent bytes that do not decode as the expected Kafka response.
+    Protocol,
+    /// A length prefix above the configured maximum frame size.
+    FrameTooLarge,
+    /// A Kafka error code from the broker (ApiVersions or Metadata).
+    BrokerError(i16),
+    /// A metadata response that lists no brokers.
+    NoBrokers,
+    /// TLS handshake or certificate failure.
+    Tls,
+    /// SASL authentication failed: fatal for the whole refresh, retrying cannot help.
+    Authentication,
+    /// The client is not authorised to describe the cluster: fatal for the whole refresh.
+    Authorization,
+    /// Any other I/O failure.
+    Io,
+}
+
+impl ErrorKind {
+    /// Whether this failure ends the whole refresh at once: credentials that one broker
+    /// refuses, every broker refuses, so asking the others only adds load and delay.
+    pub fn is_fatal(self) -> bool {
+        matches!(self, ErrorKind::Authentication | ErrorKind::Authorization)
+            || matches!(self, ErrorKind::BrokerError(code) if is_auth_error_code(code))
+    }
+}
+
+/// Kafka error codes that mean "your credentials or permissions are wrong".
+fn is_auth_error_code(code: i16) -> bool {
+    // 29 TOPIC_AUTHORIZATION_FAILED is per-topic and not fatal; these are cluster-wide:
+    // 31 CLUSTER_AUTHORIZATION_FAILED, 33 UNSUPPORTED_SASL_MECHANISM,
+    // 34 ILLEGAL_SASL_STATE, 58 SASL_AUTHENTICATION_FAILED.
+    matches!(code, 31 | 33 | 34 | 58)
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::Dns => f.write_str("host name did not resolve"),
+            ErrorKind::Refused => f.write_str("connection refused"),
+            ErrorKind::ConnectTimeout => f.write_str("connect timed out"),
+            ErrorKind::ResponseTimeout => f.write_str("no response before the attempt timeout"),
+            ErrorKind::Closed => f.write_str("connection closed by the broker"),
+            ErrorKind::Protocol => f.write_str("malformed response"),
+            ErrorKind::FrameTooLarge => f.write_str("response frame larger than the maximum"),
+            ErrorKind::BrokerError(code) => write!(f, "broker error {code} ({})", kafka_error_name(*code)),
+            ErrorKind::NoBrokers => f.write_str("metadata lists no brokers"),
+            ErrorKind::Tls => f.write_str("TLS failure"),
+            ErrorKind::Authentication => f.write_str("authentication failed"),
+            ErrorKind::Authorization => f.write_str("not authorised"),
+            ErrorKind::Io => f.write_str("I/O error"),
+        }
+    }
+}
+
+/// Names of the Kafka error codes a metadata refresh is likely to meet.
+pub fn kafka_error_name(code: i16) -> &'static str {
+    match code {
+        -1 => "UNKNOWN_SERVER_ERROR",
+        0 => "NONE",
+        3 => "UNKNOWN_TOPIC_OR_PARTITION",
+        5 => "LEADER_NOT_AVAILABLE",
+        7 => "REQUEST_TIMED_OUT",
+        8 => "BROKER_NOT_AVAILABLE",
+        15 => "COORDINATOR_NOT_AVAILABLE",
+        29 => "TOPIC_AUTHORIZATION_FAILED",
+        31 => "CLUSTER_AUTHORIZATION_FAILED",
+        33 => "UNSUPPORTED_SASL_MECHANISM",
+        34 => "ILLEGAL_SASL_STATE",
+        35 => "UNSUPPORTED_VERSION",
+        58 => "SASL_AUTHENTICATION_FAILED",
+        129 => "REBOOTSTRAP_REQUIRED",
+        _ => "see the Kafka protocol error table",
+    }
+}
+
+/// Why one attempt failed: a kind the core acts on, plus free text for people.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptError {
+    /// What kind of failure this was; drives fatal-vs-retry decisions.
+    pub kind: ErrorKind,
+    /// Human detail from the adapter (OS error text, decoder message); may be empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+impl AttemptError {
+    /// An error of `kind` with no detail (does not allocate).
+    pub fn new(kind: ErrorKind) -> Self {
+        AttemptError { kind, detail: String::new() }
+    }
+
+    /// An error of `kind` with a human-readable detail.
+    pub fn with_detail(kind: ErrorKind, detail: impl Into<String>) -> Self {
+        AttemptError { kind, detail: detail.into() }
+    }
+}
+
+impl fmt::Display for AttemptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.detail.is_empty() {
+            write!(f, "{}", self.kind)
+        } else {
+            write!(f, "{}: {}", self.kind, self.detail)
+        }
+    }
+}
+
+/// Why a refresh gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GiveUpReason {
+    /// Every broker failed in every pass (the first pass plus all retries).
+    AllFailed {
+        /// How many passes over the brokers ran.
+        passes: u32,
+    },
+    /// The overall deadline passed; attempts still in flight were cancelled.
+    DeadlineExceeded,
+    /// A broker rejected our credentials or permissions; no other broker would differ.
+    Fatal,
+}
+
+/// What happened at one broker during a refresh that gave up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerFailure {
+    /// The broker's index in the broker book the refresh was built from.
+    pub broker: BrokerIndex,
+    /// The broker's `host:port`.
+    pub address: Arc<str>,
+    /// Attempts started against this broker.
+    pub attempts: u32,
+    /// The most recent error from this broker, if any attempt ended with one.
+    pub last_error: Option<AttemptError>,
+}
+
+/// The terminal error of a refresh: the reason, the last error seen, and every broker's story.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshError {
+    /// Why the refresh stopped.
+    pub reason: GiveUpReason,
+    /// The last attempt error observed before giving up (what Sarama calls the last error).
+    pub last_error: Option<(AttemptId, BrokerIndex, AttemptError)>,
+    /// One entry per broker that was a candidate, in attempt order.
+    pub brokers: Vec<BrokerFailure>,
+}
+
+impl RefreshError {
+    /// The last error's broker address, if there was a last error.
+    pub fn last_broker_address(&self) -> Option<&str> {
+        let (_, broker, _) = self.last_error.as_ref()?;
+        self.brokers.iter().find(|b| b.broker == *broker).map(|b| &*b.address)
+    }
+}
+
+impl fmt::Display for RefreshError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            GiveUpReason::AllFailed { passes } => {
+                let noun = if passes == 1 { "pass" } else { "passes" };
+                write!(f, "metadata refresh failed: every broker failed in {passes} {noun}")?
+            }
+            GiveUpReason::DeadlineExceeded => f.write_str("metadata refresh failed: deadline exceeded")?,
+            GiveUpReason::Fatal => f.write_str("metadata refresh failed: fatal error")?,
+        }
+        match (&self.last_error, self.last_broker_address()) {
+            (Some((_, _, err)), Some(addr)) => write!(f, "; last error from {addr}: {err}")?,
+            (Some((_, _, err)), None) => write!(f, "; last error: {err}")?,
+            (None, _) => {}
+        }
+        for b in &self.brokers {
+            write!(f, "\n  {}: ", b.address)?;
+            match (&b.last_error, b.attempts) {
+                (_, 0) => f.write_str("not tried")?,
+                (Some(err), n) => write!(f, "{err} ({n} attempt{})", if n == 1 { "" } else { "s" })?,
+                (None, n) => write!(f, "cancelled ({n} attempt{})", if n == 1 { "" } else { "s" })?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A configuration the core refuses, naming the offending field.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ConfigError {
+    /// Dotted path of the field, e.g. `fanout.jitter`.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(field: &'static str, problem: impl Into<String>) -> Self {
+        ConfigError { field, problem: problem.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid configuration: `{}` {}", self.field, self.problem)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for AttemptError {}
+#[cfg(feature = "std")]
+impl std::error::Error for RefreshError {}
+#[cfg(feature = "std")]
+impl std::error::Error for ConfigError {}

@@ -1,0 +1,1 @@
+//! Sans-IO Kafka exchange (work in progress).

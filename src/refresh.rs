@@ -1,0 +1,736 @@
+//! One refresh episode: staggered, throttled, jittered fan-out with retries and a deadline.
+//!
+//! [`Refresh`] is a sans-IO state machine in the style of quinn-proto and str0m: time and
+//! I/O results go in through `handle_*`, commands come out of [`Refresh::poll_command`].
+//! After every `handle_*` call, drain `poll_command()` until it returns `None`, then wait
+//! until [`Refresh::poll_timeout`] or the next I/O result. Inputs that name an unknown,
+//! finished or cancelled attempt are ignored; time that goes backwards is clamped; the
+//! machine never panics on any input sequence (the property tests check this).
+//!
+//! Cost per input is O(1) amortised in the number of brokers: attempts live in a `Vec`
+//! indexed by attempt number, attempt timeouts in a FIFO (every attempt has the same
+//! timeout, so expiry order is start order), and every buffer is sized at construction, so
+//! steady-state inputs do not allocate.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+use crate::brokers::{BrokerBook, BrokerIndex};
+use crate::config::{Growth, RefreshConfig, Stagger};
+use crate::error::{AttemptError, BrokerFailure, ConfigError, ErrorKind, GiveUpReason, RefreshError};
+use crate::metadata::Metadata;
+use crate::rng::Rng;
+use crate::time::{scale, Instant};
+
+/// Names one attempt (one connection to one broker) uniquely within a [`crate::Cluster`]:
+/// the high 32 bits are the refresh's epoch, the low 32 bits the attempt's number in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AttemptId(pub u64);
+
+impl AttemptId {
+    fn new(epoch: u32, number: u32) -> Self {
+        AttemptId(((epoch as u64) << 32) | number as u64)
+    }
+    /// The refresh this attempt belongs to.
+    pub fn epoch(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    /// The attempt's number within its refresh, from 0.
+    pub fn number(self) -> u32 {
+        self.0 as u32
+    }
+}
+
+impl fmt::Display for AttemptId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}.{}", self.epoch(), self.number())
+    }
+}
+
+/// What the adapter reports about an attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Input {
+    /// The transport handshake completed (informational; feeds the adaptive stagger).
+    Connected {
+        /// Which attempt.
+        attempt: AttemptId,
+    },
+    /// The broker answered with metadata.
+    Response {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// What it answered.
+        metadata: Metadata,
+    },
+    /// The attempt failed; the adapter has already closed its connection.
+    Failed {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// Why.
+        error: AttemptError,
+    },
+}
+
+impl Input {
+    /// The attempt this input is about.
+    pub fn attempt(&self) -> AttemptId {
+        match self {
+            Input::Connected { attempt } | Input::Response { attempt, .. } | Input::Failed { attempt, .. } => *attempt,
+        }
+    }
+}
+
+/// Why the core asks the adapter to abandon an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReason {
+    /// Another attempt won the race.
+    Lost,
+    /// This attempt exceeded `attempt_timeout`.
+    TimedOut,
+    /// The refresh's overall deadline passed.
+    Deadline,
+    /// Another attempt hit a fatal (authentication/authorisation) error.
+    Fatal,
+    /// The broker answered, but with metadata that cannot win (no brokers, top-level error).
+    Rejected,
+}
+
+/// What the core asks the adapter to do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    /// Start an attempt: connect to `broker` and fetch metadata.
+    Connect {
+        /// The new attempt's id; report its progress with this id.
+        attempt: AttemptId,
+        /// Which broker of the book to connect to.
+        broker: BrokerIndex,
+    },
+    /// Abandon an attempt and close its connection.
+    Cancel {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// Why (for traces and visualisers).
+        reason: CancelReason,
+    },
+    /// Terminal: the refresh succeeded. Nothing follows.
+    Done {
+        /// The winning attempt (its connection may be kept for reuse).
+        attempt: AttemptId,
+        /// The broker that answered.
+        broker: BrokerIndex,
+        /// Its answer.
+        metadata: Metadata,
+    },
+    /// Terminal: the refresh gave up. Nothing follows.
+    GiveUp(RefreshError),
+}
+
+impl Command {
+    /// Whether this command ends the refresh.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Command::Done { .. } | Command::GiveUp(_))
+    }
+}
+
+/// Why the core wants to be woken up; shown by traces and the visualiser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerKind {
+    /// The stagger delay: start the next attempt if none answered.
+    Stagger,
+    /// The oldest in-flight attempt's timeout.
+    AttemptTimeout,
+    /// End of the backoff between two passes.
+    Backoff,
+    /// The overall deadline.
+    Deadline,
+}
+
+/// Where an attempt stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptState {
+    /// Started, no answer yet.
+    InFlight,
+    /// Answered with metadata that won.
+    Won,
+    /// Failed (reported by the adapter, timed out, or rejected).
+    Failed,
+    /// Cancelled by the core (lost, deadline, fatal elsewhere).
+    Cancelled,
+}
+
+/// What the core knows about one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptInfo {
+    /// The broker it went to.
+    pub broker: BrokerIndex,
+    /// The pass (0 = first, 1 = first retry, …) it belongs to.
+    pub pass: u32,
+    /// When it started.
+    pub started_at: Instant,
+    /// When its transport came up, if it did.
+    pub connected_at: Option<Instant>,
+    /// When it ended, if it did.
+    pub ended_at: Option<Instant>,
+    /// Where it stands.
+    pub state: AttemptState,
+    /// Whether it was started while another attempt was still in flight (a hedge).
+    pub hedge: bool,
+}
+
+/// Counters of one refresh, for reports and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshStats {
+    /// Attempts started (Connect commands).
+    pub started: u32,
+    /// Attempts the core cancelled.
+    pub cancelled: u32,
+    /// Attempts that failed (including timeouts and rejected answers).
+    pub failed: u32,
+    /// Attempts started while another was in flight (spend hedge budget).
+    pub hedges: u32,
+    /// Passes over the brokers begun (1 + retries used).
+    pub passes: u32,
+}
+
+/// Context a [`crate::Cluster`] passes to each refresh it runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RefreshContext {
+    pub(crate) epoch: u32,
+    pub(crate) hedge_tokens: u32,
+    pub(crate) warm_stagger: Option<Duration>,
+}
+
+impl Default for RefreshContext {
+    fn default() -> Self {
+        RefreshContext { epoch: 0, hedge_tokens: u32::MAX, warm_stagger: None }
+    }
+}
+
+/// One metadata refresh episode. See the module documentation for the driving contract.
+#[derive(Clone, Debug)]
+pub struct Refresh {
+    config: RefreshConfig,
+    epoch: u32,
+    rng: Rng,
+    started_at: Instant,
+    now: Instant,
+    deadline_at: Instant,
+    /// Brokers in attempt order.
+    candidates: Vec<BrokerIndex>,
+    /// Per candidate position: attempts, last error (handed to `GiveUp` without copying).
+    outcomes: Vec<BrokerFailure>,
+    /// Next candidate position to try in the current pass.
+    cursor: usize,
+    /// Current pass, from 0.
+    pass: u32,
+    attempts: Vec<AttemptSlot>,
+    in_flight: u32,
+    /// In-flight attempt numbers in start order; finished ones are skipped lazily.
+    timeout_queue: VecDeque<u32>,
+    stagger_at: Option<Instant>,
+    backoff_at: Option<Instant>,
+    /// Attempt number of the most recent launch (the stagger timer's anchor).
+    latest: Option<u32>,
+    /// Jitter multiplier drawn for the latest launch, in `[1 - jitter, 1]`.
+    jitter_factor: f64,
+    /// Stagger ticks so far in this pass (drives growth).
+    ticks: u32,
+    /// Exponential growth: size of the next tick's wave.
+    wave: f64,
+    hedge_tokens: u32,
+    warm_stagger: Option<Duration>,
+    last_error: Option<(AttemptId, BrokerIndex, AttemptError)>,
+    commands: VecDeque<Command>,
+    finished: bool,
+    stats: RefreshStats,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct AttemptSlot {
+    candidate: u32,
+    info: AttemptInfo,
+    timeout_at: Instant,
+}
+
+impl Refresh {
+    /// Starts a refresh at `now` over the brokers of `book`.
+    ///
+    /// Validates `config` (the error names the bad field) and refuses an empty book. The
+    /// first attempts are ready in [`Refresh::poll_command`] right away.
+    pub fn new(config: &RefreshConfig, book: &BrokerBook, now: Instant) -> Result<Self, ConfigError> {
+        Self::with_context(config, book, now, RefreshContext::default())
+    }
+
+    pub(crate) fn with_context(
+        config: &RefreshConfig,
+        book: &BrokerBook,
+        now: Instant,
+        ctx: RefreshContext,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let mut rng = Rng::new(config.seed ^ ((ctx.epoch as u64) << 40));
+        let mut candidates = Vec::with_capacity(book.len());
+        book.attempt_order(now, &mut rng, &mut candidates);
+        if candidates.is_empty() {
+            return Err(ConfigError::new("seeds", "the broker book has no broker to try"));
+        }
+        let outcomes = candidates
+            .iter()
+            .map(|&b| BrokerFailure {
+                broker: b,
+                address: book.get(b).map(|e| e.address.clone()).unwrap_or_else(|| "?".into()),
+                attempts: 0,
+                last_error: None,
+            })
+            .collect();
+        let n = candidates.len();
+        let passes = (config.retry.retries as usize).saturating_add(1);
+        let width = (config.fanout.max_in_flight as usize).min(n);
+        let mut refresh = Refresh {
+            config: *config,
+            epoch: ctx.epoch,
+            rng,
+            started_at: now,
+            now,
+            deadline_at: now.saturating_add(config.deadline),
+            candidates,
+            outcomes,
+            cursor: 0,
+            pass: 0,
+            attempts: Vec::with_capacity(n.saturating_mul(passes).min(1 << 16)),
+            in_flight: 0,
+            timeout_queue: VecDeque::with_capacity(width + 1),
+            stagger_at: None,
+            backoff_at: None,
+            latest: None,
+            jitter_factor: 1.0,
+            ticks: 0,
+            wave: 1.0,
+            hedge_tokens: ctx.hedge_tokens,
+            warm_stagger: ctx.warm_stagger,
+            last_error: None,
+            commands: VecDeque::with_capacity(2 * width + 8),
+            finished: false,
+            stats: RefreshStats::default(),
+        };
+        refresh.begin_pass(now);
+        Ok(refresh)
+    }
+
+    /// The next command to carry out, if any. Drain until `None` after every `handle_*`.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
+    }
+
+    /// When to call [`Refresh::handle_timeout`] next; `None` once the refresh is finished.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(at, _)| at)
+    }
+
+    /// The next timer and its reason (for traces and visualisers).
+    pub fn next_timer(&self) -> Option<(Instant, TimerKind)> {
+        if self.finished {
+            return None;
+        }
+        let mut best = (self.deadline_at, TimerKind::Deadline);
+        let mut consider = |at: Option<Instant>, kind| {
+            if let Some(at) = at {
+                if at < best.0 {
+                    best = (at, kind);
+                }
+            }
+        };
+        consider(self.oldest_timeout(), TimerKind::AttemptTimeout);
+        consider(self.stagger_at, TimerKind::Stagger);
+        consider(self.backoff_at, TimerKind::Backoff);
+        Some(best)
+    }
+
+    /// Advances time to `now`, firing every timer that is due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clamp(now);
+        self.fire_due(now);
+    }
+
+    /// Feeds one I/O result. Timers due by `now` fire first, so a response that arrives after
+    /// the deadline does not win.
+    pub fn handle_input(&mut self, now: Instant, input: Input) {
+        let now = self.clamp(now);
+        self.fire_due(now);
+        if self.finished {
+            return;
+        }
+        match input {
+            Input::Connected { attempt } => self.on_connected(now, attempt),
+            Input::Response { attempt, metadata } => self.on_response(now, attempt, metadata),
+            Input::Failed { attempt, error } => {
+                if let Some(n) = self.live_attempt(attempt) {
+                    self.fail(now, n, error, None);
+                }
+            }
+        }
+        self.fire_due(now);
+    }
+
+    /// This refresh's epoch (the high half of its attempt ids).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Whether a terminal command (`Done` or `GiveUp`) has been emitted.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The configuration this refresh runs with.
+    pub fn config(&self) -> &RefreshConfig {
+        &self.config
+    }
+
+    /// When this refresh started.
+    pub fn started_at(&self) -> Instant {
+        self.started_at
+    }
+
+    /// The brokers in the order this refresh tries them.
+    pub fn candidates(&self) -> &[BrokerIndex] {
+        &self.candidates
+    }
+
+    /// Attempts currently in flight.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> RefreshStats {
+        self.stats
+    }
+
+    /// What is known about `attempt`, if it belongs to this refresh.
+    pub fn attempt(&self, attempt: AttemptId) -> Option<&AttemptInfo> {
+        if attempt.epoch() != self.epoch {
+            return None;
+        }
+        self.attempts.get(attempt.number() as usize).map(|s| &s.info)
+    }
+
+    /// Every attempt so far, in start order, with its id.
+    pub fn attempts(&self) -> impl Iterator<Item = (AttemptId, &AttemptInfo)> {
+        let epoch = self.epoch;
+        self.attempts.iter().enumerate().map(move |(i, s)| (AttemptId::new(epoch, i as u32), &s.info))
+    }
+
+    // ---- time and timers -------------------------------------------------------------
+
+    fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.now {
+            self.now = now;
+        }
+        self.now
+    }
+
+    fn oldest_timeout(&self) -> Option<Instant> {
+        self.timeout_queue
+            .iter()
+            .map(|&n| &self.attempts[n as usize])
+            .find(|s| s.info.state == AttemptState::InFlight)
+            .map(|s| s.timeout_at)
+    }
+
+    fn fire_due(&mut self, now: Instant) {
+        // Each round either finishes the refresh or consumes a timer; the bound is a
+        // belt-and-braces guard against a logic error turning into a hang.
+        let mut budget = 4 * (self.candidates.len() + self.in_flight as usize) + 64;
+        while !self.finished && budget > 0 {
+            budget -= 1;
+            let Some((at, kind)) = self.next_timer() else { return };
+            if at > now {
+                return;
+            }
+            match kind {
+                TimerKind::Deadline => self.on_deadline(now),
+                TimerKind::AttemptTimeout => self.on_attempt_timeout(now),
+                TimerKind::Stagger => self.on_stagger(now),
+                TimerKind::Backoff => self.on_backoff(now),
+            }
+        }
+    }
+
+    fn on_deadline(&mut self, now: Instant) {
+        while let Some(n) = self.timeout_queue.pop_front() {
+            if self.attempts[n as usize].info.state == AttemptState::InFlight {
+                let kind = self.timeout_kind(n);
+                self.record_error(now, n, AttemptError::with_detail(kind, "overall deadline exceeded"));
+                self.end_attempt(now, n, AttemptState::Cancelled);
+                self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Deadline });
+            }
+        }
+        self.give_up(GiveUpReason::DeadlineExceeded);
+    }
+
+    fn on_attempt_timeout(&mut self, now: Instant) {
+        while let Some(&n) = self.timeout_queue.front() {
+            let slot = &self.attempts[n as usize];
+            if slot.info.state != AttemptState::InFlight {
+                self.timeout_queue.pop_front();
+                continue;
+            }
+            if slot.timeout_at > now {
+                return;
+            }
+            let kind = self.timeout_kind(n);
+            self.fail(now, n, AttemptError::new(kind), Some(CancelReason::TimedOut));
+            if self.finished {
+                return;
+            }
+        }
+    }
+
+    fn timeout_kind(&self, n: u32) -> ErrorKind {
+        match self.attempts[n as usize].info.connected_at {
+            Some(_) => ErrorKind::ResponseTimeout,
+            None => ErrorKind::ConnectTimeout,
+        }
+    }
+
+    fn on_stagger(&mut self, now: Instant) {
+        self.stagger_at = None;
+        self.ticks = self.ticks.saturating_add(1);
+        let want = match self.config.fanout.growth {
+            Growth::Linear(n) => n.max(1),
+            Growth::Exponential(factor) => {
+                self.wave = (self.wave * factor).min(u32::MAX as f64);
+                (self.wave as u32).max(1)
+            }
+        };
+        for _ in 0..want {
+            if !self.launch(now, false) {
+                break;
+            }
+        }
+        self.arm_stagger();
+    }
+
+    fn on_backoff(&mut self, now: Instant) {
+        self.backoff_at = None;
+        self.pass += 1;
+        self.begin_pass(now);
+    }
+
+    // ---- inputs -------------------------------------------------------------------------
+
+    fn live_attempt(&self, attempt: AttemptId) -> Option<u32> {
+        if attempt.epoch() != self.epoch {
+            return None;
+        }
+        let n = attempt.number();
+        let slot = self.attempts.get(n as usize)?;
+        (slot.info.state == AttemptState::InFlight).then_some(n)
+    }
+
+    fn on_connected(&mut self, now: Instant, attempt: AttemptId) {
+        let Some(n) = self.live_attempt(attempt) else { return };
+        let slot = &mut self.attempts[n as usize];
+        if slot.info.connected_at.is_some() {
+            return;
+        }
+        slot.info.connected_at = Some(now);
+        if self.latest == Some(n) && self.stagger_at.is_some() {
+            self.stagger_at = Some(self.stagger_deadline(n));
+        }
+    }
+
+    fn on_response(&mut self, now: Instant, attempt: AttemptId, metadata: Metadata) {
+        let Some(n) = self.live_attempt(attempt) else { return };
+        if let Some(error) = metadata.rejection() {
+            self.fail(now, n, error, Some(CancelReason::Rejected));
+            return;
+        }
+        self.end_attempt(now, n, AttemptState::Won);
+        self.cancel_all(now, CancelReason::Lost);
+        let broker = self.candidates[self.attempts[n as usize].candidate as usize];
+        self.commands.push_back(Command::Done { attempt, broker, metadata });
+        self.finish();
+    }
+
+    // ---- the policy ----------------------------------------------------------------------
+
+    fn begin_pass(&mut self, now: Instant) {
+        self.stats.passes += 1;
+        self.cursor = 0;
+        self.ticks = 0;
+        self.wave = self.config.fanout.initial as f64;
+        let initial = self.config.fanout.initial;
+        for i in 0..initial {
+            if !self.launch(now, i == 0) {
+                break;
+            }
+        }
+        self.arm_stagger();
+    }
+
+    /// Starts the next candidate if the throttle, the pass and (for hedges) the budget allow.
+    /// `replacement` marks a launch that replaces a failed attempt or opens a pass.
+    fn launch(&mut self, now: Instant, replacement: bool) -> bool {
+        if self.finished || self.cursor >= self.candidates.len() || self.in_flight >= self.config.fanout.max_in_flight {
+            return false;
+        }
+        let hedge = !replacement && self.in_flight > 0;
+        if hedge {
+            if self.hedge_tokens == 0 {
+                return false;
+            }
+            self.hedge_tokens -= 1;
+            self.stats.hedges += 1;
+        }
+        let candidate = self.cursor;
+        self.cursor += 1;
+        let n = self.attempts.len() as u32;
+        let broker = self.candidates[candidate];
+        self.attempts.push(AttemptSlot {
+            candidate: candidate as u32,
+            info: AttemptInfo {
+                broker,
+                pass: self.pass,
+                started_at: now,
+                connected_at: None,
+                ended_at: None,
+                state: AttemptState::InFlight,
+                hedge,
+            },
+            timeout_at: now.saturating_add(self.config.attempt_timeout),
+        });
+        self.outcomes[candidate].attempts += 1;
+        self.in_flight += 1;
+        self.stats.started += 1;
+        self.timeout_queue.push_back(n);
+        self.latest = Some(n);
+        self.jitter_factor = 1.0 - self.config.fanout.jitter * self.rng.unit();
+        self.stagger_at = None;
+        self.commands.push_back(Command::Connect { attempt: self.id(n), broker });
+        true
+    }
+
+    /// Arms the stagger timer if its tick could start something: candidates remain, the
+    /// throttle has room, and a hedge could be paid for (or nothing is in flight).
+    fn arm_stagger(&mut self) {
+        let can_launch = !self.finished
+            && self.backoff_at.is_none()
+            && self.cursor < self.candidates.len()
+            && self.in_flight < self.config.fanout.max_in_flight
+            && (self.in_flight == 0 || self.hedge_tokens > 0);
+        self.stagger_at = match (can_launch, self.latest) {
+            (true, Some(n)) => Some(self.stagger_deadline(n)),
+            _ => None,
+        };
+    }
+
+    /// When the attempt `n` (the latest) is suspected and the next one should start.
+    fn stagger_deadline(&self, n: u32) -> Instant {
+        let slot = &self.attempts[n as usize];
+        let delay = match self.config.fanout.stagger {
+            Stagger::Fixed(d) => d,
+            Stagger::Adaptive(a) => match slot.info.connected_at {
+                Some(at) => a.after_handshake(at.saturating_since(slot.info.started_at)),
+                None => self.warm_stagger.map_or(a.cold, |w| w.clamp(a.floor, a.cold.max(a.floor))),
+            },
+        };
+        slot.info.started_at.saturating_add(scale(delay, self.jitter_factor))
+    }
+
+    fn fail(&mut self, now: Instant, n: u32, error: AttemptError, cancel: Option<CancelReason>) {
+        let fatal = error.kind.is_fatal();
+        self.record_error(now, n, error);
+        self.end_attempt(now, n, AttemptState::Failed);
+        self.stats.failed += 1;
+        if let Some(reason) = cancel {
+            self.commands.push_back(Command::Cancel { attempt: self.id(n), reason });
+        }
+        if fatal {
+            self.cancel_all(now, CancelReason::Fatal);
+            self.give_up(GiveUpReason::Fatal);
+            return;
+        }
+        let timed_out = cancel == Some(CancelReason::TimedOut);
+        if self.config.fanout.next_on_failure || timed_out {
+            self.launch(now, true);
+        }
+        if self.in_flight == 0 && self.cursor >= self.candidates.len() {
+            self.end_pass(now);
+        } else {
+            self.arm_stagger();
+        }
+    }
+
+    fn end_pass(&mut self, now: Instant) {
+        self.stagger_at = None;
+        if self.pass >= self.config.retry.retries {
+            self.give_up(GiveUpReason::AllFailed { passes: self.pass + 1 });
+            return;
+        }
+        // Exponential backoff with full jitter (AWS architecture blog): uniform in [0, d].
+        let r = &self.config.retry;
+        let mut d = r.initial;
+        for _ in 0..self.pass {
+            d = scale(d, r.multiplier).min(r.cap);
+        }
+        let d = scale(d.min(r.cap), self.rng.unit());
+        self.backoff_at = Some(now.saturating_add(d));
+    }
+
+    fn record_error(&mut self, _now: Instant, n: u32, error: AttemptError) {
+        let candidate = self.attempts[n as usize].candidate as usize;
+        let broker = self.candidates[candidate];
+        // Keep one copy per broker and one as "last"; the clone happens only on failure paths.
+        self.outcomes[candidate].last_error = Some(error.clone());
+        self.last_error = Some((self.id(n), broker, error));
+    }
+
+    fn end_attempt(&mut self, now: Instant, n: u32, state: AttemptState) {
+        let slot = &mut self.attempts[n as usize];
+        if slot.info.state == AttemptState::InFlight {
+            slot.info.state = state;
+            slot.info.ended_at = Some(now);
+            self.in_flight -= 1;
+            if state == AttemptState::Cancelled {
+                self.stats.cancelled += 1;
+            }
+        }
+    }
+
+    fn cancel_all(&mut self, now: Instant, reason: CancelReason) {
+        while let Some(n) = self.timeout_queue.pop_front() {
+            if self.attempts[n as usize].info.state == AttemptState::InFlight {
+                self.end_attempt(now, n, AttemptState::Cancelled);
+                self.commands.push_back(Command::Cancel { attempt: self.id(n), reason });
+            }
+        }
+    }
+
+    fn give_up(&mut self, reason: GiveUpReason) {
+        let error =
+            RefreshError { reason, last_error: self.last_error.take(), brokers: core::mem::take(&mut self.outcomes) };
+        self.commands.push_back(Command::GiveUp(error));
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        self.finished = true;
+        self.stagger_at = None;
+        self.backoff_at = None;
+    }
+
+    fn id(&self, n: u32) -> AttemptId {
+        AttemptId::new(self.epoch, n)
+    }
+}

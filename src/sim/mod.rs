@@ -1,0 +1,1 @@
+//! Virtual-time simulator (work in progress).

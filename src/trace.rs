@@ -1,0 +1,201 @@
+//! Traces: a serde record of one refresh — config, brokers, and every timed input and
+//! command — that replays to the same commands.
+//!
+//! The CLI writes one with `--trace FILE`; the web demo replays it through the core and
+//! says whether the replay diverges. [`Recorder`] wraps a [`Refresh`] and records as it
+//! drives it, so an adapter cannot forget to log an input.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+use crate::brokers::BrokerBook;
+use crate::config::RefreshConfig;
+use crate::error::ConfigError;
+use crate::refresh::{Command, Input, Refresh, TimerKind};
+use crate::time::Instant;
+
+/// Format version of [`Trace`]; bumped on incompatible changes.
+pub const TRACE_VERSION: u32 = 1;
+
+/// One timed step of a refresh.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TraceEvent {
+    /// `handle_input(at, input)` was called.
+    Input {
+        /// When.
+        at: Instant,
+        /// What.
+        input: Input,
+    },
+    /// `handle_timeout(at)` was called; `timer` is what the core said it was waiting for.
+    Timeout {
+        /// When.
+        at: Instant,
+        /// The reason of the timer that was due, if one was.
+        timer: Option<TimerKind>,
+    },
+    /// The core emitted a command (after the preceding call).
+    Command {
+        /// When (the time of the call that produced it).
+        at: Instant,
+        /// What.
+        command: Command,
+    },
+}
+
+/// A complete record of one refresh.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// [`TRACE_VERSION`] at recording time.
+    pub version: u32,
+    /// Who recorded it (e.g. `stagger-cli 0.1.0`).
+    pub recorder: String,
+    /// The policy (its `seed` drives every random choice).
+    pub config: RefreshConfig,
+    /// The broker book the refresh was built from (seeds, discovered, health).
+    pub book: BrokerBook,
+    /// When the refresh started.
+    pub started_at: Instant,
+    /// Every call and command, in order.
+    pub events: Vec<TraceEvent>,
+}
+
+/// Where a replay first disagreed with the recorded commands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Divergence {
+    /// Index into [`Trace::events`] of the first mismatch.
+    pub event_index: usize,
+    /// What the trace recorded there (`None` if the replay produced an extra command).
+    pub recorded: Option<Command>,
+    /// What the replay produced there (`None` if the replay produced too few).
+    pub replayed: Option<Command>,
+}
+
+impl core::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "replay diverges at event {}: recorded {:?}, replayed {:?}",
+            self.event_index, self.recorded, self.replayed
+        )
+    }
+}
+
+impl Trace {
+    /// Replays the trace's inputs and timeouts through a fresh [`Refresh`] and checks that
+    /// it emits exactly the recorded commands. Returns the replayed commands on success.
+    pub fn replay(&self) -> Result<Result<Vec<Command>, Divergence>, ConfigError> {
+        let mut refresh = Refresh::new(&self.config, &self.book, self.started_at)?;
+        let mut produced: Vec<Command> = Vec::new();
+        let mut cursor = 0usize; // next produced command to compare
+        let drain = |r: &mut Refresh, out: &mut Vec<Command>| {
+            while let Some(c) = r.poll_command() {
+                out.push(c);
+            }
+        };
+        drain(&mut refresh, &mut produced);
+        for (index, event) in self.events.iter().enumerate() {
+            match event {
+                TraceEvent::Input { at, input } => {
+                    if let Some(d) = check_exhausted(&produced, cursor, index) {
+                        return Ok(Err(d));
+                    }
+                    refresh.handle_input(*at, input.clone());
+                    drain(&mut refresh, &mut produced);
+                }
+                TraceEvent::Timeout { at, .. } => {
+                    if let Some(d) = check_exhausted(&produced, cursor, index) {
+                        return Ok(Err(d));
+                    }
+                    refresh.handle_timeout(*at);
+                    drain(&mut refresh, &mut produced);
+                }
+                TraceEvent::Command { command, .. } => {
+                    let replayed = produced.get(cursor);
+                    if replayed != Some(command) {
+                        return Ok(Err(Divergence {
+                            event_index: index,
+                            recorded: Some(command.clone()),
+                            replayed: replayed.cloned(),
+                        }));
+                    }
+                    cursor += 1;
+                }
+            }
+        }
+        if let Some(d) = check_exhausted(&produced, cursor, self.events.len()) {
+            return Ok(Err(d));
+        }
+        Ok(Ok(produced))
+    }
+}
+
+/// Before feeding the next input, every command the replay produced so far must have been
+/// matched by a recorded one; an unmatched command means the recording missed it.
+fn check_exhausted(produced: &[Command], cursor: usize, index: usize) -> Option<Divergence> {
+    (cursor < produced.len()).then(|| Divergence {
+        event_index: index,
+        recorded: None,
+        replayed: Some(produced[cursor].clone()),
+    })
+}
+
+/// Drives a [`Refresh`] and records every call and command into a [`Trace`].
+#[derive(Debug)]
+pub struct Recorder {
+    refresh: Refresh,
+    trace: Trace,
+}
+
+impl Recorder {
+    /// Starts a refresh (as [`Refresh::new`]) and begins recording it.
+    pub fn new(config: &RefreshConfig, book: &BrokerBook, now: Instant, recorder: &str) -> Result<Self, ConfigError> {
+        let refresh = Refresh::new(config, book, now)?;
+        let trace = Trace {
+            version: TRACE_VERSION,
+            recorder: recorder.to_string(),
+            config: *config,
+            book: book.clone(),
+            started_at: now,
+            events: Vec::new(),
+        };
+        Ok(Recorder { refresh, trace })
+    }
+
+    /// As [`Refresh::handle_input`], recorded.
+    pub fn handle_input(&mut self, now: Instant, input: Input) {
+        self.trace.events.push(TraceEvent::Input { at: now, input: input.clone() });
+        self.refresh.handle_input(now, input);
+    }
+
+    /// As [`Refresh::handle_timeout`], recorded.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let timer = self.refresh.next_timer().filter(|(at, _)| *at <= now).map(|(_, k)| k);
+        self.trace.events.push(TraceEvent::Timeout { at: now, timer });
+        self.refresh.handle_timeout(now);
+    }
+
+    /// As [`Refresh::poll_command`], recorded. `now` stamps the record.
+    pub fn poll_command(&mut self, now: Instant) -> Option<Command> {
+        let cmd = self.refresh.poll_command()?;
+        self.trace.events.push(TraceEvent::Command { at: now, command: cmd.clone() });
+        Some(cmd)
+    }
+
+    /// The refresh being recorded (for `poll_timeout`, stats, attempts).
+    pub fn refresh(&self) -> &Refresh {
+        &self.refresh
+    }
+
+    /// The trace so far.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Ends recording and returns the trace.
+    pub fn into_trace(self) -> Trace {
+        self.trace
+    }
+}
