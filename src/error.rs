@@ -1,6 +1,7 @@
 //! Errors: why one attempt failed ([`AttemptError`]), why a whole refresh gave up
 //! ([`RefreshError`]), and why a configuration was refused ([`ConfigError`]).
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -106,18 +107,19 @@ pub struct AttemptError {
     /// What kind of failure this was; drives fatal-vs-retry decisions.
     pub kind: ErrorKind,
     /// Human detail from the adapter (OS error text, decoder message); may be empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub detail: String,
+    /// A `Cow` so that the core's own details (static text) never allocate.
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    pub detail: Cow<'static, str>,
 }
 
 impl AttemptError {
     /// An error of `kind` with no detail (does not allocate).
     pub fn new(kind: ErrorKind) -> Self {
-        AttemptError { kind, detail: String::new() }
+        AttemptError { kind, detail: Cow::Borrowed("") }
     }
 
     /// An error of `kind` with a human-readable detail.
-    pub fn with_detail(kind: ErrorKind, detail: impl Into<String>) -> Self {
+    pub fn with_detail(kind: ErrorKind, detail: impl Into<Cow<'static, str>>) -> Self {
         AttemptError { kind, detail: detail.into() }
     }
 }

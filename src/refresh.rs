@@ -248,7 +248,9 @@ pub struct Refresh {
     wave: f64,
     hedge_tokens: u32,
     warm_stagger: Option<Duration>,
-    last_error: Option<(AttemptId, BrokerIndex, AttemptError)>,
+    /// The latest failure: its attempt and candidate position (the error itself lives in
+    /// `outcomes`, so recording a failure never copies it).
+    last_failure: Option<(u32, usize)>,
     commands: VecDeque<Command>,
     finished: bool,
     stats: RefreshStats,
@@ -308,7 +310,7 @@ impl Refresh {
             pass: 0,
             attempts: Vec::with_capacity(n.saturating_mul(passes).min(1 << 16)),
             in_flight: 0,
-            timeout_queue: VecDeque::with_capacity(width + 1),
+            timeout_queue: VecDeque::with_capacity(n + 1),
             stagger_at: None,
             backoff_at: None,
             latest: None,
@@ -317,7 +319,7 @@ impl Refresh {
             wave: 1.0,
             hedge_tokens: ctx.hedge_tokens,
             warm_stagger: ctx.warm_stagger,
-            last_error: None,
+            last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),
             finished: false,
             stats: RefreshStats::default(),
@@ -690,10 +692,8 @@ impl Refresh {
 
     fn record_error(&mut self, _now: Instant, n: u32, error: AttemptError) {
         let candidate = self.attempts[n as usize].candidate as usize;
-        let broker = self.candidates[candidate];
-        // Keep one copy per broker and one as "last"; the clone happens only on failure paths.
-        self.outcomes[candidate].last_error = Some(error.clone());
-        self.last_error = Some((self.id(n), broker, error));
+        self.outcomes[candidate].last_error = Some(error);
+        self.last_failure = Some((n, candidate));
     }
 
     fn end_attempt(&mut self, now: Instant, n: u32, state: AttemptState) {
@@ -705,6 +705,14 @@ impl Refresh {
             if state == AttemptState::Cancelled {
                 self.stats.cancelled += 1;
             }
+        }
+        // Keep the queue's front in flight, so the next timeout is found in O(1) and the
+        // queue never outgrows the candidate count it was sized for.
+        while let Some(&front) = self.timeout_queue.front() {
+            if self.attempts[front as usize].info.state == AttemptState::InFlight {
+                break;
+            }
+            self.timeout_queue.pop_front();
         }
     }
 
@@ -718,8 +726,12 @@ impl Refresh {
     }
 
     fn give_up(&mut self, reason: GiveUpReason) {
-        let error =
-            RefreshError { reason, last_error: self.last_error.take(), brokers: core::mem::take(&mut self.outcomes) };
+        // The one copy of an error the core makes: the last error, once, at the very end.
+        let last_error = self.last_failure.and_then(|(n, candidate)| {
+            let error = self.outcomes.get(candidate)?.last_error.clone()?;
+            Some((self.id(n), self.candidates[candidate], error))
+        });
+        let error = RefreshError { reason, last_error, brokers: core::mem::take(&mut self.outcomes) };
         self.commands.push_back(Command::GiveUp(error));
         self.finish();
     }

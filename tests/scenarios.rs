@@ -1,0 +1,520 @@
+//! Table-driven scenarios: given inputs at times, expect these commands.
+//!
+//! Each test drives a `Refresh` (or a `Cluster`) by hand in virtual time and asserts the
+//! exact commands and when they came out. Jitter is 0 unless the test is about jitter.
+
+use std::time::Duration;
+
+use stagger::{
+    AttemptError, AttemptId, BrokerBook, BrokerIndex, BrokerMetadata, CancelReason, Cluster, ClusterConfig,
+    ClusterEvent, Command, ErrorKind, GiveUpReason, Input, Instant, Metadata, Refresh, RefreshConfig, Stagger,
+};
+
+fn ms(n: u64) -> Instant {
+    Instant::from_millis(n)
+}
+
+fn us(n: u64) -> Instant {
+    Instant::from_micros(n)
+}
+
+fn book(n: usize) -> BrokerBook {
+    BrokerBook::new(stagger::brokers::numbered_seeds(n)).unwrap()
+}
+
+fn metadata() -> Metadata {
+    Metadata {
+        cluster_id: Some("sim".into()),
+        controller_id: 0,
+        brokers: vec![BrokerMetadata { node_id: 0, host: "broker-0".into(), port: 9092, rack: None }],
+        ..Metadata::default()
+    }
+}
+
+fn no_jitter(mut c: RefreshConfig) -> RefreshConfig {
+    c.fanout.jitter = 0.0;
+    c
+}
+
+fn fixed(stagger_ms: u64) -> RefreshConfig {
+    let mut c = no_jitter(RefreshConfig::default());
+    c.fanout.stagger = Stagger::Fixed(Duration::from_millis(stagger_ms));
+    c
+}
+
+/// Drives a refresh and keeps every command with the time of the call that produced it.
+struct Run {
+    refresh: Refresh,
+    log: Vec<(Instant, Command)>,
+}
+
+impl Run {
+    fn new(config: RefreshConfig, brokers: usize) -> Self {
+        let refresh = Refresh::new(&config, &book(brokers), Instant::ZERO).unwrap();
+        let mut run = Run { refresh, log: Vec::new() };
+        run.drain(Instant::ZERO);
+        run
+    }
+
+    fn drain(&mut self, now: Instant) -> Vec<Command> {
+        let mut out = Vec::new();
+        while let Some(c) = self.refresh.poll_command() {
+            self.log.push((now, c.clone()));
+            out.push(c);
+        }
+        out
+    }
+
+    fn input(&mut self, now: Instant, input: Input) -> Vec<Command> {
+        self.refresh.handle_input(now, input);
+        self.drain(now)
+    }
+
+    /// Advances to `until`, firing each timer at its own time; returns what came out.
+    fn advance(&mut self, until: Instant) -> Vec<(Instant, Command)> {
+        let mut out = Vec::new();
+        while let Some(at) = self.refresh.poll_timeout() {
+            if at > until {
+                break;
+            }
+            self.refresh.handle_timeout(at);
+            out.extend(self.drain(at).into_iter().map(|c| (at, c)));
+        }
+        out
+    }
+
+    /// (time, attempt, broker) of every Connect so far.
+    fn connects(&self) -> Vec<(Instant, AttemptId, BrokerIndex)> {
+        self.log
+            .iter()
+            .filter_map(|(t, c)| match c {
+                Command::Connect { attempt, broker } => Some((*t, *attempt, *broker)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn attempt(&self, k: usize) -> AttemptId {
+        self.connects()[k].1
+    }
+
+    fn terminals(&self) -> usize {
+        self.log.iter().filter(|(_, c)| c.is_terminal()).count()
+    }
+}
+
+fn failed(attempt: AttemptId, kind: ErrorKind) -> Input {
+    Input::Failed { attempt, error: AttemptError::new(kind) }
+}
+
+fn response(attempt: AttemptId) -> Input {
+    Input::Response { attempt, metadata: metadata() }
+}
+
+#[test]
+fn all_healthy_means_exactly_one_attempt() {
+    let mut run = Run::new(RefreshConfig::default(), 5);
+    assert_eq!(run.connects().len(), 1);
+    let a0 = run.attempt(0);
+    run.input(us(300), Input::Connected { attempt: a0 });
+    let out = run.input(ms(2), response(a0));
+    assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a0), "{out:?}");
+    assert_eq!(run.connects().len(), 1);
+    assert!(run.refresh.poll_timeout().is_none());
+    assert_eq!(run.terminals(), 1);
+}
+
+#[test]
+fn hung_first_broker_is_hedged_at_the_stagger_delay_and_cancelled_when_the_second_wins() {
+    let mut run = Run::new(fixed(500), 5);
+    let a0 = run.attempt(0);
+    run.input(ms(1), Input::Connected { attempt: a0 });
+    assert!(run.advance(ms(499)).is_empty(), "nothing before the stagger delay");
+    let out = run.advance(ms(500));
+    assert!(matches!(&out[..], [(t, Command::Connect { .. })] if *t == ms(500)), "{out:?}");
+    let a1 = run.attempt(1);
+    let out = run.input(ms(505), response(a1));
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0], Command::Cancel { attempt: a0, reason: CancelReason::Lost });
+    assert!(
+        matches!(&out[1], Command::Done { attempt, broker, .. } if *attempt == a1 && *broker == run.connects()[1].2)
+    );
+}
+
+#[test]
+fn jitter_only_shortens_the_stagger_delay_within_its_bound() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..50 {
+        let mut c = fixed(500);
+        c.fanout.jitter = 0.2;
+        c.seed = seed;
+        let mut run = Run::new(c, 3);
+        run.advance(ms(1000));
+        let t = run.connects()[1].0;
+        assert!(t >= ms(400) && t <= ms(500), "seed {seed}: second attempt at {t:?}");
+        seen.insert(t);
+    }
+    assert!(seen.len() > 10, "jitter spreads clients: {} distinct times", seen.len());
+}
+
+#[test]
+fn adaptive_hedges_a_silent_broker_ten_ms_after_a_1ms_handshake() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    let a0 = run.attempt(0);
+    run.input(ms(1), Input::Connected { attempt: a0 });
+    // clamp(8 × 1 ms, 10 ms, 2 s) = 10 ms after the attempt started.
+    let out = run.advance(ms(100));
+    assert!(matches!(out.first(), Some((t, Command::Connect { .. })) if *t == ms(10)), "{out:?}");
+}
+
+#[test]
+fn adaptive_waits_the_cold_250ms_for_a_broker_that_never_connects() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    assert!(run.advance(ms(249)).is_empty());
+    let out = run.advance(ms(250));
+    assert!(matches!(&out[..], [(t, Command::Connect { .. })] if *t == ms(250)), "{out:?}");
+}
+
+#[test]
+fn adaptive_scales_with_a_slower_handshake() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    let a0 = run.attempt(0);
+    run.input(ms(20), Input::Connected { attempt: a0 });
+    let out = run.advance(ms(1000));
+    assert!(matches!(out.first(), Some((t, Command::Connect { .. })) if *t == ms(160)), "{out:?}");
+}
+
+#[test]
+fn refused_starts_the_next_attempt_at_once() {
+    let mut run = Run::new(RefreshConfig::default(), 3);
+    let a0 = run.attempt(0);
+    let out = run.input(ms(1), failed(a0, ErrorKind::Refused));
+    assert!(matches!(&out[..], [Command::Connect { .. }]), "{out:?}");
+    assert_eq!(run.connects()[1].0, ms(1));
+    let a1 = run.attempt(1);
+    let out = run.input(ms(3), response(a1));
+    assert!(matches!(&out[..], [Command::Done { .. }]), "{out:?}");
+}
+
+#[test]
+fn without_next_on_failure_a_failure_waits_for_the_stagger_tick() {
+    let mut c = fixed(100);
+    c.fanout.next_on_failure = false;
+    let mut run = Run::new(c, 3);
+    let a0 = run.attempt(0);
+    assert!(run.input(ms(1), failed(a0, ErrorKind::Refused)).is_empty());
+    let out = run.advance(ms(100));
+    assert!(matches!(&out[..], [(t, Command::Connect { .. })] if *t == ms(100)), "{out:?}");
+}
+
+#[test]
+fn throttle_holds_with_ten_hung_brokers() {
+    let c = fixed(100); // max_in_flight 3
+    let mut run = Run::new(c, 10);
+    run.advance(ms(5_000));
+    let connects = run.connects();
+    assert_eq!(connects.iter().map(|c| c.0).collect::<Vec<_>>(), [ms(0), ms(100), ms(200)]);
+    assert_eq!(run.refresh.in_flight(), 3);
+    // At the first attempt timeout (10 s) the oldest is cancelled and one more starts.
+    let out = run.advance(ms(10_000));
+    assert!(matches!(out[0], (_, Command::Cancel { reason: CancelReason::TimedOut, .. })), "{out:?}");
+    assert!(matches!(out[1], (t, Command::Connect { .. }) if t == ms(10_000)), "{out:?}");
+    assert_eq!(run.refresh.in_flight(), 3);
+}
+
+#[test]
+fn growth_exponential_doubles_each_tick_up_to_the_throttle() {
+    let mut c = fixed(100);
+    c.fanout.growth = stagger::Growth::Exponential(2.0);
+    c.fanout.max_in_flight = 8;
+    let mut run = Run::new(c, 20);
+    run.advance(ms(250));
+    let per_time: Vec<(Instant, usize)> = {
+        let mut v: Vec<(Instant, usize)> = Vec::new();
+        for (t, _, _) in run.connects() {
+            match v.last_mut() {
+                Some((lt, n)) if *lt == t => *n += 1,
+                _ => v.push((t, 1)),
+            }
+        }
+        v
+    };
+    assert_eq!(per_time, [(ms(0), 1), (ms(100), 2), (ms(200), 4)]);
+}
+
+#[test]
+fn every_broker_failing_runs_retries_plus_one_passes_with_backoff_then_gives_up_with_the_last_error() {
+    let mut c = fixed(10_000); // no hedging: failures drive the pass
+    c.retry.retries = 2;
+    let mut run = Run::new(c, 2);
+    let mut t = 0;
+    let mut pass_starts = Vec::new();
+    for _pass in 0..3 {
+        pass_starts.push(run.connects().last().unwrap().0);
+        for _broker in 0..2 {
+            t += 1;
+            let a = run.connects().last().unwrap().1;
+            let kind = if t % 2 == 0 { ErrorKind::Closed } else { ErrorKind::Refused };
+            run.input(ms(t), failed(a, kind));
+        }
+        t += 6_000; // past any backoff (cap 5 s)
+        run.advance(ms(t));
+    }
+    assert_eq!(run.connects().len(), 6);
+    assert!(pass_starts[1] > ms(2) && pass_starts[2] > pass_starts[1], "backoff between passes: {pass_starts:?}");
+    let last = run.log.last().unwrap().1.clone();
+    let Command::GiveUp(err) = last else { panic!("expected GiveUp, got {last:?}") };
+    assert_eq!(err.reason, GiveUpReason::AllFailed { passes: 3 });
+    let (_, _, last_error) = err.last_error.as_ref().unwrap();
+    assert_eq!(last_error.kind, ErrorKind::Closed);
+    assert_eq!(err.brokers.len(), 2);
+    assert!(err.brokers.iter().all(|b| b.attempts == 3 && b.last_error.is_some()));
+    let text = err.to_string();
+    assert!(text.contains("every broker failed in 3 passes"), "{text}");
+    assert!(text.contains("broker-0:9092") && text.contains("broker-1:9092"), "{text}");
+    assert_eq!(run.terminals(), 1);
+}
+
+#[test]
+fn deadline_mid_attempt_cancels_everything_and_gives_up() {
+    let mut c = fixed(100);
+    c.deadline = Duration::from_millis(250);
+    let mut run = Run::new(c, 5);
+    let out = run.advance(ms(1_000));
+    let at_deadline: Vec<_> = out.iter().filter(|(t, _)| *t == ms(250)).map(|(_, c)| c.clone()).collect();
+    assert_eq!(at_deadline.len(), 4, "{out:?}");
+    assert!(at_deadline[..3].iter().all(|c| matches!(c, Command::Cancel { reason: CancelReason::Deadline, .. })));
+    let Command::GiveUp(err) = &at_deadline[3] else { panic!() };
+    assert_eq!(err.reason, GiveUpReason::DeadlineExceeded);
+    assert!(err.to_string().contains("deadline exceeded"));
+    assert!(run.refresh.poll_timeout().is_none());
+}
+
+#[test]
+fn a_response_after_the_deadline_does_not_win() {
+    let mut c = fixed(10);
+    c.deadline = Duration::from_millis(50);
+    let mut run = Run::new(c, 1);
+    let a0 = run.attempt(0);
+    let out = run.input(ms(60), response(a0));
+    assert!(matches!(out.last(), Some(Command::GiveUp(_))), "{out:?}");
+}
+
+#[test]
+fn a_response_after_done_and_stale_inputs_are_ignored() {
+    let mut run = Run::new(fixed(10), 3);
+    run.advance(ms(10));
+    let (a0, a1) = (run.attempt(0), run.attempt(1));
+    run.input(ms(11), response(a1));
+    assert_eq!(run.terminals(), 1);
+    assert!(run.input(ms(12), response(a0)).is_empty());
+    assert!(run.input(ms(12), failed(a0, ErrorKind::Closed)).is_empty());
+    assert!(run.input(ms(13), Input::Connected { attempt: AttemptId(99) }).is_empty());
+    run.refresh.handle_timeout(ms(100_000));
+    assert!(run.drain(ms(100_000)).is_empty());
+}
+
+#[test]
+fn unknown_and_foreign_attempt_ids_are_ignored_mid_refresh() {
+    let mut run = Run::new(fixed(100), 3);
+    let bogus = [AttemptId(7), AttemptId(1 << 40), AttemptId(u64::MAX)];
+    for a in bogus {
+        assert!(run.input(ms(1), response(a)).is_empty());
+        assert!(run.input(ms(1), failed(a, ErrorKind::Refused)).is_empty());
+    }
+    assert_eq!(run.connects().len(), 1);
+}
+
+#[test]
+fn time_going_backwards_is_clamped() {
+    let mut run = Run::new(fixed(100), 3);
+    run.advance(ms(100));
+    let a1 = run.attempt(1);
+    // Reported "earlier" than the last call: treated as now, not as the past.
+    run.input(ms(50), failed(a1, ErrorKind::Refused));
+    let a2 = run.attempt(2);
+    assert_eq!(run.refresh.attempt(a1).unwrap().ended_at, Some(ms(100)));
+    assert_eq!(run.refresh.attempt(a2).unwrap().started_at, ms(100));
+}
+
+#[test]
+fn authentication_failure_is_fatal_at_once() {
+    let mut run = Run::new(fixed(10), 5);
+    run.advance(ms(10));
+    let (a0, a1) = (run.attempt(0), run.attempt(1));
+    let out = run.input(ms(12), failed(a1, ErrorKind::Authentication));
+    assert_eq!(out[0], Command::Cancel { attempt: a0, reason: CancelReason::Fatal });
+    let Command::GiveUp(err) = &out[1] else { panic!("{out:?}") };
+    assert_eq!(err.reason, GiveUpReason::Fatal);
+    assert_eq!(err.last_error.as_ref().unwrap().2.kind, ErrorKind::Authentication);
+    assert_eq!(run.connects().len(), 2, "no further attempts");
+}
+
+#[test]
+fn cluster_authorization_error_code_is_fatal_too() {
+    let mut run = Run::new(fixed(10), 3);
+    let a0 = run.attempt(0);
+    let out = run.input(ms(1), failed(a0, ErrorKind::BrokerError(31)));
+    assert!(matches!(out.last(), Some(Command::GiveUp(e)) if e.reason == GiveUpReason::Fatal), "{out:?}");
+}
+
+#[test]
+fn a_response_without_brokers_or_with_a_top_level_error_is_a_failure() {
+    let mut run = Run::new(fixed(100), 3);
+    let a0 = run.attempt(0);
+    let out = run.input(ms(1), Input::Response { attempt: a0, metadata: Metadata::default() });
+    assert_eq!(out[0], Command::Cancel { attempt: a0, reason: CancelReason::Rejected });
+    assert!(matches!(out[1], Command::Connect { .. }), "next broker at once: {out:?}");
+    let a1 = run.attempt(1);
+    let mut bad = metadata();
+    bad.error_code = 129;
+    let out = run.input(ms(2), Input::Response { attempt: a1, metadata: bad });
+    assert!(matches!(out[1], Command::Connect { .. }), "{out:?}");
+    let info = run.refresh.attempt(a1).unwrap();
+    assert_eq!(info.state, stagger::AttemptState::Failed);
+}
+
+#[test]
+fn sequential_preset_tries_one_broker_at_a_time() {
+    let mut run = Run::new(RefreshConfig::sequential(), 3);
+    run.advance(ms(9_999));
+    assert_eq!(run.connects().len(), 1);
+    let out = run.advance(ms(10_000));
+    assert!(matches!(
+        &out[..],
+        [(_, Command::Cancel { reason: CancelReason::TimedOut, .. }), (_, Command::Connect { .. })]
+    ));
+    let a1 = run.attempt(1);
+    run.input(ms(10_001), failed(a1, ErrorKind::Refused));
+    assert_eq!(run.connects().len(), 3);
+    assert_eq!(run.refresh.in_flight(), 1);
+}
+
+#[test]
+fn all_at_once_preset_starts_every_broker_immediately() {
+    let run = Run::new(RefreshConfig::all_at_once(), 7);
+    assert_eq!(run.connects().len(), 7);
+    assert!(run.connects().iter().all(|c| c.0 == Instant::ZERO));
+}
+
+#[test]
+fn same_seed_same_commands_different_seed_different_order() {
+    let mut book = book(1);
+    let hosts: Vec<BrokerMetadata> =
+        (0..10).map(|i| BrokerMetadata { node_id: i, host: format!("h{i}"), port: 9092, rack: None }).collect();
+    book.update_from_metadata(&Metadata { brokers: hosts, ..Metadata::default() });
+    let commands = |seed| {
+        let mut r = Refresh::new(&RefreshConfig::all_at_once().with_seed(seed), &book, Instant::ZERO).unwrap();
+        std::iter::from_fn(|| r.poll_command()).collect::<Vec<_>>()
+    };
+    assert_eq!(commands(1), commands(1));
+    assert_ne!(commands(1), commands(2));
+}
+
+fn cluster_config() -> ClusterConfig {
+    ClusterConfig { refresh: fixed(100), ..ClusterConfig::default() }
+}
+
+fn events(c: &mut Cluster) -> Vec<ClusterEvent> {
+    std::iter::from_fn(|| c.poll_event()).collect()
+}
+
+#[test]
+fn cluster_coalesces_concurrent_requests_and_caches_metadata() {
+    let mut cluster = Cluster::new(cluster_config(), book(3), Instant::ZERO).unwrap();
+    let e1 = cluster.request_refresh(ms(0));
+    let e2 = cluster.request_refresh(ms(1));
+    assert_eq!(e1, e2, "single-flight");
+    let ev = events(&mut cluster);
+    let connects: Vec<_> = ev.iter().filter(|e| matches!(e, ClusterEvent::Connect { .. })).collect();
+    assert_eq!(connects.len(), 1);
+    let ClusterEvent::Connect { attempt, .. } = connects[0] else { unreachable!() };
+    cluster.handle_input(ms(5), response(*attempt));
+    let ev = events(&mut cluster);
+    assert!(matches!(ev.last(), Some(ClusterEvent::Refreshed { epoch, .. }) if *epoch == e1), "{ev:?}");
+    assert_eq!(cluster.metadata(), Some(&metadata()));
+    assert_eq!(cluster.metadata_age(ms(105)), Some(Duration::from_millis(100)));
+    // The next request is a new refresh, and it prefers the broker that answered (connected).
+    let e3 = cluster.request_refresh(ms(200));
+    assert_ne!(e3, e1);
+    let ev = events(&mut cluster);
+    assert!(matches!(ev[0], ClusterEvent::Connect { broker, .. } if cluster.book().address(broker) == "broker-0:9092"));
+}
+
+#[test]
+fn cluster_refreshes_periodically() {
+    let mut config = cluster_config();
+    config.refresh_interval = Duration::from_secs(60);
+    let mut cluster = Cluster::new(config, book(2), Instant::ZERO).unwrap();
+    assert_eq!(cluster.poll_timeout(), Some(ms(60_000)));
+    cluster.handle_timeout(ms(60_000));
+    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Connect { .. }]));
+}
+
+#[test]
+fn cluster_with_an_empty_hedge_budget_holds_extra_attempts_back() {
+    let mut config = cluster_config();
+    config.refresh.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 0 };
+    let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
+    cluster.request_refresh(ms(0));
+    assert_eq!(events(&mut cluster).len(), 1);
+    // No stagger tick fires while the hung first attempt is in flight.
+    assert_eq!(cluster.poll_timeout(), Some(ms(10_000)), "next wake-up is the attempt timeout");
+    cluster.handle_timeout(ms(10_000));
+    let ev = events(&mut cluster);
+    assert!(matches!(ev[..], [ClusterEvent::Cancel { .. }, ClusterEvent::Connect { .. }]), "{ev:?}");
+}
+
+#[test]
+fn cluster_hedge_budget_allows_hedges_while_tokens_last() {
+    let mut config = cluster_config();
+    config.refresh.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 1 };
+    let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
+    cluster.request_refresh(ms(0));
+    events(&mut cluster);
+    cluster.handle_timeout(ms(100));
+    let ev = events(&mut cluster);
+    assert!(matches!(ev[..], [ClusterEvent::Connect { .. }]), "one hedge paid by the token: {ev:?}");
+    assert_eq!(cluster.poll_timeout(), Some(ms(10_000)), "budget spent: no further stagger tick");
+}
+
+#[test]
+fn cluster_rebootstraps_from_seeds_when_every_discovered_broker_failed() {
+    let mut config = cluster_config();
+    config.refresh.retry.retries = 0;
+    let mut cluster = Cluster::new(config, BrokerBook::new(["seed:9092"]).unwrap(), Instant::ZERO).unwrap();
+    cluster.request_refresh(ms(0));
+    let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!() };
+    let discovered = Metadata {
+        brokers: (1..=2)
+            .map(|i| BrokerMetadata { node_id: i, host: format!("d{i}"), port: 9092, rack: None })
+            .collect(),
+        ..Metadata::default()
+    };
+    cluster.handle_input(ms(1), Input::Response { attempt, metadata: discovered });
+    events(&mut cluster);
+    assert!(cluster.book().has_discovered());
+    let mut t = 10;
+    cluster.request_refresh(ms(t));
+    let mut rebootstrapped = false;
+    for _ in 0..10 {
+        for e in events(&mut cluster) {
+            match e {
+                ClusterEvent::Connect { attempt, .. } => {
+                    t += 1;
+                    cluster.handle_input(ms(t), failed(attempt, ErrorKind::Refused));
+                }
+                ClusterEvent::Rebootstrapped => rebootstrapped = true,
+                _ => {}
+            }
+        }
+    }
+    assert!(rebootstrapped);
+    assert!(!cluster.book().has_discovered());
+    cluster.request_refresh(ms(t + 1));
+    let ev = events(&mut cluster);
+    assert!(
+        matches!(ev[0], ClusterEvent::Connect { broker, .. } if cluster.book().address(broker) == "seed:9092"),
+        "{ev:?}"
+    );
+}
