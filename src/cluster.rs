@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::config::RefreshConfig;
+use crate::config::Stagger;
 use crate::error::{ConfigError, RefreshError};
+use crate::estimator::Estimator;
 use crate::metadata::Metadata;
 use crate::refresh::{AttemptId, AttemptState, CancelReason, Command, Input, Refresh, RefreshContext, RefreshStats};
 use crate::time::Instant;
@@ -95,6 +97,8 @@ pub struct Cluster {
     /// Hedge budget in thousandths of a token.
     hedge_millitokens: u64,
     events: VecDeque<ClusterEvent>,
+    /// Recent winning response times, for the adaptive stagger of later refreshes.
+    estimator: Estimator,
 }
 
 impl Cluster {
@@ -115,6 +119,7 @@ impl Cluster {
             next_periodic: now.saturating_add(config.refresh_interval),
             hedge_millitokens: config.refresh.hedge_budget.burst as u64 * 1000,
             events: VecDeque::with_capacity(16),
+            estimator: Estimator::new(),
         })
     }
 
@@ -196,6 +201,11 @@ impl Cluster {
         (self.hedge_millitokens / 1000).min(u32::MAX as u64) as u32
     }
 
+    /// Recent response times (what the adaptive stagger of the next refresh learns from).
+    pub fn estimator(&self) -> &Estimator {
+        &self.estimator
+    }
+
     /// The settings this view runs with.
     pub fn config(&self) -> &ClusterConfig {
         &self.config
@@ -212,7 +222,11 @@ impl Cluster {
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
-        let ctx = RefreshContext { epoch: self.epoch, hedge_tokens: self.hedge_tokens(), warm_stagger: None };
+        let warm_stagger = match config.fanout.stagger {
+            Stagger::Adaptive(a) => self.estimator.quantile(a.quantile),
+            Stagger::Fixed(_) => None,
+        };
+        let ctx = RefreshContext { epoch: self.epoch, hedge_tokens: self.hedge_tokens(), warm_stagger };
         // The config was validated in `new` and the book is never empty, so this succeeds;
         // should it not, report a failed refresh rather than panic.
         match Refresh::with_context(&config, &self.book, now, ctx) {
@@ -263,6 +277,9 @@ impl Cluster {
         let mut discovered_tried = 0u32;
         let mut discovered_failed = 0u32;
         for (_, a) in done.attempts() {
+            if let (AttemptState::Won, Some(end)) = (a.state, a.ended_at) {
+                self.estimator.observe(end.saturating_since(a.started_at));
+            }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());
             discovered_tried += discovered as u32;
             let slow_loser = a.state == AttemptState::Cancelled && winner_start.is_some_and(|w| a.started_at < w);

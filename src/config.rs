@@ -36,6 +36,10 @@ pub struct Adaptive {
     pub floor: Duration,
     /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long.
     pub ceiling: Duration,
+    /// Quantile of recently observed response times (a [`crate::Cluster`]'s window) that a
+    /// later refresh waits for before suspecting an attempt (default 0.99: hedge only when
+    /// an answer is later than this cluster almost ever is).
+    pub quantile: f64,
 }
 
 impl Default for Adaptive {
@@ -45,6 +49,7 @@ impl Default for Adaptive {
             multiple: 8,
             floor: Duration::from_millis(10),
             ceiling: Duration::from_secs(2),
+            quantile: 0.99,
         }
     }
 }
@@ -54,6 +59,19 @@ impl Adaptive {
     pub fn after_handshake(&self, handshake: Duration) -> Duration {
         let scaled = handshake.saturating_mul(self.multiple);
         scaled.max(self.floor).min(self.ceiling.max(self.floor))
+    }
+
+    /// The wait for an attempt, given what is known: its handshake time (if it connected)
+    /// and the recent response-time quantile (if a window exists). Never below `floor`,
+    /// never above `ceiling`; `cold` only when nothing at all is known.
+    pub fn wait(&self, handshake: Option<Duration>, recent: Option<Duration>) -> Duration {
+        let top = self.ceiling.max(self.floor);
+        match (handshake, recent) {
+            (Some(h), Some(r)) => self.after_handshake(h).max(r).min(top),
+            (Some(h), None) => self.after_handshake(h),
+            (None, Some(r)) => r.max(self.floor).min(top),
+            (None, None) => self.cold,
+        }
     }
 }
 
@@ -265,6 +283,9 @@ impl RefreshConfig {
                 if a.multiple == 0 {
                     return Err(ConfigError::new("fanout.stagger.multiple", "must be at least 1"));
                 }
+                if !(0.0..=1.0).contains(&a.quantile) {
+                    return Err(ConfigError::new("fanout.stagger.quantile", "must be within [0, 1]"));
+                }
                 if a.floor > a.ceiling {
                     return Err(ConfigError::new("fanout.stagger.floor", "must not exceed fanout.stagger.ceiling"));
                 }
@@ -313,7 +334,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let cases: [(fn(&mut RefreshConfig), &str); 9] = [
+        type Mutation = fn(&mut RefreshConfig);
+        let cases: [(Mutation, &str); 9] = [
             (|c| c.fanout.initial = 0, "fanout.initial"),
             (|c| c.fanout.max_in_flight = 0, "fanout.max_in_flight"),
             (|c| c.fanout.initial = 5, "fanout.initial"),

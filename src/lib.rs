@@ -22,6 +22,7 @@ pub mod brokers;
 pub mod cluster;
 pub mod config;
 pub mod error;
+pub mod estimator;
 pub mod metadata;
 pub mod refresh;
 mod rng;
@@ -36,6 +37,7 @@ pub use brokers::{BrokerBook, BrokerIndex};
 pub use cluster::{Cluster, ClusterConfig, ClusterEvent};
 pub use config::{Adaptive, Backoff, Fanout, Growth, HedgeBudget, RefreshConfig, Stagger};
 pub use error::{AttemptError, ConfigError, ErrorKind, GiveUpReason, RefreshError};
+pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
     AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, Refresh, RefreshStats, TimerKind,

@@ -272,6 +272,18 @@ impl Refresh {
         Self::with_context(config, book, now, RefreshContext::default())
     }
 
+    /// Starts a refresh that knows how this cluster usually answers: `recent` is a high
+    /// quantile of recent response times (see [`crate::estimator::Estimator`]), used by the
+    /// adaptive stagger instead of the cold 250 ms guess.
+    pub fn with_estimate(
+        config: &RefreshConfig,
+        book: &BrokerBook,
+        now: Instant,
+        recent: Option<Duration>,
+    ) -> Result<Self, ConfigError> {
+        Self::with_context(config, book, now, RefreshContext { warm_stagger: recent, ..RefreshContext::default() })
+    }
+
     pub(crate) fn with_context(
         config: &RefreshConfig,
         book: &BrokerBook,
@@ -642,10 +654,10 @@ impl Refresh {
         let slot = &self.attempts[n as usize];
         let delay = match self.config.fanout.stagger {
             Stagger::Fixed(d) => d,
-            Stagger::Adaptive(a) => match slot.info.connected_at {
-                Some(at) => a.after_handshake(at.saturating_since(slot.info.started_at)),
-                None => self.warm_stagger.map_or(a.cold, |w| w.clamp(a.floor, a.cold.max(a.floor))),
-            },
+            Stagger::Adaptive(a) => {
+                let handshake = slot.info.connected_at.map(|at| at.saturating_since(slot.info.started_at));
+                a.wait(handshake, self.warm_stagger)
+            }
         };
         slot.info.started_at.saturating_add(scale(delay, self.jitter_factor))
     }
