@@ -65,7 +65,9 @@ impl Estimator {
         let mut copy = [0u32; WINDOW];
         copy[..n].copy_from_slice(&self.samples[..n]);
         // Nearest-rank: the smallest value with at least q·n observations at or below it.
-        let rank = ((q * n as f64) as usize + usize::from((q * n as f64).fract() > 0.0)).clamp(1, n);
+        let exact = q * n as f64;
+        let floor = exact as usize;
+        let rank = (floor + usize::from((floor as f64) < exact)).clamp(1, n);
         let (_, value, _) = copy[..n].select_nth_unstable(rank - 1);
         Some(Duration::from_micros(*value as u64))
     }
