@@ -127,7 +127,8 @@ impl Cluster {
     /// (single-flight); otherwise one starts now. Returns the epoch of the refresh that will
     /// answer: wait for `Refreshed` or `RefreshFailed` with that epoch.
     pub fn request_refresh(&mut self, now: Instant) -> u32 {
-        self.advance(now);
+        // Settle whatever is due first: a refresh whose deadline has passed must not be joined.
+        self.handle_timeout(now);
         if let Some(r) = &self.current {
             return r.epoch();
         }

@@ -104,6 +104,12 @@ pub struct Fanout {
     /// A fast failure (e.g. refused) starts the next attempt at once (default true), as in
     /// Happy Eyeballs: waiting out a stagger delay after a definite "no" is pure latency.
     pub next_on_failure: bool,
+    /// When the throttle is full at a stagger tick, cancel the oldest attempt (it is past its
+    /// stagger delay, so suspected) and start the next broker in its place (default true).
+    /// Without this, `max_in_flight` hung brokers at the head of the list stall the refresh
+    /// for a whole attempt timeout; with it, load stays bounded by the throttle and the
+    /// refresh keeps moving.
+    pub replace_when_full: bool,
 }
 
 impl Default for Fanout {
@@ -115,6 +121,7 @@ impl Default for Fanout {
             max_in_flight: 3,
             jitter: 0.2,
             next_on_failure: true,
+            replace_when_full: true,
         }
     }
 }
@@ -198,10 +205,14 @@ impl RefreshConfig {
         c.fanout.max_in_flight = 1;
         c.fanout.stagger = Stagger::Fixed(c.attempt_timeout);
         c.fanout.jitter = 0.0;
+        c.fanout.replace_when_full = false;
         c
     }
 
     /// Ask every broker immediately (fast, but `clients × brokers` load at every failover).
+    ///
+    /// Under a [`crate::Cluster`] the hedge budget still applies: attempts beyond the first
+    /// spend tokens, so a long-lived client cannot turn every refresh into a broadcast.
     pub fn all_at_once() -> Self {
         let mut c = RefreshConfig::adaptive();
         c.fanout.initial = u32::MAX;

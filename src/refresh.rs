@@ -97,8 +97,25 @@ pub enum CancelReason {
     Deadline,
     /// Another attempt hit a fatal (authentication/authorisation) error.
     Fatal,
+    /// The throttle was full at a stagger tick: this, the oldest (suspected) attempt, made
+    /// room for the next broker (`fanout.replace_when_full`).
+    Superseded,
     /// The broker answered, but with metadata that cannot win (no brokers, top-level error).
     Rejected,
+}
+
+impl CancelReason {
+    /// A short lowercase name for logs, tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            CancelReason::Lost => "lost",
+            CancelReason::TimedOut => "timed_out",
+            CancelReason::Deadline => "deadline",
+            CancelReason::Fatal => "fatal",
+            CancelReason::Rejected => "rejected",
+            CancelReason::Superseded => "superseded",
+        }
+    }
 }
 
 /// What the core asks the adapter to do.
@@ -528,11 +545,35 @@ impl Refresh {
             }
         };
         for _ in 0..want {
+            if self.throttle_full() && self.can_replace() {
+                self.supersede_oldest(now);
+            }
             if !self.launch(now, false) {
                 break;
             }
         }
         self.arm_stagger();
+    }
+
+    fn throttle_full(&self) -> bool {
+        self.in_flight >= self.config.fanout.max_in_flight
+    }
+
+    /// Whether a tick may cancel the oldest attempt to start the next broker: enabled,
+    /// a broker is left to try, and the replacement can be paid for.
+    fn can_replace(&self) -> bool {
+        self.config.fanout.replace_when_full
+            && self.cursor < self.candidates.len()
+            && (self.in_flight <= 1 || self.hedge_tokens > 0)
+    }
+
+    fn supersede_oldest(&mut self, now: Instant) {
+        let Some(&n) = self.timeout_queue.front() else { return };
+        let kind = self.timeout_kind(n);
+        let detail = "superseded: no answer within the stagger delay while the throttle was full";
+        self.record_error(now, n, AttemptError::with_detail(kind, detail));
+        self.end_attempt(now, n, AttemptState::Cancelled);
+        self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Superseded });
     }
 
     fn on_backoff(&mut self, now: Instant) {
@@ -641,7 +682,7 @@ impl Refresh {
         let can_launch = !self.finished
             && self.backoff_at.is_none()
             && self.cursor < self.candidates.len()
-            && self.in_flight < self.config.fanout.max_in_flight
+            && (self.in_flight < self.config.fanout.max_in_flight || self.can_replace())
             && (self.in_flight == 0 || self.hedge_tokens > 0);
         self.stagger_at = match (can_launch, self.latest) {
             (true, Some(n)) => Some(self.stagger_deadline(n)),

@@ -58,6 +58,10 @@ pub struct Trace {
     pub book: BrokerBook,
     /// When the refresh started.
     pub started_at: Instant,
+    /// The recent response-time estimate the refresh started with (see
+    /// [`Refresh::with_estimate`]); `None` for a cold start.
+    #[serde(default)]
+    pub recent_response_time: Option<core::time::Duration>,
     /// Every call and command, in order.
     pub events: Vec<TraceEvent>,
 }
@@ -87,7 +91,7 @@ impl Trace {
     /// Replays the trace's inputs and timeouts through a fresh [`Refresh`] and checks that
     /// it emits exactly the recorded commands. Returns the replayed commands on success.
     pub fn replay(&self) -> Result<Result<Vec<Command>, Divergence>, ConfigError> {
-        let mut refresh = Refresh::new(&self.config, &self.book, self.started_at)?;
+        let mut refresh = Refresh::with_estimate(&self.config, &self.book, self.started_at, self.recent_response_time)?;
         let mut produced: Vec<Command> = Vec::new();
         let mut cursor = 0usize; // next produced command to compare
         let drain = |r: &mut Refresh, out: &mut Vec<Command>| {
@@ -152,13 +156,25 @@ pub struct Recorder {
 impl Recorder {
     /// Starts a refresh (as [`Refresh::new`]) and begins recording it.
     pub fn new(config: &RefreshConfig, book: &BrokerBook, now: Instant, recorder: &str) -> Result<Self, ConfigError> {
-        let refresh = Refresh::new(config, book, now)?;
+        Self::with_estimate(config, book, now, recorder, None)
+    }
+
+    /// As [`Refresh::with_estimate`], recorded (the estimate goes into the trace).
+    pub fn with_estimate(
+        config: &RefreshConfig,
+        book: &BrokerBook,
+        now: Instant,
+        recorder: &str,
+        recent: Option<core::time::Duration>,
+    ) -> Result<Self, ConfigError> {
+        let refresh = Refresh::with_estimate(config, book, now, recent)?;
         let trace = Trace {
             version: TRACE_VERSION,
             recorder: recorder.to_string(),
             config: *config,
             book: book.clone(),
             started_at: now,
+            recent_response_time: recent,
             events: Vec::new(),
         };
         Ok(Recorder { refresh, trace })

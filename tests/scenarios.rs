@@ -209,7 +209,8 @@ fn without_next_on_failure_a_failure_waits_for_the_stagger_tick() {
 
 #[test]
 fn throttle_holds_with_ten_hung_brokers() {
-    let c = fixed(100); // max_in_flight 3
+    let mut c = fixed(100); // max_in_flight 3
+    c.fanout.replace_when_full = false;
     let mut run = Run::new(c, 10);
     run.advance(ms(5_000));
     let connects = run.connects();
@@ -517,4 +518,48 @@ fn cluster_rebootstraps_from_seeds_when_every_discovered_broker_failed() {
         matches!(ev[0], ClusterEvent::Connect { broker, .. } if cluster.book().address(broker) == "seed:9092"),
         "{ev:?}"
     );
+}
+
+#[test]
+fn a_full_throttle_replaces_the_oldest_suspect_at_each_tick() {
+    let mut run = Run::new(fixed(100), 10); // max_in_flight 3, replace_when_full by default
+    let out = run.advance(ms(300));
+    let a0 = run.attempt(0);
+    assert_eq!(out.len(), 4, "{out:?}");
+    assert_eq!(out[2], (ms(300), Command::Cancel { attempt: a0, reason: CancelReason::Superseded }));
+    assert!(matches!(out[3], (t, Command::Connect { .. }) if t == ms(300)));
+    assert_eq!(run.refresh.in_flight(), 3, "the throttle still holds");
+    let a3 = run.attempt(3);
+    let out = run.input(ms(301), response(a3));
+    assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
+    let info = run.refresh.attempt(a0).unwrap();
+    assert_eq!(info.state, stagger::AttemptState::Cancelled);
+}
+
+#[test]
+fn adaptive_default_gets_past_three_silent_brokers_without_exceeding_the_throttle() {
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 6);
+    // Every attempt connects after 100 µs and then stays silent, except the fourth broker's.
+    let mut t = Instant::ZERO;
+    for _ in 0..40 {
+        let connects = run.connects();
+        for (started, attempt, _) in &connects {
+            let connected = started.saturating_add(Duration::from_micros(100));
+            if run.refresh.attempt(*attempt).unwrap().connected_at.is_none() && connected <= t.max(connected) {
+                run.input(connected, Input::Connected { attempt: *attempt });
+            }
+        }
+        if connects.len() >= 4 {
+            let (started, a3, _) = connects[3];
+            let out = run.input(started.saturating_add(Duration::from_millis(1)), response(a3));
+            assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
+            // Silent brokers were hedged every 10 ms: the answer came 31 ms in.
+            assert_eq!(started, ms(30));
+            return;
+        }
+        t = run.refresh.poll_timeout().unwrap();
+        run.advance(t);
+        assert!(run.refresh.in_flight() <= 3);
+    }
+    panic!("the fourth attempt never started: {:?}", run.connects());
 }

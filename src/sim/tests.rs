@@ -1,0 +1,535 @@
+//! Simulator scenarios: each checks an outcome, and every report is also checked against the
+//! invariants in [`check_report`] (trace replays, counters agree with the core, spans agree
+//! with the core's own attempt records, throttle respected).
+
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::*;
+use crate::brokers::BrokerIndex;
+use crate::cluster::ClusterConfig;
+use crate::config::RefreshConfig;
+use crate::error::{ErrorKind, GiveUpReason};
+use crate::refresh::{AttemptState, CancelReason, Refresh};
+use crate::rng::Rng;
+use crate::trace::TraceEvent;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn at_ms(n: u64) -> Instant {
+    Instant::from_millis(n)
+}
+
+fn healthy(rtt_ms: u64) -> BrokerBehavior {
+    BrokerBehavior::Healthy { rtt: ms(rtt_ms) }
+}
+
+/// `config` with a shorter deadline, its stagger clamped so the config stays valid.
+fn with_deadline(mut config: RefreshConfig, deadline: Duration) -> RefreshConfig {
+    config.deadline = deadline;
+    match &mut config.fanout.stagger {
+        crate::Stagger::Fixed(d) => *d = (*d).min(deadline),
+        crate::Stagger::Adaptive(a) => a.cold = a.cold.min(deadline),
+    }
+    config
+}
+
+fn presets() -> [(&'static str, RefreshConfig); 4] {
+    [
+        ("adaptive", RefreshConfig::adaptive()),
+        ("staggered", RefreshConfig::staggered()),
+        ("sequential", RefreshConfig::sequential()),
+        ("all_at_once", RefreshConfig::all_at_once()),
+    ]
+}
+
+/// The example's cluster: hung, refused, slow 20–40 ms, healthy, healthy.
+fn example_scenario() -> Scenario {
+    Scenario::from_behaviors([
+        BrokerBehavior::Hung,
+        BrokerBehavior::Refused,
+        BrokerBehavior::Slow { min: ms(20), max: ms(40) },
+        healthy(2),
+        healthy(2),
+    ])
+}
+
+fn lane(report: &Report, i: u32) -> &Lane {
+    report.lanes.iter().find(|l| l.broker == BrokerIndex(i)).expect("lane exists")
+}
+
+/// Runs and checks every invariant; returns the report.
+fn run(config: &RefreshConfig, scenario: &Scenario) -> Report {
+    let report = run_refresh(config, scenario);
+    check_report(config, &report);
+    report
+}
+
+fn check_report(config: &RefreshConfig, report: &Report) {
+    let show = || report.render_timeline();
+    assert!(!matches!(report.outcome, Outcome::Aborted { .. }), "aborted:\n{}", show());
+
+    // The trace replays to the same commands.
+    let trace = report.trace.as_ref().expect("trace recorded");
+    match trace.replay() {
+        Ok(Ok(_)) => {}
+        other => panic!("replay failed: {other:?}\n{}", show()),
+    }
+
+    // Counters agree with the event log and with the core.
+    let connects = report.events.iter().filter(|e| matches!(e, SimEvent::Connect { .. })).count() as u32;
+    let trace_connects = trace
+        .events
+        .iter()
+        .filter(|e| matches!(e, TraceEvent::Command { command: crate::Command::Connect { .. }, .. }))
+        .count() as u32;
+    assert_eq!(report.attempts_started, connects, "{}", show());
+    assert_eq!(report.attempts_started, trace_connects, "{}", show());
+    assert_eq!(report.attempts_started, report.stats.started, "{}", show());
+    assert_eq!(report.attempts_cancelled, report.stats.cancelled, "{}", show());
+    assert_eq!(report.attempts_failed, report.stats.failed, "{}", show());
+    assert!(report.requests_reached <= report.attempts_started, "{}", show());
+    assert_eq!(report.spans().count() as u32, report.attempts_started);
+
+    // Exactly one terminal event, and it is the last command.
+    let terminals =
+        report.events.iter().filter(|e| matches!(e, SimEvent::Done { .. } | SimEvent::GiveUp { .. })).count();
+    assert_eq!(terminals, 1, "{}", show());
+    let last_command = report
+        .events
+        .iter()
+        .rev()
+        .find(|e| {
+            matches!(
+                e,
+                SimEvent::Connect { .. } | SimEvent::Cancel { .. } | SimEvent::Done { .. } | SimEvent::GiveUp { .. }
+            )
+        })
+        .unwrap();
+    assert!(matches!(last_command, SimEvent::Done { .. } | SimEvent::GiveUp { .. }), "{}", show());
+
+    check_events(&report.events, config.fanout.max_in_flight, report.lanes.len(), &show);
+
+    // Spans agree with what a fresh core, fed the trace, knows about each attempt.
+    let mut core = Refresh::new(&trace.config, &trace.book, trace.started_at).unwrap();
+    for e in &trace.events {
+        match e {
+            TraceEvent::Input { at, input } => core.handle_input(*at, input.clone()),
+            TraceEvent::Timeout { at, .. } => core.handle_timeout(*at),
+            TraceEvent::Command { .. } => {}
+        }
+    }
+    assert_eq!(core.attempts().count() as u32, report.attempts_started);
+    for (id, info) in core.attempts() {
+        let (broker, span) = report.spans().find(|(_, s)| s.attempt == id).expect("span for every attempt");
+        assert_eq!(broker, info.broker);
+        assert_eq!(span.start, info.started_at, "{id}");
+        assert_eq!(span.end, info.ended_at, "{id}");
+        assert_eq!(span.connected_at, info.connected_at, "{id}");
+        assert_eq!((span.pass, span.hedge), (info.pass, info.hedge), "{id}");
+        let expected = match span.outcome {
+            SpanOutcome::Won => AttemptState::Won,
+            SpanOutcome::Failed { .. } => AttemptState::Failed,
+            SpanOutcome::Cancelled { .. } => AttemptState::Cancelled,
+            SpanOutcome::InFlight => AttemptState::InFlight,
+        };
+        assert_eq!(info.state, expected, "{id}\n{}", show());
+    }
+}
+
+/// Time only moves forward; the throttle holds; one attempt per broker at a time; nothing
+/// is left in flight at the end.
+fn check_events(events: &[SimEvent], max_in_flight: u32, brokers: usize, show: &dyn Fn() -> String) {
+    let mut last = Instant::ZERO;
+    let mut in_flight = 0u32;
+    let mut per_broker: Vec<u32> = vec![0; brokers];
+    for e in events {
+        assert!(e.at() >= last, "time went backwards at {e:?}");
+        last = e.at();
+        match e {
+            SimEvent::Connect { broker, .. } => {
+                in_flight += 1;
+                per_broker[broker.0 as usize] += 1;
+                assert!(in_flight <= max_in_flight, "throttle exceeded\n{}", show());
+                assert!(per_broker[broker.0 as usize] <= 1, "two attempts on {broker:?} at once\n{}", show());
+            }
+            SimEvent::Cancel { broker, .. } | SimEvent::Done { broker, .. } | SimEvent::Failed { broker, .. } => {
+                in_flight -= 1;
+                per_broker[broker.0 as usize] -= 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(in_flight, 0, "attempts left in flight after the end\n{}", show());
+}
+
+#[test]
+fn healthy_cluster_needs_one_attempt() {
+    let scenario = Scenario::from_behaviors([healthy(2), healthy(2), healthy(2)]);
+    for (name, config) in presets() {
+        let report = run(&config, &scenario);
+        assert_eq!(report.winner(), Some(BrokerIndex(0)), "{name}");
+        assert_eq!(report.time_to_metadata(), Some(ms(3)), "{name}: handshake 1 ms + rtt 2 ms");
+        if name != "all_at_once" {
+            assert_eq!(report.attempts_started, 1, "{name}");
+            assert_eq!(report.requests_reached, 1, "{name}");
+            assert_eq!(report.attempts_cancelled, 0, "{name}");
+        }
+        let span = &lane(&report, 0).spans[0];
+        assert_eq!(span.connected_at, Some(at_ms(1)));
+        assert_eq!(span.outcome, SpanOutcome::Won);
+    }
+}
+
+#[test]
+fn hung_first_broker_is_overtaken_and_cancelled() {
+    let scenario = Scenario::from_behaviors([BrokerBehavior::Hung, healthy(2), healthy(2)]);
+    let report = run(&RefreshConfig::adaptive(), &scenario);
+    assert_eq!(report.winner(), Some(BrokerIndex(1)));
+    assert_eq!(report.attempts_started, 2);
+    assert_eq!(report.hedges, 1);
+    // Connected after 1 ms, so the wait is clamp(8 · 1 ms, 10 ms, 2 s) = 10 ms, minus up
+    // to 20 % jitter; then 3 ms for the second broker.
+    let t = report.time_to_metadata().unwrap();
+    assert!(t >= ms(11) && t <= ms(13), "{t:?}\n{}", report.render_timeline());
+    let hung = &lane(&report, 0).spans[0];
+    assert_eq!(hung.outcome, SpanOutcome::Cancelled { reason: CancelReason::Lost });
+    assert_eq!(hung.end, Some(Instant::ZERO.saturating_add(t)));
+    assert_eq!(report.requests_reached, 2);
+    assert!(report.render_timeline().contains("cancelled(lost)"));
+}
+
+#[test]
+fn refused_first_broker_starts_the_next_at_once() {
+    let scenario = Scenario::from_behaviors([BrokerBehavior::Refused, healthy(2), healthy(2)]);
+    for (name, config) in presets() {
+        let report = run(&config, &scenario);
+        assert_eq!(report.winner(), Some(BrokerIndex(1)), "{name}");
+        let refused = &lane(&report, 0).spans[0];
+        assert_eq!(refused.end, Some(at_ms(1)), "{name}");
+        assert_eq!(refused.connected_at, None);
+        assert!(matches!(refused.outcome, SpanOutcome::Failed { kind: ErrorKind::Refused, .. }), "{name}");
+        if name != "all_at_once" {
+            assert_eq!(lane(&report, 1).spans[0].start, at_ms(1), "{name}: no stagger wait after a refusal");
+            assert_eq!(report.time_to_metadata(), Some(ms(4)), "{name}");
+            assert_eq!(report.requests_reached, 1, "{name}: the refused attempt reached nobody");
+            assert_eq!(report.attempts_failed, 1, "{name}");
+        }
+    }
+}
+
+#[test]
+fn all_hung_gives_up_exactly_at_the_deadline() {
+    let scenario = Scenario::from_behaviors([BrokerBehavior::Hung, BrokerBehavior::Hung, BrokerBehavior::Hung]);
+    for (name, config) in presets() {
+        let config = with_deadline(config, Duration::from_secs(5)); // below the 10 s attempt timeout
+        let report = run(&config, &scenario);
+        match &report.outcome {
+            Outcome::GiveUp { error, at } => {
+                assert_eq!(error.reason, GiveUpReason::DeadlineExceeded, "{name}");
+                assert_eq!(*at, Instant::from_millis(5000), "{name}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(report.ended_at, Instant::from_millis(5000));
+        for (_, span) in report.spans() {
+            assert_eq!(span.outcome, SpanOutcome::Cancelled { reason: CancelReason::Deadline }, "{name}");
+            assert_eq!(span.end, Some(Instant::from_millis(5000)));
+        }
+        assert_eq!(report.requests_reached, report.attempts_started);
+    }
+    // With the default 60 s deadline, four passes of 10 s timeouts run out first.
+    let report = run(&RefreshConfig::adaptive(), &scenario);
+    let error = report.give_up().expect("gives up");
+    assert_eq!(error.reason, GiveUpReason::AllFailed { passes: 4 });
+    assert_eq!(report.passes, 4);
+    assert_eq!(report.attempts_started, 12);
+    assert_eq!(report.attempts_failed, 12);
+    assert!(matches!(error.last_error, Some((_, _, ref e)) if e.kind == ErrorKind::ResponseTimeout));
+}
+
+#[test]
+fn same_seed_gives_an_identical_report() {
+    let mut scenario = example_scenario();
+    scenario.brokers.push(SimBroker::new(BrokerBehavior::Flaky { p: 0.5, rtt: ms(3) }));
+    let scenario = scenario.with_seed(42);
+    for (name, config) in presets() {
+        let config = config.with_seed(7);
+        let a = serde_json::to_string(&run_refresh(&config, &scenario)).unwrap();
+        let b = serde_json::to_string(&run_refresh(&config, &scenario)).unwrap();
+        assert_eq!(a, b, "{name}");
+        // And the report survives a serde round trip.
+        let back: Report = serde_json::from_str(&a).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), a, "{name}");
+    }
+    // The simulator's seed matters: slow answers take other times.
+    let slow = Scenario::from_behaviors([BrokerBehavior::Slow { min: ms(20), max: ms(40) }]);
+    let times: Vec<_> =
+        (0..8).map(|s| run(&RefreshConfig::adaptive(), &slow.clone().with_seed(s)).time_to_metadata()).collect();
+    assert!(times.iter().any(|t| *t != times[0]), "{times:?}");
+}
+
+#[test]
+fn example_scenario_works_with_every_preset() {
+    for seed in 0..20 {
+        let scenario = example_scenario().with_seed(seed);
+        for (name, config) in presets() {
+            let report = run(&config.with_seed(seed), &scenario);
+            assert!(report.winner().is_some(), "{name}\n{}", report.render_timeline());
+            assert!(matches!(lane(&report, 1).spans[0].outcome, SpanOutcome::Failed { kind: ErrorKind::Refused, .. }));
+        }
+    }
+    let report = run(&RefreshConfig::sequential(), &example_scenario());
+    // Sarama's behaviour: a full 10 s attempt timeout on the hung broker first.
+    let t = report.time_to_metadata().unwrap();
+    assert!(t > Duration::from_secs(10) && t < Duration::from_millis(10_045), "{t:?}");
+    let report = run(&RefreshConfig::adaptive(), &example_scenario());
+    assert!(report.time_to_metadata().unwrap() < ms(40), "{}", report.render_timeline());
+}
+
+#[test]
+fn dies_at_behaves() {
+    let config = RefreshConfig::adaptive();
+    let dies = |at: Duration, rtt: u64| BrokerBehavior::DiesAt { at, rtt: ms(rtt) };
+
+    // Alive long enough: just healthy.
+    let report = run(&config, &Scenario::from_behaviors([dies(ms(100), 2)]));
+    assert_eq!(report.time_to_metadata(), Some(ms(3)));
+
+    // Dies while its answer is on the way: the attempt is closed at the moment of death.
+    let report = run(&config, &Scenario::from_behaviors([dies(ms(2), 5), healthy(2)]));
+    let span = &lane(&report, 0).spans[0];
+    assert_eq!(span.connected_at, Some(at_ms(1)));
+    assert_eq!(span.end, Some(at_ms(2)));
+    assert!(matches!(span.outcome, SpanOutcome::Failed { kind: ErrorKind::Closed, .. }));
+    assert_eq!(lane(&report, 1).spans[0].start, at_ms(2));
+    assert_eq!(report.time_to_metadata(), Some(ms(5)));
+    assert_eq!(report.requests_reached, 2);
+
+    // Already dead: refused after the handshake, and nothing reached it.
+    let report = run(&config, &Scenario::from_behaviors([dies(Duration::ZERO, 2), healthy(2)]));
+    let span = &lane(&report, 0).spans[0];
+    assert!(matches!(span.outcome, SpanOutcome::Failed { kind: ErrorKind::Refused, .. }));
+    assert_eq!((span.connected_at, span.end), (None, Some(at_ms(1))));
+    assert_eq!(report.requests_reached, 1);
+
+    // Dies during the handshake: closed at death, never connected.
+    let report = run(&config, &Scenario::from_behaviors([dies(Duration::from_micros(500), 2), healthy(2)]));
+    let span = &lane(&report, 0).spans[0];
+    assert!(matches!(span.outcome, SpanOutcome::Failed { kind: ErrorKind::Closed, .. }));
+    assert_eq!((span.connected_at, span.end), (None, Some(Instant::from_micros(500))));
+    assert_eq!(report.requests_reached, 1);
+}
+
+#[test]
+fn flaky_behaves() {
+    let config = RefreshConfig::adaptive();
+    let flaky = |p: f64| BrokerBehavior::Flaky { p, rtt: ms(2) };
+
+    let report = run(&config, &Scenario::from_behaviors([flaky(1.0), healthy(2)]));
+    let span = &lane(&report, 0).spans[0];
+    assert_eq!(span.connected_at, Some(at_ms(1)));
+    assert_eq!(span.end, Some(at_ms(3)));
+    assert!(matches!(span.outcome, SpanOutcome::Failed { kind: ErrorKind::Closed, .. }));
+    assert_eq!(report.winner(), Some(BrokerIndex(1)));
+    assert_eq!(report.requests_reached, 2, "a flaky broker accepted the connection");
+
+    let report = run(&config, &Scenario::from_behaviors([flaky(0.0), healthy(2)]));
+    assert_eq!((report.winner(), report.time_to_metadata()), (Some(BrokerIndex(0)), Some(ms(3))));
+
+    let winners: Vec<_> = (0..64)
+        .map(|seed| run(&config, &Scenario::from_behaviors([flaky(0.5), healthy(2)]).with_seed(seed)).winner())
+        .collect();
+    assert!(winners.contains(&Some(BrokerIndex(0))) && winners.contains(&Some(BrokerIndex(1))), "{winners:?}");
+}
+
+#[test]
+fn slow_answers_fall_in_range() {
+    for seed in 0..32 {
+        let scenario = Scenario::from_behaviors([BrokerBehavior::Slow { min: ms(20), max: ms(40) }]).with_seed(seed);
+        let t = run(&RefreshConfig::staggered(), &scenario).time_to_metadata().unwrap();
+        assert!(t >= ms(21) && t <= ms(41), "{t:?}");
+    }
+}
+
+#[test]
+fn zero_times_and_handshakes_finish() {
+    let scenario = Scenario::new(vec![
+        SimBroker::new(healthy(0)).with_handshake(Duration::ZERO),
+        SimBroker::new(BrokerBehavior::Refused).with_handshake(Duration::ZERO),
+    ]);
+    for (name, config) in presets() {
+        let report = run(&config, &scenario);
+        assert_eq!(report.time_to_metadata(), Some(Duration::ZERO), "{name}");
+    }
+}
+
+#[test]
+fn bad_input_is_reported_not_panicked() {
+    let mut config = RefreshConfig::adaptive();
+    config.fanout.initial = 0;
+    let report = run_refresh(&config, &example_scenario());
+    assert!(
+        matches!(&report.outcome, Outcome::Aborted { error: SimError::InvalidConfig { field, .. }, .. } if field == "fanout.initial")
+    );
+    assert!(report.trace.is_none());
+    assert!(report.render_timeline().contains("aborted"));
+
+    let report = run_refresh(&RefreshConfig::adaptive(), &Scenario::new(Vec::new()));
+    assert!(
+        matches!(&report.outcome, Outcome::Aborted { error: SimError::InvalidConfig { field, .. }, .. } if field == "seeds")
+    );
+
+    // Metadata no broker can win with: every answer is rejected, the refresh gives up.
+    let mut scenario = Scenario::from_behaviors([healthy(1), healthy(1)]);
+    scenario.metadata = Some(crate::Metadata::default());
+    let report = run(&RefreshConfig::adaptive(), &scenario);
+    assert!(matches!(report.give_up().map(|e| e.reason), Some(GiveUpReason::AllFailed { .. })));
+    assert!(report.spans().all(|(_, s)| matches!(s.outcome, SpanOutcome::Failed { kind: ErrorKind::NoBrokers, .. })));
+}
+
+#[test]
+fn timeline_is_readable() {
+    let report = run(&RefreshConfig::adaptive(), &example_scenario());
+    let text = report.render_timeline();
+    for needle in
+        ["broker-0", "broker-4", "hung", "refused", "slow 20ms-40ms", "won", "cancelled(lost)", "failed(refused)"]
+    {
+        assert!(text.contains(needle), "{needle:?} missing from\n{text}");
+    }
+    assert!(text.contains("metadata in") && text.contains("requests reached"), "{text}");
+    assert_eq!(text.lines().count(), 6, "{text}");
+    assert_eq!(render::fmt_duration(Duration::from_micros(1_500)), "1.5ms");
+    assert_eq!(render::fmt_duration(Duration::from_micros(60_000_000)), "60s");
+    assert_eq!(render::fmt_duration(Duration::from_micros(250)), "0.25ms");
+}
+
+#[test]
+fn scenario_serde_defaults_and_addresses() {
+    let json = r#"{"brokers":[{"behavior":{"kind":"hung"}},{"behavior":{"kind":"healthy","rtt":{"secs":0,"nanos":2000000}}}]}"#;
+    let scenario: Scenario = serde_json::from_str(json).unwrap();
+    assert_eq!(scenario.brokers[0].handshake, SimBroker::DEFAULT_HANDSHAKE);
+    assert_eq!(scenario.seed, 0);
+    assert_eq!(scenario.broker_for_address("broker-1:9092"), Some(1));
+    assert_eq!(scenario.broker_for_address("broker-2:9092"), None);
+    assert_eq!(scenario.broker_for_address("broker-01:9092"), None);
+    let meta = scenario.metadata();
+    assert_eq!(meta.brokers.len(), 2);
+    assert!(meta.rejection().is_none());
+    let mut book = crate::BrokerBook::new(scenario.seeds()).unwrap();
+    book.update_from_metadata(&meta);
+    assert_eq!(book.len(), 2, "metadata names the same brokers as the seeds");
+}
+
+#[test]
+fn cluster_coalesces_concurrent_requests() {
+    let scenario = Scenario::from_behaviors([healthy(2), healthy(2), healthy(2)]);
+    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, ms(1)]);
+    assert_eq!(report.error, None);
+    assert_eq!(report.refreshes.len(), 1, "{}", report.render_summary());
+    assert_eq!(report.requests.len(), 2);
+    assert!(report.requests.iter().all(|r| r.epoch == 1));
+    let r = &report.refreshes[0];
+    assert_eq!(r.requests, 2);
+    assert_eq!(r.winner(), Some(BrokerIndex(0)));
+    assert_eq!(r.duration(), Some(ms(3)));
+    assert_eq!(r.stats.map(|s| s.started), Some(1));
+}
+
+#[test]
+fn cluster_prefers_the_previous_winner() {
+    let scenario = Scenario::from_behaviors([BrokerBehavior::Hung, healthy(2), healthy(2)]);
+    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, Duration::from_secs(10)]);
+    assert_eq!(report.error, None);
+    assert_eq!(report.refreshes.len(), 2, "{}", report.render_summary());
+    let (first, second) = (&report.refreshes[0], &report.refreshes[1]);
+    assert_eq!(first.brokers_tried, [BrokerIndex(0), BrokerIndex(1)]);
+    let winner = first.winner().unwrap();
+    assert_eq!(winner, BrokerIndex(1));
+    assert_eq!(second.brokers_tried, [winner], "{}", report.render_summary());
+    assert_eq!(second.duration(), Some(ms(3)));
+    assert_eq!(second.start, Instant::from_millis(10_000));
+    assert!(report.render_summary().contains("answered 1 request"));
+}
+
+#[test]
+fn cluster_rebootstraps_and_recovers() {
+    // Everything dies after the first refresh: the second fails and falls back to seeds.
+    let dies = BrokerBehavior::DiesAt { at: Duration::from_secs(1), rtt: ms(2) };
+    let scenario = Scenario::from_behaviors([dies.clone(), dies.clone(), dies]);
+    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, Duration::from_secs(2)]);
+    assert_eq!(report.error, None);
+    assert_eq!(report.refreshes.len(), 2, "{}", report.render_summary());
+    assert!(report.refreshes[0].winner().is_some());
+    assert!(matches!(report.refreshes[1].outcome, RefreshOutcome::Failed { .. }));
+    assert_eq!(report.rebootstraps, 1, "{}", report.render_summary());
+}
+
+const CASES: u64 = 400;
+
+/// Random scenarios under random policies: no aborts, every invariant of `check_report`.
+#[test]
+fn random_scenarios_keep_every_invariant() {
+    let mut rng = Rng::new(0x5eed);
+    for case in 0..CASES {
+        let n = 1 + rng.below(6);
+        let brokers = (0..n)
+            .map(|_| {
+                let d = |rng: &mut Rng, max_ms: usize| Duration::from_micros(rng.below(max_ms * 1000) as u64);
+                let behavior = match rng.below(6) {
+                    0 => BrokerBehavior::Healthy { rtt: d(&mut rng, 5) },
+                    1 => {
+                        let (a, b) = (d(&mut rng, 50), d(&mut rng, 50));
+                        BrokerBehavior::Slow { min: a, max: b }
+                    }
+                    2 => BrokerBehavior::Hung,
+                    3 => BrokerBehavior::Refused,
+                    4 => BrokerBehavior::Flaky { p: rng.unit(), rtt: d(&mut rng, 5) },
+                    _ => BrokerBehavior::DiesAt { at: d(&mut rng, 30), rtt: d(&mut rng, 5) },
+                };
+                SimBroker::new(behavior).with_handshake(d(&mut rng, 3))
+            })
+            .collect();
+        let scenario = Scenario::new(brokers).with_seed(case);
+        let (_, mut config) = presets()[rng.below(4)];
+        config.seed = rng.next_u64();
+        if rng.below(2) == 0 {
+            let f = &mut config.fanout;
+            f.max_in_flight = 1 + rng.below(5) as u32;
+            f.initial = 1 + rng.below(f.max_in_flight as usize) as u32;
+            f.growth = if rng.below(2) == 0 {
+                crate::Growth::Linear(1 + rng.below(3) as u32)
+            } else {
+                crate::Growth::Exponential(1.0 + 2.0 * rng.unit())
+            };
+            f.jitter = rng.unit();
+            f.next_on_failure = rng.below(2) == 0;
+            config.retry.retries = rng.below(4) as u32;
+        }
+        if rng.below(3) == 0 {
+            config.attempt_timeout = ms(5 + rng.below(50) as u64);
+            config = with_deadline(config, ms(20 + rng.below(500) as u64));
+        }
+        let report = run_refresh(&config, &scenario);
+        check_report(&config, &report);
+        if case % 8 == 0 {
+            let cluster = ClusterConfig { refresh: config, ..ClusterConfig::default() };
+            let r = run_cluster(&cluster, &scenario, &[Duration::ZERO, ms(1), Duration::from_secs(70)]);
+            assert_eq!(r.error, None, "{}", r.render_summary());
+            assert!(r.refreshes.iter().all(|r| r.end.is_some()), "{}", r.render_summary());
+            check_events(&r.events, config.fanout.max_in_flight, r.lanes.len(), &|| r.render_summary());
+        }
+    }
+}
+
+#[test]
+fn events_name_timer_kinds() {
+    let report = run(&RefreshConfig::adaptive(), &example_scenario());
+    assert!(report.events.iter().any(|e| matches!(e, SimEvent::Timer { kind: Some(crate::TimerKind::Stagger), .. })));
+    let text: String = serde_json::to_string(&report.events).unwrap();
+    assert!(text.contains(r#""type":"timer""#) && text.contains(r#""kind":"stagger""#), "{text}");
+}

@@ -1,0 +1,267 @@
+//! The simulated brokers' side of the wire: what each `Connect` turns into, when, and which
+//! pending answers a `Cancel` drops. Shared by the [`Refresh`](crate::Refresh) and
+//! [`Cluster`](crate::Cluster) drivers so both see identical broker behaviour.
+
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::refresh_sim::{Lane, SimEvent, Span, SpanOutcome};
+use super::{BrokerBehavior, Scenario};
+use crate::brokers::{BrokerBook, BrokerIndex};
+use crate::error::{AttemptError, ErrorKind};
+use crate::metadata::Metadata;
+use crate::refresh::{AttemptId, CancelReason, Input};
+use crate::rng::Rng;
+use crate::time::Instant;
+
+/// What a broker will report about an attempt, once its time comes.
+#[derive(Clone, Debug)]
+enum Pending {
+    Connected,
+    Response,
+    Failed(AttemptError),
+}
+
+#[derive(Clone, Debug)]
+struct Scheduled {
+    attempt: AttemptId,
+    broker: BrokerIndex,
+    what: Pending,
+}
+
+/// Pending broker events keyed by (time, insertion sequence): a deterministic total order,
+/// so two events at the same instant are always delivered in the order they were scheduled.
+#[derive(Clone, Debug, Default)]
+struct EventQueue {
+    events: BTreeMap<(Instant, u64), Scheduled>,
+    seq: u64,
+}
+
+impl EventQueue {
+    fn push(&mut self, at: Instant, event: Scheduled) {
+        self.events.insert((at, self.seq), event);
+        self.seq += 1;
+    }
+
+    fn peek_time(&self) -> Option<Instant> {
+        self.events.keys().next().map(|&(at, _)| at)
+    }
+
+    fn pop(&mut self) -> Option<(Instant, Scheduled)> {
+        self.events.pop_first().map(|((at, _), e)| (at, e))
+    }
+
+    /// Drops every pending event of `attempt`; returns how many.
+    fn cancel(&mut self, attempt: AttemptId) -> u32 {
+        let before = self.events.len();
+        self.events.retain(|_, e| e.attempt != attempt);
+        (before - self.events.len()) as u32
+    }
+}
+
+/// The simulated cluster while a driver runs it: pending events, spans, the event log.
+pub(super) struct World<'a> {
+    scenario: &'a Scenario,
+    metadata: Metadata,
+    queue: EventQueue,
+    /// Attempts so far in start order, with their spans.
+    spans: Vec<(BrokerIndex, Span)>,
+    /// Attempt id → position in `spans`.
+    index: BTreeMap<AttemptId, usize>,
+    /// Attempts started per simulated broker: picks each attempt's random stream.
+    per_broker: BTreeMap<BrokerIndex, u64>,
+    pub(super) events: Vec<SimEvent>,
+    pub(super) dropped: u32,
+}
+
+impl<'a> World<'a> {
+    pub(super) fn new(scenario: &'a Scenario) -> Self {
+        World {
+            scenario,
+            metadata: scenario.metadata(),
+            queue: EventQueue::default(),
+            spans: Vec::new(),
+            index: BTreeMap::new(),
+            per_broker: BTreeMap::new(),
+            events: Vec::new(),
+            dropped: 0,
+        }
+    }
+
+    /// When the next broker event is due.
+    pub(super) fn next_event_at(&self) -> Option<Instant> {
+        self.queue.peek_time()
+    }
+
+    /// A `Connect` came out of the core: open a span and schedule what the broker does.
+    pub(super) fn connect(&mut self, now: Instant, attempt: AttemptId, broker: BrokerIndex, address: &str) {
+        self.events.push(SimEvent::Connect { at: now, attempt, broker });
+        self.index.insert(attempt, self.spans.len());
+        self.spans.push((
+            broker,
+            Span {
+                attempt,
+                start: now,
+                connected_at: None,
+                end: None,
+                outcome: SpanOutcome::InFlight,
+                pass: 0,
+                hedge: false,
+            },
+        ));
+        let nth = self.per_broker.entry(broker).or_insert(0);
+        // One random stream per (seed, broker, nth attempt on it): broker 2's first answer
+        // takes as long under every preset, so presets compare on equal terms.
+        let mut rng = Rng::new(
+            self.scenario.seed
+                ^ (broker.0 as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ (*nth + 1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F),
+        );
+        *nth += 1;
+        let scenario = self.scenario;
+        let Some(sim) = scenario.broker_for_address(address).map(|i| &scenario.brokers[i]) else {
+            let error = AttemptError::with_detail(ErrorKind::Dns, "simulated: no such broker");
+            self.queue.push(now, Scheduled { attempt, broker, what: Pending::Failed(error) });
+            return;
+        };
+        let connected = now.saturating_add(sim.handshake);
+        let mut push = |at: Instant, what: Pending| self.queue.push(at, Scheduled { attempt, broker, what });
+        let closed = || AttemptError::with_detail(ErrorKind::Closed, "simulated: broker closed the connection");
+        let refused = || AttemptError::with_detail(ErrorKind::Refused, "simulated: broker refuses connections");
+        match &sim.behavior {
+            BrokerBehavior::Healthy { rtt } => {
+                push(connected, Pending::Connected);
+                push(connected.saturating_add(*rtt), Pending::Response);
+            }
+            BrokerBehavior::Slow { min, max } => {
+                let (lo, hi) = if min <= max { (*min, *max) } else { (*max, *min) };
+                let delay = lo + crate::time::scale(hi - lo, rng.unit());
+                push(connected, Pending::Connected);
+                push(connected.saturating_add(delay), Pending::Response);
+            }
+            BrokerBehavior::Hung => push(connected, Pending::Connected),
+            BrokerBehavior::Refused => push(connected, Pending::Failed(refused())),
+            BrokerBehavior::Flaky { p, rtt } => {
+                push(connected, Pending::Connected);
+                // NaN compares false: a NaN probability never fails.
+                let what = if rng.unit() < *p { Pending::Failed(closed()) } else { Pending::Response };
+                push(connected.saturating_add(*rtt), what);
+            }
+            BrokerBehavior::DiesAt { at, rtt } => {
+                let dies = Instant::ZERO.saturating_add(*at);
+                if now >= dies {
+                    push(connected, Pending::Failed(refused()));
+                } else if connected >= dies {
+                    push(dies, Pending::Failed(closed()));
+                } else {
+                    push(connected, Pending::Connected);
+                    let answer = connected.saturating_add(*rtt);
+                    if answer < dies {
+                        push(answer, Pending::Response);
+                    } else {
+                        push(dies, Pending::Failed(closed()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A `Cancel` came out of the core: drop the attempt's pending events and close its span.
+    pub(super) fn cancel(&mut self, now: Instant, attempt: AttemptId, reason: CancelReason) {
+        self.dropped += self.queue.cancel(attempt);
+        let broker = self.broker_of(attempt);
+        self.events.push(SimEvent::Cancel { at: now, attempt, broker, reason });
+        let rejection = self.metadata.rejection();
+        let Some(span) = self.span_mut(attempt) else { return };
+        if span.end.is_some() {
+            return;
+        }
+        span.end = Some(now);
+        span.outcome = match reason {
+            // The core counts these as failures of the attempt, not as cancellations.
+            CancelReason::TimedOut => {
+                let kind =
+                    if span.connected_at.is_some() { ErrorKind::ResponseTimeout } else { ErrorKind::ConnectTimeout };
+                SpanOutcome::Failed { reason: kind.to_string(), kind }
+            }
+            CancelReason::Rejected => {
+                let error = rejection.unwrap_or_else(|| AttemptError::new(ErrorKind::Protocol));
+                SpanOutcome::Failed { reason: error.to_string(), kind: error.kind }
+            }
+            reason => SpanOutcome::Cancelled { reason },
+        };
+    }
+
+    /// The core declared `attempt` the winner.
+    pub(super) fn won(&mut self, now: Instant, attempt: AttemptId, broker: BrokerIndex) {
+        self.events.push(SimEvent::Done { at: now, attempt, broker });
+        if let Some(span) = self.span_mut(attempt) {
+            span.end = Some(now);
+            span.outcome = SpanOutcome::Won;
+        }
+    }
+
+    /// Takes the next due broker event and turns it into the core's [`Input`], updating the
+    /// span (connected, failed) and the event log.
+    pub(super) fn pop_input(&mut self) -> Option<(Instant, Input)> {
+        let (at, Scheduled { attempt, broker, what }) = self.queue.pop()?;
+        let input = match what {
+            Pending::Connected => {
+                self.events.push(SimEvent::Connected { at, attempt, broker });
+                if let Some(span) = self.span_mut(attempt) {
+                    span.connected_at = Some(at);
+                }
+                Input::Connected { attempt }
+            }
+            Pending::Response => {
+                self.events.push(SimEvent::Response { at, attempt, broker });
+                Input::Response { attempt, metadata: self.metadata.clone() }
+            }
+            Pending::Failed(error) => {
+                self.events.push(SimEvent::Failed { at, attempt, broker, error: error.clone() });
+                if let Some(span) = self.span_mut(attempt) {
+                    span.end = Some(at);
+                    span.outcome = SpanOutcome::Failed { reason: error.to_string(), kind: error.kind };
+                }
+                Input::Failed { attempt, error }
+            }
+        };
+        Some((at, input))
+    }
+
+    /// Copies what the core knows about an attempt (pass, hedge) into its span.
+    pub(super) fn annotate(&mut self, attempt: AttemptId, pass: u32, hedge: bool) {
+        if let Some(span) = self.span_mut(attempt) {
+            span.pass = pass;
+            span.hedge = hedge;
+        }
+    }
+
+    /// Every span so far, in start order.
+    pub(super) fn spans(&self) -> impl Iterator<Item = &Span> {
+        self.spans.iter().map(|(_, s)| s)
+    }
+
+    /// The broker an attempt went to (`BrokerIndex(u32::MAX)` if the attempt is unknown).
+    fn broker_of(&self, attempt: AttemptId) -> BrokerIndex {
+        self.index.get(&attempt).map_or(BrokerIndex(u32::MAX), |&i| self.spans[i].0)
+    }
+
+    fn span_mut(&mut self, attempt: AttemptId) -> Option<&mut Span> {
+        let i = *self.index.get(&attempt)?;
+        Some(&mut self.spans[i].1)
+    }
+
+    /// One lane per broker of `book`, each with its spans in start order.
+    pub(super) fn lanes(&self, book: &BrokerBook) -> Vec<Lane> {
+        book.iter()
+            .map(|(broker, entry)| Lane {
+                broker,
+                address: String::from(&*entry.address),
+                behavior: self.scenario.broker_for_address(&entry.address).map(|i| self.scenario.brokers[i].clone()),
+                spans: self.spans.iter().filter(|(b, _)| *b == broker).map(|(_, s)| s.clone()).collect(),
+            })
+            .collect()
+    }
+}
