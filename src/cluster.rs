@@ -132,7 +132,7 @@ impl Cluster {
         if let Some(r) = &self.current {
             return r.epoch();
         }
-        self.start(now)
+        self.start(self.now)
     }
 
     /// Feeds an I/O result for an attempt; inputs from finished refreshes are ignored.
@@ -293,8 +293,7 @@ impl Cluster {
         let budget = &self.config.refresh.hedge_budget;
         let cap = budget.burst as u64 * 1000;
         let earned = (budget.ratio * 1000.0) as u64;
-        self.hedge_millitokens =
-            (self.hedge_millitokens.saturating_sub(stats.hedges as u64 * 1000) + earned).min(cap.max(earned));
+        self.hedge_millitokens = (self.hedge_millitokens.saturating_sub(stats.hedges as u64 * 1000) + earned).min(cap);
         let succeeded = winner_start.is_some();
         if !succeeded
             && self.config.rebootstrap

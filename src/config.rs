@@ -62,15 +62,16 @@ impl Adaptive {
     }
 
     /// The wait for an attempt, given what is known: its handshake time (if it connected)
-    /// and the recent response-time quantile (if a window exists). Never below `floor`,
-    /// never above `ceiling`; `cold` only when nothing at all is known.
+    /// and the recent response-time quantile (if a window exists). Never below `floor`
+    /// (which also bounds `cold`), never above `ceiling` once something is known; `cold`
+    /// only when nothing at all is known.
     pub fn wait(&self, handshake: Option<Duration>, recent: Option<Duration>) -> Duration {
         let top = self.ceiling.max(self.floor);
         match (handshake, recent) {
             (Some(h), Some(r)) => self.after_handshake(h).max(r).min(top),
             (Some(h), None) => self.after_handshake(h),
             (None, Some(r)) => r.max(self.floor).min(top),
-            (None, None) => self.cold,
+            (None, None) => self.cold.max(self.floor),
         }
     }
 }

@@ -484,6 +484,12 @@ impl Refresh {
         let mut budget = 4 * (self.candidates.len() + self.in_flight as usize) + 64;
         while !self.finished && budget > 0 {
             budget -= 1;
+            // An adapter that wakes up after the deadline must not see timers that were due
+            // before it start new attempts: the deadline wins over everything overdue.
+            if now >= self.deadline_at {
+                self.on_deadline(now);
+                return;
+            }
             let Some((at, kind)) = self.next_timer() else { return };
             if at > now {
                 return;

@@ -1,0 +1,248 @@
+//! `stagger`: Kafka cluster metadata with staggered refresh.
+//!
+//! Subcommands: `metadata` (list brokers, topics and partitions like `kcat -L`, with a live
+//! per-broker view on a terminal) and `demo` (an embedded real cluster with hung and
+//! refusing brokers, refreshed with the default policy and with Sarama's sequential one).
+
+mod demo;
+mod live;
+mod output;
+mod policy;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use stagger::RefreshConfig;
+use stagger_tokio::{Error, ExchangeConfig, RefreshOptions, TlsOptions};
+
+use crate::demo::{DemoCluster, Role};
+use crate::live::LiveView;
+use crate::output::ms;
+use crate::policy::PolicyArgs;
+
+const EXAMPLES: &str = "\
+Examples:
+  stagger demo                                   # embedded cluster, 2 hung + 1 down broker
+  stagger metadata -b 127.0.0.1:9092,127.0.0.1:9093
+  stagger metadata -b kafka-1:9092 -t orders --json
+  stagger metadata -b kafka-1:9092 --preset staggered --max-in-flight 2 --trace refresh.json";
+
+/// Kafka metadata, fast even when brokers hang.
+#[derive(Parser)]
+#[command(name = "stagger", version, about, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Fetch and print cluster metadata (brokers, topics, partitions).
+    #[command(after_help = "Examples:
+  stagger metadata -b 127.0.0.1:9092
+  stagger metadata -b a:9092,b:9092 -t orders -t payments --json
+  stagger metadata -b a:9092 --tls --ca ca.pem
+  stagger metadata -b a:9092 --stagger 100ms --jitter 0 --seed 7 --trace refresh.json")]
+    Metadata(MetadataArgs),
+    /// Start an embedded mock Kafka cluster with hung and refusing brokers and refresh it.
+    #[command(after_help = "Examples:
+  stagger demo
+  stagger demo --brokers 9 --hung 4 --down 2
+  stagger demo --serve            # keep the cluster up and print its addresses until Ctrl-C")]
+    Demo(DemoArgs),
+}
+
+#[derive(Args)]
+struct MetadataArgs {
+    /// Bootstrap brokers, host:port, comma-separated (repeatable).
+    #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,…", required = true, value_delimiter = ',')]
+    brokers: Vec<String>,
+    /// Only these topics (repeatable); default: all topics.
+    #[arg(short = 't', long = "topic", value_name = "TOPIC")]
+    topics: Vec<String>,
+    /// Print one JSON object instead of a listing.
+    #[arg(long)]
+    json: bool,
+    /// Write the core's trace (config, inputs, commands) to FILE, for replay in the web demo.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Connect with TLS.
+    #[arg(long)]
+    tls: bool,
+    /// CA certificate (PEM) to verify brokers with (implies --tls).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Brokers in the embedded cluster.
+    #[arg(long, default_value_t = 6)]
+    brokers: usize,
+    /// Brokers that accept TCP but never answer (placed first in the seed list).
+    #[arg(long, default_value_t = 2)]
+    hung: usize,
+    /// Brokers that refuse connections (placed next).
+    #[arg(long, default_value_t = 1)]
+    down: usize,
+    /// Attempt timeout for the sequential comparison run (each hung broker costs this much).
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = policy::parse_duration)]
+    sequential_timeout: Duration,
+    /// Skip the sequential comparison.
+    #[arg(long)]
+    no_compare: bool,
+    /// Keep the cluster running and print its addresses until Ctrl-C.
+    #[arg(long)]
+    serve: bool,
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+/// A failure to report: one paragraph, and the exit code.
+struct Failure {
+    message: String,
+    code: u8,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Failure { message: message.into(), code: 2 }
+    }
+    fn refresh(message: impl Into<String>) -> Self {
+        Failure { message: message.into(), code: 1 }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Metadata(args) => metadata(args).await,
+            Command::Demo(args) => demo(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn live_enabled(json: bool) -> bool {
+    !json && std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
+}
+
+async fn metadata(args: MetadataArgs) -> Result<(), Failure> {
+    let config = args.policy.to_config().map_err(Failure::usage)?;
+    let tls = (args.tls || args.ca.is_some()).then(|| TlsOptions { ca_file: args.ca.clone(), ..TlsOptions::default() });
+    let exchange =
+        ExchangeConfig { topics: (!args.topics.is_empty()).then(|| args.topics.clone()), ..ExchangeConfig::default() };
+    let options = RefreshOptions { config, exchange, tls, record_trace: args.trace.is_some() };
+    let mut view = LiveView::new(&args.brokers, live_enabled(args.json));
+    let result = stagger_tokio::refresh_with(&options, &args.brokers, |e| view.on_event(e)).await;
+    let trace = match &result {
+        Ok(outcome) => outcome.trace.clone(),
+        Err(Error::Refresh { trace, .. }) => trace.as_deref().cloned(),
+        Err(_) => None,
+    };
+    if let (Some(path), Some(trace)) = (&args.trace, trace) {
+        let json = serde_json::to_string_pretty(&trace).map_err(|e| Failure::refresh(format!("trace: {e}")))?;
+        std::fs::write(path, json)
+            .map_err(|e| Failure::refresh(format!("could not write the trace to {}: {e}", path.display())))?;
+    }
+    match result {
+        Ok(outcome) => {
+            if args.json {
+                let doc = output::json(&outcome);
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            } else {
+                print!("{}", output::table(&outcome.metadata, &outcome.winner));
+                println!(
+                    "\nrefresh: {:.1} ms, {} attempts, winner {}",
+                    ms(outcome.elapsed),
+                    outcome.attempts.len(),
+                    outcome.winner
+                );
+                print!("{}", output::attempts(&outcome.attempts));
+            }
+            Ok(())
+        }
+        Err(Error::Config(e)) => Err(Failure::usage(e.to_string())),
+        Err(e @ Error::Refresh { .. }) => {
+            if args.json {
+                let doc = serde_json::json!({ "error": e.to_string(), "refresh": e.report() });
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            }
+            Err(Failure::refresh(e.to_string()))
+        }
+        Err(e) => Err(Failure::refresh(e.to_string())),
+    }
+}
+
+async fn demo(args: DemoArgs) -> Result<(), Failure> {
+    let config = args.policy.to_config().map_err(Failure::usage)?;
+    let cluster = DemoCluster::start(args.brokers, args.hung, args.down).await.map_err(Failure::usage)?;
+    println!("stagger demo: a {}-broker Kafka cluster (librdkafka's mock) on loopback", args.brokers);
+    for (id, address, role) in &cluster.brokers {
+        println!("  broker {id}  {address:<22} {}", role.describe());
+    }
+    let seeds = cluster.seeds();
+    println!("seed list, worst first: {}", seeds.join(","));
+    if args.serve {
+        println!("\nbootstrap: {}", seeds.join(","));
+        println!("serving until Ctrl-C");
+        let _ = tokio::signal::ctrl_c().await;
+        return Ok(());
+    }
+    let live = live_enabled(false);
+    let name = args.policy.preset.clone().unwrap_or_else(|| "adaptive (default)".into());
+    println!("\nRefreshing with {name}:");
+    let fast = run(&config, &seeds, live).await?;
+    print!("\n{}", output::table(&fast.metadata, &fast.winner));
+    if args.no_compare {
+        return Ok(());
+    }
+    let mut sequential = RefreshConfig::sequential();
+    sequential.attempt_timeout = args.sequential_timeout;
+    let bad = cluster.brokers.iter().filter(|b| b.2 != Role::Healthy).count();
+    println!(
+        "\nNow the way most clients refresh today: one broker at a time (preset `sequential`, {} attempt timeout; expect about {:.0?}):",
+        humantime::format_duration(args.sequential_timeout),
+        args.sequential_timeout * args.hung as u32
+    );
+    let slow = run(&sequential, &seeds, live).await?;
+    println!("\n  {:<26} {:>16} {:>9} {:>12}", "policy", "time to metadata", "attempts", "connections");
+    for (label, o) in [(name.as_str(), &fast), ("sequential", &slow)] {
+        println!("  {:<26} {:>13.1} ms {:>9} {:>12}", label, ms(o.elapsed), o.attempts.len(), o.connections_opened());
+    }
+    let ratio = slow.elapsed.as_secs_f64() / fast.elapsed.as_secs_f64().max(1e-6);
+    println!("  {name} got metadata {ratio:.0}× sooner past {bad} misbehaving brokers.");
+    Ok(())
+}
+
+async fn run(config: &RefreshConfig, seeds: &[String], live: bool) -> Result<stagger_tokio::RefreshOutcome, Failure> {
+    let options = RefreshOptions { config: *config, ..RefreshOptions::default() };
+    let mut view = LiveView::new(seeds, live);
+    let outcome = stagger_tokio::refresh_with(&options, seeds, |e| view.on_event(e))
+        .await
+        .map_err(|e| Failure::refresh(e.to_string()))?;
+    if !live {
+        print!("{}", output::attempts(&outcome.attempts));
+    }
+    println!("  got metadata from {} in {:.1} ms", outcome.winner, ms(outcome.elapsed));
+    Ok(outcome)
+}

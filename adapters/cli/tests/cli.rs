@@ -1,0 +1,171 @@
+//! The `stagger` binary against a real Kafka-protocol cluster (librdkafka's mock, started
+//! in this test process): listing, JSON, a hung first broker, a dead cluster, traces, and
+//! bad flags. Assertions are on output and exit codes, never on wall-clock time.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
+use serde_json::Value;
+
+struct Mock {
+    cluster: MockCluster<'static, DefaultProducerContext>,
+    /// Broker addresses, in broker-id order (1..=n).
+    addresses: Vec<String>,
+}
+
+fn mock(brokers: i32) -> Mock {
+    let cluster = MockCluster::new(brokers).expect("mock cluster");
+    cluster.create_topic("orders", 3, brokers.min(3)).expect("topic");
+    cluster.create_topic("payments", 2, brokers.min(3)).expect("topic");
+    let addresses = cluster.bootstrap_servers().split(',').map(str::to_owned).collect();
+    Mock { cluster, addresses }
+}
+
+/// A loopback port with nothing listening: connections to it are refused.
+fn closed_port() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    addr.to_string()
+}
+
+fn stagger() -> Command {
+    let mut cmd = Command::cargo_bin("stagger").unwrap();
+    cmd.timeout(Duration::from_secs(60));
+    cmd
+}
+
+#[test]
+fn lists_brokers_topics_and_partitions() {
+    let m = mock(3);
+    let out = stagger().args(["metadata", "-b", &m.addresses.join(",")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(" 3 brokers:"), "{text}");
+    for a in &m.addresses {
+        assert!(text.contains(a.as_str()), "{a} missing in\n{text}");
+    }
+    assert!(text.contains("topic \"orders\" with 3 partitions"), "{text}");
+    assert!(text.contains("topic \"payments\" with 2 partitions"), "{text}");
+    assert!(text.contains("partition 0, leader "), "{text}");
+}
+
+#[test]
+fn json_output_has_the_documented_shape_and_topic_filter_works() {
+    let m = mock(3);
+    let out = stagger().args(["metadata", "-b", &m.addresses[0], "-t", "orders", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["cluster_id"].is_string());
+    assert!(doc["controller_id"].is_i64());
+    let brokers = doc["brokers"].as_array().unwrap();
+    assert_eq!(brokers.len(), 3);
+    for b in brokers {
+        assert!(b["id"].is_i64() && b["host"].is_string() && b["port"].is_u64() && b.get("rack").is_some(), "{b}");
+    }
+    let topics = doc["topics"].as_array().unwrap();
+    assert_eq!(topics.len(), 1, "only the requested topic: {topics:?}");
+    assert_eq!(topics[0]["name"], "orders");
+    let partitions = topics[0]["partitions"].as_array().unwrap();
+    assert_eq!(partitions.len(), 3);
+    for p in partitions {
+        assert!(p["leader"].as_i64().unwrap() >= 1, "{p}");
+        assert!(!p["replicas"].as_array().unwrap().is_empty() && p["isr"].is_array() && p["error"].is_null());
+    }
+    let refresh = &doc["refresh"];
+    assert!(refresh["elapsed_ms"].as_f64().unwrap() >= 0.0);
+    assert_eq!(refresh["winner"], m.addresses[0].as_str());
+    let attempts = refresh["attempts"].as_array().unwrap();
+    assert_eq!(attempts[0]["outcome"], "won");
+    assert!(attempts[0]["started_ms"].is_number() && attempts[0]["ended_ms"].is_number());
+}
+
+#[test]
+fn a_hung_first_broker_still_gives_metadata_and_is_cancelled() {
+    let m = mock(3);
+    m.cluster.broker_round_trip_time(1, Duration::from_secs(3600)).unwrap();
+    let seeds = m.addresses.join(",");
+    let out = stagger().args(["metadata", "-b", &seeds, "--json", "--seed", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let attempts = doc["refresh"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts[0]["broker"], m.addresses[0].as_str());
+    assert_eq!(attempts[0]["outcome"], "cancelled", "{attempts:?}");
+    assert_ne!(doc["refresh"]["winner"], m.addresses[0].as_str());
+}
+
+#[test]
+fn a_dead_cluster_fails_with_every_brokers_error_and_a_non_zero_exit() {
+    let seeds = [closed_port(), closed_port()];
+    let out = stagger().args(["metadata", "-b", &seeds.join(","), "--retries", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.starts_with("error: metadata refresh failed: every broker failed in 2 passes"), "{err}");
+    assert!(err.contains("last error from"), "{err}");
+    for s in &seeds {
+        assert!(err.contains(&format!("{s}: connection refused")), "{s} missing in {err}");
+    }
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+}
+
+#[test]
+fn trace_file_replays_to_the_same_commands() {
+    let m = mock(3);
+    m.cluster.broker_round_trip_time(1, Duration::from_secs(3600)).unwrap();
+    let dir = std::env::temp_dir().join(format!("stagger-cli-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("refresh.json");
+    let out =
+        stagger().args(["metadata", "-b", &m.addresses.join(","), "--trace", path.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let trace: stagger::trace::Trace = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let commands = trace.replay().unwrap().expect("the recorded trace replays without divergence");
+    assert!(matches!(commands.last(), Some(stagger::Command::Done { .. })));
+    assert!(commands.iter().any(|c| matches!(c, stagger::Command::Cancel { .. })), "the hung attempt was cancelled");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_flags_and_addresses_get_one_clear_paragraph() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["metadata", "-b", "no-port"], "has no port"),
+        (&["metadata", "-b", "h:1", "--jitter", "3"], "fanout.jitter"),
+        (&["metadata", "-b", "h:1", "--preset", "fastest"], "unknown preset"),
+        (&["metadata", "-b", "h:1", "--stagger", "soon"], "250ms"),
+    ];
+    for (args, needle) in cases {
+        let out = stagger().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn help_has_examples() {
+    for args in [&["--help"][..], &["metadata", "--help"], &["demo", "--help"]] {
+        let out = stagger().args(args).output().unwrap();
+        assert!(out.status.success());
+        assert!(String::from_utf8(out.stdout).unwrap().contains("Examples:"), "{args:?}");
+    }
+}
+
+#[test]
+fn demo_runs_against_its_embedded_cluster() {
+    let out = stagger()
+        .args(["demo", "--brokers", "4", "--hung", "1", "--down", "1", "--sequential-timeout", "1s"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("hung (accepts TCP, never answers)") && text.contains("down (refuses connections)"),
+        "{text}"
+    );
+    assert!(text.contains("topic \"orders\""), "{text}");
+    assert!(text.contains("sequential") && text.contains("sooner"), "{text}");
+}

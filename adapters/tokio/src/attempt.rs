@@ -1,0 +1,276 @@
+//! One attempt on the wire — resolve, connect, (TLS), run the Kafka exchange — and the set
+//! of attempts a driver runs concurrently.
+//!
+//! Attempts are futures owned by an [`AttemptSet`], which the driving future owns in turn:
+//! no task is spawned, so dropping the driver drops every attempt and closes every socket
+//! synchronously, and cancelling one attempt closes its socket the next time the set is
+//! polled (the driver polls it right after carrying out the core's commands).
+
+use std::collections::HashMap;
+use std::future::{pending, Future};
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_util::future::{AbortHandle, Abortable};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use stagger::kafka::{Exchange, ExchangeConfig};
+use stagger::{AttemptError, AttemptId, ErrorKind, Metadata};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::tls::Connector;
+use crate::transport::Transport;
+
+/// Bytes read from a socket at a time; the exchange reassembles frames of any size.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// What every attempt of one driver shares.
+#[derive(Debug)]
+pub(crate) struct AttemptContext {
+    /// What to ask the broker.
+    pub(crate) exchange: ExchangeConfig,
+    /// TLS, if the brokers speak it.
+    pub(crate) tls: Option<Connector>,
+}
+
+/// A broker's answer, with the connection it came on (kept by the client for reuse).
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) metadata: Metadata,
+    /// The Metadata API version the exchange settled on.
+    pub(crate) version: Option<i16>,
+    pub(crate) transport: Transport,
+}
+
+/// Progress of an attempt, as the driver reports it to the core.
+#[derive(Debug)]
+pub(crate) enum Progress {
+    /// The transport came up (`Input::Connected`).
+    Connected,
+    /// The attempt ended (`Input::Response` or `Input::Failed`).
+    Finished(Result<Answer, AttemptError>),
+}
+
+/// How a connection came to be.
+enum Conn {
+    /// A new TCP connection: the TLS handshake (if any) is still to come.
+    Fresh(TcpStream),
+    /// A connection kept from an earlier refresh: ready for the exchange.
+    Kept(Transport),
+}
+
+enum Step {
+    Connected(Conn),
+    Finished(Result<Answer, AttemptError>),
+}
+
+type Running = Abortable<Pin<Box<dyn Future<Output = (AttemptId, Step)> + Send>>>;
+
+/// The attempts in flight, each cancellable on its own.
+pub(crate) struct AttemptSet {
+    ctx: Arc<AttemptContext>,
+    running: FuturesUnordered<Running>,
+    live: HashMap<AttemptId, Live>,
+    opened: u64,
+    reused: u64,
+}
+
+struct Live {
+    abort: AbortHandle,
+    address: Arc<str>,
+}
+
+impl AttemptSet {
+    pub(crate) fn new(ctx: AttemptContext) -> Self {
+        AttemptSet { ctx: Arc::new(ctx), running: FuturesUnordered::new(), live: HashMap::new(), opened: 0, reused: 0 }
+    }
+
+    /// Starts `attempt`: resolve and connect to `address`.
+    pub(crate) fn connect(&mut self, attempt: AttemptId, address: Arc<str>) {
+        let target = address.clone();
+        self.push(attempt, address, async move {
+            let step = match connect(&target).await {
+                Ok(tcp) => Step::Connected(Conn::Fresh(tcp)),
+                Err(e) => Step::Finished(Err(e)),
+            };
+            (attempt, step)
+        });
+    }
+
+    /// Starts `attempt` on a connection kept from an earlier refresh: it reports
+    /// `Connected` at once and goes straight to the exchange.
+    pub(crate) fn reuse(&mut self, attempt: AttemptId, address: Arc<str>, transport: Transport) {
+        self.reused += 1;
+        self.push(attempt, address, async move { (attempt, Step::Connected(Conn::Kept(transport))) });
+    }
+
+    /// Abandons `attempt` and (on the set's next poll) closes its connection.
+    pub(crate) fn cancel(&mut self, attempt: AttemptId) {
+        if let Some(live) = self.live.remove(&attempt) {
+            live.abort.abort();
+        }
+    }
+
+    /// Abandons every attempt and closes every connection now.
+    pub(crate) fn clear(&mut self) {
+        self.live.clear();
+        self.running = FuturesUnordered::new();
+    }
+
+    /// TCP connections opened so far (kept connections reused are not counted).
+    pub(crate) fn opened(&self) -> u64 {
+        self.opened
+    }
+
+    /// Kept connections handed to a new attempt so far.
+    pub(crate) fn reused(&self) -> u64 {
+        self.reused
+    }
+
+    /// The next progress of any attempt; pending forever while none is in flight, so it
+    /// can sit in a `select!` next to the core's timer. Cancel-safe.
+    pub(crate) async fn next(&mut self) -> (AttemptId, Progress) {
+        loop {
+            let (attempt, step) = match self.running.next().await {
+                None => pending().await,
+                Some(Err(_aborted)) => continue,
+                Some(Ok(item)) => item,
+            };
+            match step {
+                Step::Connected(conn) => {
+                    let Some(address) = self.live.get(&attempt).map(|l| l.address.clone()) else { continue };
+                    if matches!(conn, Conn::Fresh(_)) {
+                        self.opened += 1;
+                    }
+                    let ctx = self.ctx.clone();
+                    self.push(attempt, address.clone(), async move {
+                        (attempt, Step::Finished(converse(&ctx, &address, conn).await))
+                    });
+                    return (attempt, Progress::Connected);
+                }
+                Step::Finished(result) => {
+                    if self.live.remove(&attempt).is_none() {
+                        continue;
+                    }
+                    return (attempt, Progress::Finished(result));
+                }
+            }
+        }
+    }
+
+    fn push(
+        &mut self,
+        attempt: AttemptId,
+        address: Arc<str>,
+        future: impl Future<Output = (AttemptId, Step)> + Send + 'static,
+    ) {
+        let (abort, registration) = AbortHandle::new_pair();
+        self.live.insert(attempt, Live { abort, address });
+        let boxed: Pin<Box<dyn Future<Output = (AttemptId, Step)> + Send>> = Box::pin(future);
+        self.running.push(Abortable::new(boxed, registration));
+    }
+}
+
+/// Resolves `address` and connects to the first resolved address that accepts.
+async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
+    let addrs = tokio::net::lookup_host(address)
+        .await
+        .map_err(|e| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: {e}")))?;
+    let mut last = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(tcp) => {
+                // Requests are small and latency is the point: do not wait to coalesce.
+                let _ = tcp.set_nodelay(true);
+                return Ok(tcp);
+            }
+            Err(e) => last = Some(connect_error(&addr.to_string(), &e)),
+        }
+    }
+    Err(last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: no address"))))
+}
+
+/// TLS handshake (for a fresh connection, when configured), then the exchange.
+async fn converse(ctx: &AttemptContext, address: &str, conn: Conn) -> Result<Answer, AttemptError> {
+    let transport = match (conn, &ctx.tls) {
+        (Conn::Kept(transport), _) => transport,
+        (Conn::Fresh(tcp), None) => Transport::Tcp(tcp),
+        (Conn::Fresh(tcp), Some(tls)) => tls.handshake(tcp, address).await?,
+    };
+    exchange(transport, &ctx.exchange).await
+}
+
+/// Runs one ApiVersions + Metadata exchange on `transport`.
+async fn exchange(mut transport: Transport, config: &ExchangeConfig) -> Result<Answer, AttemptError> {
+    let mut exchange = Exchange::new(config);
+    let mut buf = vec![0u8; READ_BUFFER];
+    let mut eof = false;
+    loop {
+        while let Some(frame) = exchange.poll_transmit() {
+            transport.write_all(&frame).await.map_err(|e| io_error(&e))?;
+        }
+        transport.flush().await.map_err(|e| io_error(&e))?;
+        if let Some(outcome) = exchange.poll_outcome() {
+            let version = exchange.metadata_version();
+            return outcome.map(|metadata| Answer { metadata, version, transport });
+        }
+        if eof {
+            // The exchange must conclude at end of stream; never spin if it does not.
+            return Err(AttemptError::with_detail(ErrorKind::Closed, "connection closed before a complete answer"));
+        }
+        let n = transport.read(&mut buf).await.map_err(|e| io_error(&e))?;
+        if n == 0 {
+            eof = true;
+            exchange.handle_eof();
+        } else {
+            exchange.handle_bytes(&buf[..n]);
+        }
+    }
+}
+
+/// Classifies a failed TCP connect: refused means nothing listens (a definite, fast "no").
+fn connect_error(addr: &str, e: &io::Error) -> AttemptError {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        _ => ErrorKind::Io,
+    };
+    AttemptError::with_detail(kind, format!("{addr}: {e}"))
+}
+
+/// Classifies a read or write failure on an established connection.
+pub(crate) fn io_error(e: &io::Error) -> AttemptError {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+        _ if is_tls_error(e) => ErrorKind::Tls,
+        _ => ErrorKind::Io,
+    };
+    AttemptError::with_detail(kind, e.to_string())
+}
+
+#[cfg(feature = "tls")]
+fn is_tls_error(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
+}
+
+#[cfg(not(feature = "tls"))]
+fn is_tls_error(_e: &io::Error) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_are_classified() {
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert_eq!(connect_error("a:1", &refused).kind, ErrorKind::Refused);
+        assert_eq!(io_error(&io::Error::from(io::ErrorKind::ConnectionReset)).kind, ErrorKind::Closed);
+        assert_eq!(io_error(&io::Error::from(io::ErrorKind::PermissionDenied)).kind, ErrorKind::Io);
+    }
+}

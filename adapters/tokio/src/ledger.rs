@@ -1,0 +1,241 @@
+//! Mirrors the core's view of every attempt into [`AttemptReport`]s and [`Event`]s.
+//!
+//! The core decides; the ledger only listens. It learns from the commands the core emits
+//! and from the inputs the driver fed it, and decides whether an input was *accepted* the
+//! way the core does: the core fires due timers before looking at an input, so an input
+//! about an attempt that a command of the same call ended (timed out, cancelled by the
+//! deadline) was ignored. Checking the commands first therefore reproduces the core's
+//! state exactly, without reaching into it (a [`stagger::Cluster`] drops its finished
+//! refresh before the driver could look).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use stagger::{AttemptError, AttemptId, CancelReason, ErrorKind, Instant, TimerKind};
+
+use crate::report::{AttemptOutcome, AttemptReport, Event, EventKind};
+
+/// Where the ledger sends events.
+pub(crate) type Observer<'a> = &'a mut dyn FnMut(&Event);
+
+/// What the driver told the core about one attempt.
+#[derive(Debug)]
+pub(crate) enum Reported {
+    Connected,
+    Failed(AttemptError),
+    /// A metadata answer; `rejection` is why it cannot win, if it cannot.
+    Response {
+        rejection: Option<AttemptError>,
+    },
+}
+
+/// A command of the core, reduced to what the ledger needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Act<'a> {
+    Start { attempt: AttemptId, address: &'a str },
+    Cancel { attempt: AttemptId, reason: CancelReason },
+    Won { attempt: AttemptId },
+}
+
+impl Act<'_> {
+    /// The attempt the command is about.
+    pub(crate) fn attempt(&self) -> AttemptId {
+        match self {
+            Act::Start { attempt, .. } | Act::Cancel { attempt, .. } | Act::Won { attempt } => *attempt,
+        }
+    }
+}
+
+/// Reports and events of one refresh.
+#[derive(Debug)]
+pub(crate) struct Ledger {
+    origin: Instant,
+    reports: Vec<AttemptReport>,
+    index: HashMap<AttemptId, usize>,
+    rejection: Option<(AttemptId, AttemptError)>,
+}
+
+impl Ledger {
+    /// A ledger for a refresh that started at `origin`.
+    pub(crate) fn new(origin: Instant) -> Self {
+        Ledger { origin, reports: Vec::new(), index: HashMap::new(), rejection: None }
+    }
+
+    /// `at` as an offset from the start of the refresh.
+    pub(crate) fn offset(&self, at: Instant) -> Duration {
+        at.saturating_since(self.origin)
+    }
+
+    /// Records the fate of an input fed at `now`, given the acts the same call produced.
+    /// Call before [`Ledger::apply`]ing those acts, so events come in causal order.
+    pub(crate) fn settle_input(
+        &mut self,
+        now: Instant,
+        attempt: AttemptId,
+        reported: Reported,
+        acts: &[Act<'_>],
+        observer: Observer<'_>,
+    ) {
+        let ended_by_act = acts.iter().any(|a| a.attempt() == attempt && !matches!(a, Act::Start { .. }));
+        match reported {
+            Reported::Response { rejection } => {
+                // A response is judged by the core's own commands (Done or Cancel{Rejected}).
+                if let Some(error) = rejection {
+                    self.rejection = Some((attempt, error));
+                }
+            }
+            _ if ended_by_act => {}
+            Reported::Connected => {
+                let elapsed = self.offset(now);
+                if let Some(r) = self.in_flight(attempt) {
+                    if r.connected.is_none() {
+                        r.connected = Some(elapsed);
+                        let broker = r.broker.clone();
+                        observer(&Event { elapsed, kind: EventKind::Connected { attempt, broker } });
+                    }
+                }
+            }
+            Reported::Failed(error) => {
+                let elapsed = self.offset(now);
+                if let Some(r) = self.in_flight(attempt) {
+                    r.ended = Some(elapsed);
+                    r.outcome = AttemptOutcome::Failed(error.clone());
+                    let broker = r.broker.clone();
+                    observer(&Event { elapsed, kind: EventKind::Failed { attempt, broker, error } });
+                }
+            }
+        }
+    }
+
+    /// Records a command of the core, carried out at `now`.
+    pub(crate) fn apply(&mut self, now: Instant, act: Act<'_>, observer: Observer<'_>) {
+        let elapsed = self.offset(now);
+        match act {
+            Act::Start { attempt, address } => {
+                self.index.insert(attempt, self.reports.len());
+                self.reports.push(AttemptReport {
+                    attempt,
+                    broker: address.to_owned(),
+                    started: elapsed,
+                    connected: None,
+                    ended: None,
+                    outcome: AttemptOutcome::InFlight,
+                });
+                observer(&Event { elapsed, kind: EventKind::Started { attempt, broker: address.to_owned() } });
+            }
+            Act::Won { attempt } => {
+                if let Some(r) = self.in_flight(attempt) {
+                    r.ended = Some(elapsed);
+                    r.outcome = AttemptOutcome::Won;
+                    let broker = r.broker.clone();
+                    observer(&Event { elapsed, kind: EventKind::Won { attempt, broker } });
+                }
+            }
+            Act::Cancel { attempt, reason } => {
+                let rejection = match self.rejection.take() {
+                    Some((a, e)) if a == attempt => Some(e),
+                    other => {
+                        self.rejection = other;
+                        None
+                    }
+                };
+                let Some(r) = self.in_flight(attempt) else { return };
+                r.ended = Some(elapsed);
+                // As in the core: a timed-out or rejected attempt *failed* (and its
+                // connection is closed); lost, superseded, deadline and fatal ones were
+                // *cancelled*.
+                let failure = match reason {
+                    CancelReason::TimedOut => Some(AttemptError::new(match r.connected {
+                        Some(_) => ErrorKind::ResponseTimeout,
+                        None => ErrorKind::ConnectTimeout,
+                    })),
+                    CancelReason::Rejected => Some(
+                        rejection.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Protocol, "answer rejected")),
+                    ),
+                    _ => None,
+                };
+                let broker = r.broker.clone();
+                let kind = match failure {
+                    Some(error) => {
+                        r.outcome = AttemptOutcome::Failed(error.clone());
+                        EventKind::Failed { attempt, broker, error }
+                    }
+                    None => {
+                        r.outcome = AttemptOutcome::Cancelled(reason);
+                        EventKind::Cancelled { attempt, broker, reason }
+                    }
+                };
+                observer(&Event { elapsed, kind });
+            }
+        }
+    }
+
+    /// Records that the core's `timer` fired at `now`.
+    pub(crate) fn timer(&mut self, now: Instant, timer: TimerKind, observer: Observer<'_>) {
+        observer(&Event { elapsed: self.offset(now), kind: EventKind::Timer { timer } });
+    }
+
+    /// Every attempt so far, in start order.
+    pub(crate) fn reports(&self) -> &[AttemptReport] {
+        &self.reports
+    }
+
+    /// Takes the reports, leaving the ledger empty.
+    pub(crate) fn into_reports(self) -> Vec<AttemptReport> {
+        self.reports
+    }
+
+    fn in_flight(&mut self, attempt: AttemptId) -> Option<&mut AttemptReport> {
+        let &i = self.index.get(&attempt)?;
+        let r = &mut self.reports[i];
+        (r.outcome == AttemptOutcome::InFlight).then_some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u64) -> AttemptId {
+        AttemptId(n)
+    }
+
+    #[test]
+    fn an_input_ended_by_a_timer_in_the_same_call_is_ignored_like_the_core_does() {
+        let mut events = Vec::new();
+        let mut obs = |e: &Event| events.push(e.kind.clone());
+        let mut ledger = Ledger::new(Instant::ZERO);
+        ledger.apply(Instant::ZERO, Act::Start { attempt: id(0), address: "a:1" }, &mut obs);
+        let t = Instant::from_millis(5);
+        let acts = [Act::Cancel { attempt: id(0), reason: CancelReason::TimedOut }];
+        let refused = AttemptError::new(ErrorKind::Refused);
+        ledger.settle_input(t, id(0), Reported::Failed(refused), &acts, &mut obs);
+        for act in acts {
+            ledger.apply(t, act, &mut obs);
+        }
+        let r = &ledger.reports()[0];
+        assert_eq!(r.outcome, AttemptOutcome::Failed(AttemptError::new(ErrorKind::ConnectTimeout)));
+        assert_eq!(r.ended, Some(Duration::from_millis(5)));
+        assert_eq!(events.len(), 2, "{events:?}");
+    }
+
+    #[test]
+    fn rejected_answers_fail_with_the_rejection() {
+        let mut obs = |_: &Event| {};
+        let mut ledger = Ledger::new(Instant::ZERO);
+        ledger.apply(Instant::ZERO, Act::Start { attempt: id(0), address: "a:1" }, &mut obs);
+        let rejection = AttemptError::new(ErrorKind::NoBrokers);
+        let acts = [Act::Cancel { attempt: id(0), reason: CancelReason::Rejected }];
+        ledger.settle_input(
+            Instant::ZERO,
+            id(0),
+            Reported::Response { rejection: Some(rejection.clone()) },
+            &acts,
+            &mut obs,
+        );
+        for act in acts {
+            ledger.apply(Instant::ZERO, act, &mut obs);
+        }
+        assert_eq!(ledger.reports()[0].outcome, AttemptOutcome::Failed(rejection));
+    }
+}

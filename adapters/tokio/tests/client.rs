@@ -1,0 +1,111 @@
+//! The long-lived client: single-flight, cache, kept connection, periodic refresh, close.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::bounded;
+use common::mock::Mock;
+use common::sockets::sockets_to;
+use stagger::{Adaptive, ClusterConfig, Stagger};
+use stagger_tokio::{Client, ClientOptions, Error};
+
+/// Default policy, but a silent connected broker is suspected after 100 ms rather than
+/// 10 ms, so a kept connection surely answers before any hedge even on a busy machine.
+fn config() -> ClusterConfig {
+    let mut config = ClusterConfig::default();
+    config.refresh.fanout.stagger =
+        Stagger::Adaptive(Adaptive { floor: Duration::from_millis(100), ..Adaptive::default() });
+    config
+}
+
+#[tokio::test]
+async fn concurrent_refreshes_share_one_refresh_then_the_cache_and_the_kept_connection_serve() {
+    bounded(async {
+        let mock = Mock::start(5, &[("alpha", 3)]);
+        mock.hang(1);
+        let client = Client::new(config(), &mock.seeds(&[1, 2, 3, 4, 5]), ClientOptions::default()).unwrap();
+        assert!(client.cached().is_none());
+        assert_eq!(client.stats().refreshes, 0, "nothing happens before it is asked");
+
+        // Two concurrent callers: one refresh in the core, one answer for both.
+        let (a, b) = tokio::join!(client.refresh(), client.refresh());
+        let (a, b) = (a.expect("refresh"), b.expect("refresh"));
+        assert!(Arc::ptr_eq(&a, &b), "both callers got the same metadata");
+        let stats = client.stats();
+        assert_eq!(stats.refreshes, 1, "single flight: {stats:?}");
+        assert_eq!(a.brokers.len(), 5);
+        // The hung broker 1 was tried first and lost to broker 2, whose connection is kept.
+        assert_eq!(stats.kept.as_deref(), Some(mock.address(2).as_str()), "{stats:?}");
+
+        // Fresh metadata comes from the cache: no new refresh.
+        let cached = client.metadata().await.expect("metadata");
+        assert!(Arc::ptr_eq(&a, &cached));
+        assert_eq!(client.stats().refreshes, 1);
+
+        // The next refresh starts with the kept connection (the core prefers connected
+        // brokers) and wins on it without opening a new one.
+        let again = client.refresh().await.expect("refresh");
+        let after = client.stats();
+        assert_eq!(after.refreshes, 2);
+        assert_eq!(after.connections_reused, stats.connections_reused + 1, "{after:?}");
+        assert_eq!(after.connections_opened, stats.connections_opened, "{after:?}");
+        assert_eq!(after.kept, stats.kept);
+        assert_eq!(again.brokers.len(), 5);
+
+        // Closing stops the task and closes every socket before it returns.
+        assert_eq!(sockets_to(&mock.ports()), 1, "only the kept connection is open");
+        client.close().await;
+        assert_eq!(sockets_to(&mock.ports()), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_background_task_refreshes_periodically_and_drop_closes_everything() {
+    bounded(async {
+        let mock = Mock::start(3, &[("alpha", 1)]);
+        let mut config = config();
+        config.refresh_interval = Duration::from_millis(200);
+        let client = Client::new(config, &mock.seeds(&[1, 2, 3]), ClientOptions::default()).unwrap();
+        // Nobody asks: the core's periodic timer starts refreshes on its own.
+        while client.stats().refreshes < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(client.cached().is_some());
+        drop(client);
+        // The task is aborted on drop; its sockets close as soon as the runtime drops it.
+        while sockets_to(&mock.ports()) > 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_client_with_only_dead_brokers_reports_every_attempt() {
+    bounded(async {
+        let mock = Mock::start(2, &[("alpha", 1)]);
+        mock.down(1);
+        mock.down(2);
+        let mut config = config();
+        config.refresh.retry.retries = 0;
+        let client = Client::new(config, &mock.seeds(&[1, 2]), ClientOptions::default()).unwrap();
+        let error = client.metadata().await.expect_err("every broker is down");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
+        assert_eq!(core.brokers.len(), 2);
+        assert_eq!(attempts.len(), 2);
+        assert!(error.to_string().contains("connection refused"), "{error}");
+        client.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bad_seeds_are_refused_up_front() {
+    let error = Client::new(ClusterConfig::default(), &["no-port"], ClientOptions::default()).unwrap_err();
+    assert!(matches!(error, Error::Config(ref e) if e.field == "seeds"), "{error}");
+    let error = stagger_tokio::refresh(&stagger::RefreshConfig::default(), &Vec::<String>::new()).await.unwrap_err();
+    assert!(matches!(error, Error::Config(_)), "{error}");
+}

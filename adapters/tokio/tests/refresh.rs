@@ -1,0 +1,165 @@
+//! One refresh against a real Kafka-protocol cluster (librdkafka's mock): healthy, hung
+//! brokers first, refused brokers first. Assertions use the core's reports and events.
+
+mod common;
+
+use std::time::Duration;
+
+use common::bounded;
+use common::mock::Mock;
+use stagger::{Adaptive, CancelReason, ErrorKind, RefreshConfig, Stagger, TimerKind};
+use stagger_tokio::{refresh, refresh_with, AttemptOutcome, Event, EventKind, RefreshOptions};
+
+fn failed_kind(outcome: &AttemptOutcome) -> Option<ErrorKind> {
+    match outcome {
+        AttemptOutcome::Failed(e) => Some(e.kind),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn healthy_cluster_metadata_matches_what_librdkafka_sees() {
+    bounded(async {
+        let mock = Mock::start(5, &[("alpha", 3), ("beta", 5)]);
+        let seeds = mock.seeds(&[1, 2, 3, 4, 5]);
+        let options = RefreshOptions { record_trace: true, ..RefreshOptions::default() };
+        let outcome = refresh_with(&options, &seeds, |_| {}).await.expect("refresh");
+
+        let metadata = &outcome.metadata;
+        let mut brokers: Vec<(i32, String)> = metadata.brokers.iter().map(|b| (b.node_id, b.address())).collect();
+        brokers.sort();
+        assert_eq!(brokers, mock.view.brokers, "brokers as librdkafka sees them");
+        let mut topics: Vec<(String, Vec<(i32, i32)>)> = metadata
+            .topics
+            .iter()
+            .map(|t| {
+                let mut partitions: Vec<(i32, i32)> = t.partitions.iter().map(|p| (p.id, p.leader)).collect();
+                partitions.sort();
+                (t.name.clone(), partitions)
+            })
+            .collect();
+        topics.sort();
+        assert_eq!(topics, mock.view.topics, "topics, partitions and leaders as librdkafka sees them");
+        for (name, count) in [("alpha", 3), ("beta", 5)] {
+            let topic = metadata.topics.iter().find(|t| t.name == name).expect("topic listed");
+            assert_eq!(topic.error_code, 0);
+            assert_eq!(topic.partitions.len(), count);
+            for p in &topic.partitions {
+                assert!((1..=5).contains(&p.leader), "{name}/{}: leader {} is a broker", p.id, p.leader);
+                assert_eq!(p.replicas.len(), 3);
+                assert!(p.isr.contains(&p.leader));
+            }
+        }
+
+        assert_eq!(outcome.winner, seeds[0]);
+        assert!(outcome.metadata_version.is_some());
+        assert_eq!(outcome.attempts.len(), 1);
+        assert_eq!(outcome.attempts[0].outcome, AttemptOutcome::Won);
+        assert!(outcome.attempts[0].connected.is_some());
+        // The JSON report has the CLI's shape.
+        let json = serde_json::to_value(outcome.report()).unwrap();
+        assert_eq!(json["winner"], seeds[0]);
+        assert_eq!(json["attempts"][0]["outcome"], "won");
+        assert!(json["attempts"][0]["ended_ms"].as_f64().is_some());
+        // The recorded trace replays through the core to exactly the same commands.
+        let trace = outcome.trace.expect("trace recorded");
+        trace.replay().expect("valid config").expect("replay matches");
+
+        // The one-call API gives the same view.
+        let plain = refresh(&RefreshConfig::default(), &seeds).await.expect("refresh");
+        assert_eq!(plain.brokers.len(), 5);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn hung_brokers_first_lose_to_a_healthy_one_and_are_cancelled_not_timed_out() {
+    bounded(async {
+        let mock = Mock::start(5, &[("alpha", 3)]);
+        mock.hang(1);
+        mock.hang(2);
+        let seeds = mock.seeds(&[1, 2, 3, 4, 5]);
+        // The default policy, with room for every broker in flight: on a busy machine the
+        // healthy broker may take longer than the 10 ms stagger to answer, and a full
+        // throttle would then *supersede* the oldest hung attempt instead of letting it lose.
+        let mut options = RefreshOptions::default();
+        options.config.fanout.max_in_flight = 5;
+        let mut events: Vec<Event> = Vec::new();
+        let outcome = refresh_with(&options, &seeds, |e| events.push(e.clone())).await.expect("refresh");
+
+        let attempts = &outcome.attempts;
+        for (i, id) in [(0, 1), (1, 2)] {
+            assert_eq!(attempts[i].broker, mock.address(id));
+            assert!(attempts[i].connected.is_some(), "the hung broker accepted the connection");
+            assert_eq!(attempts[i].outcome, AttemptOutcome::Cancelled(CancelReason::Lost), "{:?}", attempts[i]);
+        }
+        // One healthy broker won (normally broker 3; a later hedge may beat it on a slow
+        // machine); every other attempt lost and was cancelled when the winner answered.
+        let won: Vec<_> = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Won).collect();
+        assert_eq!(won.len(), 1, "{attempts:#?}");
+        assert_eq!(outcome.winner, won[0].broker);
+        assert!(mock.seeds(&[3, 4, 5]).contains(&outcome.winner));
+        for a in attempts.iter().filter(|a| a.outcome != AttemptOutcome::Won) {
+            assert_eq!(a.outcome, AttemptOutcome::Cancelled(CancelReason::Lost), "{a:?}");
+            assert_eq!(a.ended, won[0].ended, "cancelled in the call that saw the winner");
+        }
+        // The hedges were started by the stagger timer; no attempt timeout ever fired.
+        let timers: Vec<TimerKind> = events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Timer { timer } => Some(timer),
+                _ => None,
+            })
+            .collect();
+        assert!(timers.len() >= 2 && timers.iter().all(|t| *t == TimerKind::Stagger), "{events:#?}");
+        // Events serialise flat, for a line-per-event JSON log.
+        let first = serde_json::to_value(&events[0]).unwrap();
+        assert_eq!(first["event"], "started");
+        assert_eq!(first["broker"], mock.address(1));
+        assert_eq!(first["elapsed_ms"], 0.0);
+        assert!(outcome.elapsed < RefreshConfig::default().attempt_timeout);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn refused_brokers_first_start_the_next_attempt_at_once() {
+    bounded(async {
+        let mock = Mock::start(5, &[("alpha", 3)]);
+        mock.down(1);
+        mock.down(2);
+        let seeds = mock.seeds(&[1, 2, 3, 4, 5]);
+        // A long cold stagger: any second attempt before 5 s can only come from a failure
+        // (and a 1 s floor, so the healthy broker surely answers before any hedge).
+        let mut options = RefreshOptions::default();
+        let slow = Adaptive { cold: Duration::from_secs(5), floor: Duration::from_secs(1), ..Adaptive::default() };
+        options.config.fanout.stagger = Stagger::Adaptive(slow);
+        let mut events: Vec<Event> = Vec::new();
+        let outcome = refresh_with(&options, &seeds, |e| events.push(e.clone())).await.expect("refresh");
+
+        assert_eq!(outcome.winner, mock.address(3));
+        let a = &outcome.attempts;
+        assert_eq!(failed_kind(&a[0].outcome), Some(ErrorKind::Refused), "{:?}", a[0]);
+        assert_eq!(failed_kind(&a[1].outcome), Some(ErrorKind::Refused), "{:?}", a[1]);
+        assert_eq!(a[2].outcome, AttemptOutcome::Won);
+        assert!(a[0].connected.is_none() && a[1].connected.is_none());
+        // Causality, on the core's own clock: each next attempt started in the very call
+        // that reported the previous failure.
+        assert_eq!(Some(a[1].started), a[0].ended);
+        assert_eq!(Some(a[2].started), a[1].ended);
+        // ... and in the event stream: failure, then the next start, with no timer before.
+        let position = |f: &dyn Fn(&EventKind) -> bool| events.iter().position(|e| f(&e.kind)).unwrap();
+        let failed0 = position(&|k| matches!(k, EventKind::Failed { attempt, .. } if attempt.number() == 0));
+        let started1 = position(&|k| matches!(k, EventKind::Started { attempt, .. } if attempt.number() == 1));
+        let failed1 = position(&|k| matches!(k, EventKind::Failed { attempt, .. } if attempt.number() == 1));
+        let started2 = position(&|k| matches!(k, EventKind::Started { attempt, .. } if attempt.number() == 2));
+        assert!(failed0 < started1 && started1 < failed1 && failed1 < started2, "{events:#?}");
+        assert!(
+            !events[..started2].iter().any(|e| matches!(e.kind, EventKind::Timer { .. })),
+            "no timer fired before the third attempt: {events:#?}"
+        );
+        let refused = &a[0].outcome;
+        assert!(refused.to_string().contains("refused"), "{refused}");
+    })
+    .await;
+}
