@@ -6,3 +6,21 @@ have_target() { rustup target list --installed | grep -qx "$1"; }
 for t in wasm32-unknown-unknown thumbv7m-none-eabi; do
   have_target "$t" || rustup target add "$t"
 done
+# Browser adapter (adapters/browser): Debian's Chromium and chromedriver (never a downloaded
+# browser), wasm-bindgen-cli at exactly Cargo.lock's wasm-bindgen version, playwright-core.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+fi
+wasm_bindgen_version="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }')" != "$wasm_bindgen_version" ]; then
+  cargo install --locked wasm-bindgen-cli --version "$wasm_bindgen_version" ||
+    cargo install --force wasm-bindgen-cli --version "$wasm_bindgen_version"
+fi
+if ! (cd adapters/browser && node -e 'const l = require("./package-lock.json").packages["node_modules/playwright-core"].version;
+  process.exit(require("./node_modules/playwright-core/package.json").version === l ? 0 : 1)' 2>/dev/null); then
+  (cd adapters/browser && npm ci --no-audit --no-fund)
+fi
+# Web demo (web-demo/): playwright-core from its package-lock.json (Chromium and the
+# wasm-bindgen CLI it also needs are installed above, for the browser adapter).
+pw_want="$(node -p "require('./web-demo/package-lock.json').packages['node_modules/playwright-core'].version")"
+[ "$(node -p "require('./web-demo/node_modules/playwright-core/package.json').version" 2>/dev/null)" = "$pw_want" ] || (cd web-demo && npm ci --no-audit --no-fund)

@@ -27,6 +27,7 @@ pub enum Stagger {
 /// long-lived [`crate::Cluster`] also feeds in a high quantile of recently observed response
 /// times, so later refreshes start from what this cluster really does.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Adaptive {
     /// Delay while nothing is known about the attempt (default 250 ms, RFC 8305).
     pub cold: Duration,
@@ -88,6 +89,7 @@ pub enum Growth {
 
 /// The fan-out policy: how attempts are started over time.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Fanout {
     /// Attempts started at once when the refresh begins (default 1).
     pub initial: u32,
@@ -129,6 +131,7 @@ impl Default for Fanout {
 
 /// Retry passes when every broker failed: exponential backoff with full jitter.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Backoff {
     /// Extra passes over the brokers after the first (default 3, like Sarama's
     /// `Metadata.Retry.Max`).
@@ -150,6 +153,7 @@ impl Default for Backoff {
 /// Token bucket that caps hedged attempts (those started while another is still in flight),
 /// as gRPC's retry throttling does: each refresh earns `ratio` tokens, each hedge spends one.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HedgeBudget {
     /// Tokens earned per refresh (default 0.1: hedges add at most ~10 % load in steady state).
     pub ratio: f64,
@@ -165,6 +169,7 @@ impl Default for HedgeBudget {
 
 /// Everything that shapes one refresh. `Default` is the adaptive policy of DESIGN.md.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RefreshConfig {
     /// Fan-out timing, growth and throttle.
     pub fanout: Fanout,

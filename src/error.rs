@@ -60,6 +60,27 @@ fn is_auth_error_code(code: i16) -> bool {
     matches!(code, 31 | 33 | 34 | 58)
 }
 
+impl ErrorKind {
+    /// The snake_case name used in JSON and by the adapters (`refused`, `broker_error`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Dns => "dns",
+            ErrorKind::Refused => "refused",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::ResponseTimeout => "response_timeout",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::FrameTooLarge => "frame_too_large",
+            ErrorKind::BrokerError(_) => "broker_error",
+            ErrorKind::NoBrokers => "no_brokers",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Authentication => "authentication",
+            ErrorKind::Authorization => "authorization",
+            ErrorKind::Io => "io",
+        }
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -218,7 +239,8 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub(crate) fn new(field: &'static str, problem: impl Into<String>) -> Self {
+    /// A config error for `field` (dotted path); adapters use it for their own options.
+    pub fn new(field: &'static str, problem: impl Into<String>) -> Self {
         ConfigError { field, problem: problem.into() }
     }
 }

@@ -563,3 +563,20 @@ fn adaptive_default_gets_past_three_silent_brokers_without_exceeding_the_throttl
     }
     panic!("the fourth attempt never started: {:?}", run.connects());
 }
+
+#[test]
+fn partial_configs_deserialize_over_the_defaults() {
+    let c: RefreshConfig = serde_json::from_str(r#"{"fanout":{"max_in_flight":2},"seed":9}"#).unwrap();
+    assert_eq!(c.fanout.max_in_flight, 2);
+    assert_eq!(c.seed, 9);
+    assert_eq!(c.attempt_timeout, RefreshConfig::default().attempt_timeout);
+    assert_eq!(c.fanout.stagger, RefreshConfig::default().fanout.stagger);
+}
+
+#[test]
+fn error_kind_names_match_their_serde_tags() {
+    for kind in [ErrorKind::Refused, ErrorKind::ConnectTimeout, ErrorKind::BrokerError(3), ErrorKind::NoBrokers] {
+        let json = serde_json::to_value(kind).unwrap();
+        assert_eq!(json["kind"], kind.name());
+    }
+}

@@ -8,6 +8,7 @@ mod demo;
 mod live;
 mod output;
 mod policy;
+mod web;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -51,8 +52,23 @@ enum Command {
     #[command(after_help = "Examples:
   stagger demo
   stagger demo --brokers 9 --hung 4 --down 2
-  stagger demo --serve            # keep the cluster up and print its addresses until Ctrl-C")]
+  stagger demo --serve            # keep the cluster up; print TCP and ws:// addresses until Ctrl-C
+  stagger demo --web              # also serve the web demo, its Live view wired to the cluster")]
     Demo(DemoArgs),
+    /// Bridge WebSockets to a Kafka broker's TCP port (for browsers; websockify-compatible).
+    #[command(after_help = "Examples:
+  stagger bridge --listen 127.0.0.1:9100 --to 127.0.0.1:9092")]
+    Bridge(BridgeArgs),
+}
+
+#[derive(Args)]
+struct BridgeArgs {
+    /// Address to accept WebSocket connections on.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9100")]
+    listen: std::net::SocketAddr,
+    /// The broker (host:port) each WebSocket is connected to.
+    #[arg(long, value_name = "HOST:PORT")]
+    to: String,
 }
 
 #[derive(Args)]
@@ -96,9 +112,15 @@ struct DemoArgs {
     /// Skip the sequential comparison.
     #[arg(long)]
     no_compare: bool,
-    /// Keep the cluster running and print its addresses until Ctrl-C.
+    /// Keep the cluster running and print its addresses (TCP and ws://) until Ctrl-C.
     #[arg(long)]
     serve: bool,
+    /// Like --serve, and also serve the web demo (web-demo/dist) with Live mode wired up.
+    #[arg(long)]
+    web: bool,
+    /// Port for --web.
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
     #[command(flatten)]
     policy: PolicyArgs,
 }
@@ -131,6 +153,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Metadata(args) => metadata(args).await,
             Command::Demo(args) => demo(args).await,
+            Command::Bridge(args) => bridge(args).await,
         }
     });
     match result {
@@ -202,11 +225,8 @@ async fn demo(args: DemoArgs) -> Result<(), Failure> {
     }
     let seeds = cluster.seeds();
     println!("seed list, worst first: {}", seeds.join(","));
-    if args.serve {
-        println!("\nbootstrap: {}", seeds.join(","));
-        println!("serving until Ctrl-C");
-        let _ = tokio::signal::ctrl_c().await;
-        return Ok(());
+    if args.serve || args.web {
+        return serve(&cluster, &args).await;
     }
     let live = live_enabled(false);
     let name = args.policy.preset.clone().unwrap_or_else(|| "adaptive (default)".into());
@@ -245,4 +265,41 @@ async fn run(config: &RefreshConfig, seeds: &[String], live: bool) -> Result<sta
     }
     println!("  got metadata from {} in {:.1} ms", outcome.winner, ms(outcome.elapsed));
     Ok(outcome)
+}
+
+/// Keeps the demo cluster up with one WebSocket bridge per broker (and the web demo for
+/// `--web`) until Ctrl-C.
+async fn serve(cluster: &DemoCluster, args: &DemoArgs) -> Result<(), Failure> {
+    let mut bridges = Vec::new();
+    for (_, address, _) in &cluster.brokers {
+        let listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let bridge = stagger_bridge::Bridge::bind(listen, address.clone())
+            .await
+            .map_err(|e| Failure::refresh(format!("could not open a WebSocket bridge: {e}")))?;
+        bridges.push(bridge.spawn());
+    }
+    let ws: Vec<String> = bridges.iter().map(|b| b.url()).collect();
+    println!("\nbootstrap (TCP):       {}", cluster.seeds().join(","));
+    println!("bootstrap (WebSocket): {}", ws.join(","));
+    if args.web {
+        let port = web::serve(web::dist_dir(), args.port).map_err(Failure::usage)?;
+        println!("\nweb demo: http://127.0.0.1:{port}/?live={}#view=live", ws.join(","));
+    }
+    println!("serving until Ctrl-C");
+    let _ = tokio::signal::ctrl_c().await;
+    for b in bridges {
+        let _ = b.shutdown().await;
+    }
+    Ok(())
+}
+
+async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
+    let bridge = stagger_bridge::Bridge::bind(args.listen, args.to.clone())
+        .await
+        .map_err(|e| Failure::usage(format!("could not listen on {}: {e}", args.listen)))?;
+    println!("bridging {} -> {} until Ctrl-C", bridge.url(), args.to);
+    let running = bridge.spawn();
+    let _ = tokio::signal::ctrl_c().await;
+    let _ = running.shutdown().await;
+    Ok(())
 }

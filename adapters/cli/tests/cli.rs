@@ -169,3 +169,50 @@ fn demo_runs_against_its_embedded_cluster() {
     assert!(text.contains("topic \"orders\""), "{text}");
     assert!(text.contains("sequential") && text.contains("sooner"), "{text}");
 }
+
+#[test]
+fn demo_serve_keeps_the_cluster_up_with_tcp_and_websocket_addresses() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let bin = assert_cmd::cargo::cargo_bin("stagger");
+    let mut child = std::process::Command::new(bin)
+        .args(["demo", "--serve", "--brokers", "3", "--hung", "1", "--down", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // A watchdog so a regression cannot hang the suite.
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
+    });
+    let mut tcp = None;
+    let mut ws = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("bootstrap (TCP):") {
+            tcp = Some(rest.trim().to_owned());
+        }
+        if let Some(rest) = line.strip_prefix("bootstrap (WebSocket):") {
+            ws = Some(rest.trim().to_owned());
+        }
+        if line.starts_with("serving until Ctrl-C") {
+            break;
+        }
+    }
+    let (tcp, ws) = (tcp.expect("TCP bootstrap printed"), ws.expect("ws bootstrap printed"));
+    let ws: Vec<&str> = ws.split(',').collect();
+    assert_eq!(ws.len(), 3);
+    for url in &ws {
+        let addr = url.strip_prefix("ws://").unwrap().trim_end_matches('/');
+        std::net::TcpStream::connect(addr).expect("bridge listening");
+    }
+    let out = stagger().args(["metadata", "-b", &tcp, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["topics"].as_array().unwrap().len(), 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(watchdog);
+}

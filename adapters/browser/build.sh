@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds the browser package into adapters/browser/pkg: the stagger-web wasm (size-tuned
+# `wasm-release` profile), its ES-module glue and TypeScript definitions. Prints the
+# gzipped size of the .wasm. Installs wasm-bindgen-cli at exactly the version of the
+# wasm-bindgen crate in Cargo.lock if it is missing or different (idempotent).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+
+# The CLI must match the crate byte for byte in its schema: take the version from Cargo.lock.
+want="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+if [ -z "$want" ]; then
+  # No lock entry yet (e.g. no Cargo.lock): let cargo resolve, changing nothing locked.
+  cargo metadata --format-version 1 >/dev/null
+  want="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+fi
+have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
+if [ "$have" != "$want" ]; then
+  echo "installing wasm-bindgen-cli $want (found: ${have:-none})" >&2
+  # --locked pins the CLI's own dependencies; should one of them be missing from the
+  # registry mirror, fall back to a fresh resolution of the same CLI version.
+  cargo install --locked wasm-bindgen-cli --version "$want" ||
+    cargo install --force wasm-bindgen-cli --version "$want"
+fi
+
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+
+cargo build -p stagger-web --target wasm32-unknown-unknown --profile wasm-release
+target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+wasm="$target_dir/wasm32-unknown-unknown/wasm-release/stagger_web.wasm"
+
+rm -rf "$here/pkg"
+# Function names are for debugging; the package ships without them.
+wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir "$here/pkg" "$wasm"
+# Make pkg/ an npm package (ES module + TypeScript definitions) that pages can import.
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$here/Cargo.toml" | head -1)"
+cat >"$here/pkg/package.json" <<EOF
+{
+  "name": "stagger-web",
+  "version": "$version",
+  "description": "Staggered Kafka metadata refresh in the browser, over WebSocket bridges",
+  "license": "MIT OR Apache-2.0",
+  "type": "module",
+  "main": "stagger_web.js",
+  "types": "stagger_web.d.ts",
+  "files": ["stagger_web.js", "stagger_web.d.ts", "stagger_web_bg.wasm", "stagger_web_bg.wasm.d.ts"],
+  "sideEffects": false
+}
+EOF
+# Binaryen's optimiser, when installed, shaves a little more; the package works without it.
+if command -v wasm-opt >/dev/null 2>&1; then
+  if wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    -o "$here/pkg/stagger_web_bg.opt.wasm" "$here/pkg/stagger_web_bg.wasm"; then
+    mv "$here/pkg/stagger_web_bg.opt.wasm" "$here/pkg/stagger_web_bg.wasm"
+  else
+    rm -f "$here/pkg/stagger_web_bg.opt.wasm"
+    echo "wasm-opt failed; keeping wasm-bindgen's output" >&2
+  fi
+fi
+
+raw=$(wc -c <"$here/pkg/stagger_web_bg.wasm")
+gz=$(gzip -9 -c "$here/pkg/stagger_web_bg.wasm" | wc -c)
+echo "stagger-web: pkg/stagger_web_bg.wasm is $raw bytes, $gz bytes gzipped (-9) (target: ≤ 153600)"
+[ "$gz" -le 153600 ] || echo "warning: stagger-web's gzipped wasm is above its 150 KB budget" >&2

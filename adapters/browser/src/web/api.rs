@@ -1,0 +1,184 @@
+//! The JavaScript API: `refresh()`, `presets()`, `defaultConfig()`, `validateConfig()`,
+//! and the TypeScript types that describe them.
+
+use js_sys::{Array, Function, Promise, Reflect};
+use stagger::kafka::ExchangeConfig;
+use stagger::{ConfigError, RefreshConfig};
+use wasm_bindgen::prelude::*;
+use web_sys::AbortSignal;
+
+use super::convert::{config_error, config_from_js, string_list, to_js};
+use super::driver::{self, Plan};
+use crate::options::{bad, Seeds};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &'static str = r#"
+/** A duration, as serde writes Rust's `core::time::Duration`. */
+export interface Duration { secs: number; nanos: number }
+
+/** Adaptive stagger (the default): suspect a broker that accepted quickly but stays silent. */
+export interface AdaptiveStagger { cold: Duration; multiple: number; floor: Duration; ceiling: Duration; quantile: number }
+export type Stagger = { fixed: Duration } | { adaptive: AdaptiveStagger };
+export type Growth = { linear: number } | { exponential: number };
+export interface Fanout {
+  initial: number; stagger: Stagger; growth: Growth; max_in_flight: number; jitter: number; next_on_failure: boolean;
+}
+export interface Backoff { retries: number; initial: Duration; multiplier: number; cap: Duration }
+export interface HedgeBudget { ratio: number; burst: number }
+/** The refresh policy; `defaultConfig()` returns a complete one to start from. */
+export interface RefreshConfig {
+  fanout: Fanout; attempt_timeout: Duration; deadline: Duration; retry: Backoff; hedge_budget: HedgeBudget; seed: number;
+}
+export type PresetName = "adaptive" | "sequential" | "all-at-once" | "staggered";
+
+/** Options of `refresh()`. */
+export interface RefreshOptions {
+  /** WebSocket URLs (`ws://` or `wss://`) of bridges to the seed brokers, tried in this order. */
+  bootstrap: string[];
+  /** A complete RefreshConfig, a preset name, or RefreshConfig JSON text. Default: `defaultConfig()`. */
+  config?: RefreshConfig | PresetName | string;
+  /** Topics to describe; absent or null for all topics, [] for brokers only. */
+  topics?: string[] | null;
+  /** Kafka `client.id` (default "stagger"). */
+  clientId?: string;
+  /** Called with every input, timeout and command as it happens. */
+  onEvent?: (event: RefreshEvent) => void;
+  /** Aborting closes every socket and rejects the promise with the signal's reason (an AbortError). */
+  signal?: AbortSignal;
+}
+
+export interface BrokerMetadata { node_id: number; host: string; port: number; rack: string | null }
+export interface PartitionMetadata { id: number; error_code: number; leader: number; replicas: number[]; isr: number[] }
+export interface TopicMetadata { name: string; error_code: number; is_internal: boolean; partitions: PartitionMetadata[] }
+/** The cluster's metadata, as the winning broker answered it. */
+export interface Metadata {
+  cluster_id: string | null; controller_id: number; error_code: number; brokers: BrokerMetadata[]; topics: TopicMetadata[];
+}
+
+export type ErrorKind =
+  | { kind: "dns" | "refused" | "connect_timeout" | "response_timeout" | "closed" | "protocol" | "frame_too_large"
+      | "no_brokers" | "tls" | "authentication" | "authorization" | "io" }
+  | { kind: "broker_error"; code: number };
+export interface AttemptError { kind: ErrorKind; detail?: string }
+export type GiveUpReason = { all_failed: { passes: number } } | "deadline_exceeded" | "fatal";
+export interface BrokerFailure { broker: number; address: string; attempts: number; last_error: AttemptError | null }
+/** The core's structured error: why, the last error, and every broker's last error. */
+export interface RefreshErrorInfo {
+  reason: GiveUpReason; last_error: [attempt: number, broker: number, error: AttemptError] | null; brokers: BrokerFailure[];
+}
+/** One broker of a failed refresh, by URL. */
+export interface BrokerSummary { url: string; address: string; attempts: number; kind: string | null; error: string | null }
+/** What `refresh()` rejects with when the core gives up (`name === "RefreshError"`). */
+export interface RefreshFailure extends Error { refreshError: RefreshErrorInfo; brokers: BrokerSummary[] }
+/** What `refresh()` rejects with (or `validateConfig()` throws) for bad options (`name === "ConfigError"`). */
+export interface ConfigFailure extends Error { field: string; problem: string }
+
+export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected";
+export type TimerKind = "stagger" | "attempt_timeout" | "backoff" | "deadline";
+export type Command =
+  | { connect: { attempt: number; broker: number } }
+  | { cancel: { attempt: number; reason: CancelReason } }
+  | { done: { attempt: number; broker: number; metadata: Metadata } }
+  | { give_up: RefreshErrorInfo };
+export type Input =
+  | { connected: { attempt: number } }
+  | { response: { attempt: number; metadata: Metadata } }
+  | { failed: { attempt: number; error: AttemptError } };
+/** Times: `at` in µs and `at_ms` in ms since the refresh started. `command`, `input` and
+ *  `timeout` events are the core's trace events (plus `at_ms` and `url`). */
+export type RefreshEvent =
+  | { type: "start"; at: number; at_ms: number; config: RefreshConfig; book: unknown;
+      brokers: { index: number; address: string; url: string }[] }
+  | { type: "command"; at: number; at_ms: number; command: Command; url?: string }
+  | { type: "input"; at: number; at_ms: number; input: Input }
+  | { type: "timeout"; at: number; at_ms: number; timer: TimerKind | null }
+  | { type: "abort"; at: number; at_ms: number; closed: number[] };
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `RefreshOptions` (see the TypeScript definitions).
+    #[wasm_bindgen(typescript_type = "RefreshOptions")]
+    pub type RefreshOptions;
+    /// A promise of the cluster's `Metadata`.
+    #[wasm_bindgen(typescript_type = "Promise<Metadata>")]
+    pub type MetadataPromise;
+    /// A `RefreshConfig` object.
+    #[wasm_bindgen(typescript_type = "RefreshConfig")]
+    pub type RefreshConfigObject;
+    /// What `validateConfig` accepts.
+    #[wasm_bindgen(typescript_type = "RefreshConfig | PresetName | string")]
+    pub type ConfigInput;
+    /// The preset names.
+    #[wasm_bindgen(typescript_type = "PresetName[]")]
+    pub type PresetNames;
+}
+
+/// Fetches cluster metadata through WebSocket bridges, the stagger way: one attempt, another
+/// after a (adaptive) stagger delay if none answered, throttled and jittered, the first good
+/// answer wins and the others are closed, with retries and an overall deadline.
+///
+/// Resolves with the winner's `Metadata`. Rejects with a `RefreshFailure` (name
+/// `RefreshError`; `message` is the core's report, `refreshError` and `brokers` the
+/// structured per-broker errors) when every broker failed or the deadline passed, with a
+/// `ConfigFailure` for bad options, and with the signal's reason (an `AbortError`) when
+/// aborted.
+#[wasm_bindgen]
+pub fn refresh(options: RefreshOptions) -> MetadataPromise {
+    let options: JsValue = options.into();
+    let mut executor = |resolve: Function, reject: Function| {
+        let started = read_options(&options)
+            .map_err(|e| config_error(&e))
+            .and_then(|plan| driver::start(plan, resolve, reject.clone()));
+        if let Err(error) = started {
+            let _ = reject.call1(&JsValue::UNDEFINED, &error);
+        }
+    };
+    Promise::new(&mut executor).unchecked_into()
+}
+
+/// The names of the policy presets, for pickers.
+#[wasm_bindgen]
+pub fn presets() -> PresetNames {
+    RefreshConfig::PRESETS.iter().map(|name| JsValue::from_str(name)).collect::<Array>().unchecked_into()
+}
+
+/// The default policy (adaptive stagger), a complete `RefreshConfig` to edit.
+#[wasm_bindgen(js_name = defaultConfig)]
+pub fn default_config() -> RefreshConfigObject {
+    to_js(&RefreshConfig::default()).unchecked_into()
+}
+
+/// Checks a config (object, preset name or JSON text) as `refresh()` would and returns it
+/// as a complete `RefreshConfig` object; throws a `ConfigFailure` naming the bad field.
+#[wasm_bindgen(js_name = validateConfig)]
+pub fn validate_config(config: ConfigInput) -> Result<RefreshConfigObject, JsValue> {
+    let config = config_from_js(&config.into()).map_err(|e| config_error(&e))?;
+    Ok(to_js(&config).unchecked_into())
+}
+
+/// Reads and checks `refresh()`'s options.
+fn read_options(options: &JsValue) -> Result<Plan, ConfigError> {
+    if !options.is_object() {
+        return Err(bad("options", "must be an object like { bootstrap: [\"ws://127.0.0.1:9092\"] }"));
+    }
+    let get = |key: &str| Reflect::get(options, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED);
+    let urls = string_list(&get("bootstrap"), "bootstrap")?
+        .ok_or_else(|| bad("bootstrap", "is required: the ws:// URLs of bridges to the seed brokers"))?;
+    let seeds = Seeds::new(&urls)?;
+    let config = config_from_js(&get("config"))?;
+    let mut exchange = ExchangeConfig { topics: string_list(&get("topics"), "topics")?, ..ExchangeConfig::default() };
+    let client_id = get("clientId");
+    if !(client_id.is_undefined() || client_id.is_null()) {
+        exchange.client_id = client_id.as_string().ok_or_else(|| bad("clientId", "must be a string"))?;
+    }
+    let on_event = match get("onEvent") {
+        f if f.is_undefined() || f.is_null() => None,
+        f => Some(f.dyn_into::<Function>().map_err(|_| bad("onEvent", "must be a function"))?),
+    };
+    let signal = match get("signal") {
+        s if s.is_undefined() || s.is_null() => None,
+        s => Some(s.dyn_into::<AbortSignal>().map_err(|_| bad("signal", "must be an AbortSignal"))?),
+    };
+    Ok(Plan { config, seeds, exchange, on_event, signal })
+}

@@ -1,0 +1,108 @@
+//! Rust values to JS values and back: serde through `serde-wasm-bindgen`, and the error
+//! objects the promise rejects with.
+
+use js_sys::{Array, Reflect, JSON};
+use serde::Serialize;
+use stagger::{ConfigError, RefreshConfig, RefreshError};
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::AbortSignal;
+
+use crate::options::{bad, broker_summaries, preset, validated, Seeds};
+
+/// Serialises to plain JS objects: `None` becomes `null` (as in JSON), maps become objects.
+pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> JsValue {
+    let serializer =
+        serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true).serialize_maps_as_objects(true);
+    value.serialize(&serializer).unwrap_or_else(JsValue::from)
+}
+
+/// The config option: absent means the default; a string is a preset name (or JSON text); an
+/// object is a complete `RefreshConfig` as `defaultConfig()` returns it. Always validated.
+pub(crate) fn config_from_js(value: &JsValue) -> Result<RefreshConfig, ConfigError> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(RefreshConfig::default());
+    }
+    if let Some(text) = value.as_string() {
+        let text = text.trim();
+        if !text.starts_with('{') {
+            return validated(preset(text)?);
+        }
+        let parsed = JSON::parse(text).map_err(|e| bad("config", format!("is not valid JSON: {}", message(&e))))?;
+        return config_from_object(&parsed);
+    }
+    config_from_object(value)
+}
+
+fn config_from_object(value: &JsValue) -> Result<RefreshConfig, ConfigError> {
+    if !value.is_object() {
+        return Err(bad("config", "must be a RefreshConfig object, a preset name or JSON text"));
+    }
+    let config: RefreshConfig = serde_wasm_bindgen::from_value(value.clone())
+        .map_err(|e| bad("config", format!("is not a RefreshConfig (start from defaultConfig()): {e}")))?;
+    validated(config)
+}
+
+/// A list of strings, or `None` when absent (`undefined` or `null`).
+pub(crate) fn string_list(value: &JsValue, field: &'static str) -> Result<Option<Vec<String>>, ConfigError> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    if !Array::is_array(value) {
+        return Err(bad(field, "must be an array of strings"));
+    }
+    let array: &Array = value.unchecked_ref();
+    let mut out = Vec::with_capacity(array.length() as usize);
+    for (i, item) in array.iter().enumerate() {
+        out.push(item.as_string().ok_or_else(|| bad(field, format!("[{i}] is not a string")))?);
+    }
+    Ok(Some(out))
+}
+
+/// `Error` named `ConfigError`, with `field` and `problem`.
+pub(crate) fn config_error(error: &ConfigError) -> JsValue {
+    let js = js_sys::Error::new(&error.to_string());
+    js.set_name("ConfigError");
+    set(&js, "field", &JsValue::from_str(error.field));
+    set(&js, "problem", &JsValue::from_str(&error.problem));
+    js.into()
+}
+
+/// `Error` named `RefreshError` whose message is the core's `Display`, carrying the core's
+/// structured error as `refreshError` and a per-broker summary keyed by URL as `brokers`.
+pub(crate) fn refresh_error(error: &RefreshError, seeds: &Seeds) -> JsValue {
+    let js = js_sys::Error::new(&error.to_string());
+    js.set_name("RefreshError");
+    set(&js, "refreshError", &to_js(error));
+    set(&js, "brokers", &to_js(&broker_summaries(error, seeds)));
+    js.into()
+}
+
+/// What an aborted refresh rejects with: the signal's reason, as `fetch` does (by default
+/// a `DOMException` named `AbortError`), or such an exception if the signal has none.
+pub(crate) fn abort_error(signal: &AbortSignal) -> JsValue {
+    let reason = signal.reason();
+    if !reason.is_undefined() {
+        return reason;
+    }
+    match web_sys::DomException::new_with_message_and_name("The metadata refresh was aborted.", "AbortError") {
+        Ok(exception) => exception.into(),
+        Err(_) => {
+            let js = js_sys::Error::new("The metadata refresh was aborted.");
+            js.set_name("AbortError");
+            js.into()
+        }
+    }
+}
+
+/// A thrown JS value's message, for error details.
+pub(crate) fn message(thrown: &JsValue) -> String {
+    if let Some(error) = thrown.dyn_ref::<js_sys::Error>() {
+        return String::from(error.message());
+    }
+    thrown.as_string().unwrap_or_else(|| format!("{thrown:?}"))
+}
+
+fn set(target: &JsValue, key: &str, value: &JsValue) {
+    // Setting a property on a fresh Error object cannot fail.
+    let _ = Reflect::set(target, &JsValue::from_str(key), value);
+}

@@ -1,0 +1,286 @@
+// stagger-web in real headless Chromium, against a real Kafka-protocol cluster (librdkafka's
+// mock, in the `testbed` fixture) behind one WebSocket↔TCP bridge per broker. Everything
+// listens on 127.0.0.1; every test is bounded in time.
+//
+//   node --test adapters/browser/tests/
+//
+// Needs: adapters/browser/pkg (built by adapters/browser/build.sh, run here if missing),
+// the testbed example (built here with cargo), /usr/bin/chromium (or $CHROMIUM), and
+// `npm ci` in adapters/browser for playwright-core.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:http";
+import { createInterface } from "node:readline";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, extname, join, normalize, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const browserDir = resolve(here, "..");
+const pkgDir = join(browserDir, "pkg");
+const root = resolve(browserDir, "../..");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const TEST_TIMEOUT = 60_000;
+
+let server;
+let origin;
+let context;
+let page;
+let userDataDir;
+let testbedBinary;
+
+/** Builds the testbed example (a no-op when up to date) and returns its path. */
+function buildTestbed() {
+  if (process.env.STAGGER_TESTBED) return process.env.STAGGER_TESTBED;
+  const out = spawnSync(
+    "cargo",
+    ["build", "-q", "-p", "stagger-bridge", "--example", "testbed", "--message-format=json-render-diagnostics"],
+    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 64 << 20 },
+  );
+  assert.equal(out.status, 0, "cargo build of the testbed example failed");
+  const artifact = out.stdout
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line))
+    .find((m) => m.reason === "compiler-artifact" && m.target?.name === "testbed" && m.executable);
+  assert.ok(artifact, "cargo reported no testbed executable");
+  return artifact.executable;
+}
+
+/** One running fixture: a mock cluster and its bridges; `stats()` asks for bridge counters. */
+class Testbed {
+  static async start(args) {
+    const bed = new Testbed();
+    bed.child = spawn(testbedBinary, args, { cwd: root, stdio: ["pipe", "pipe", "inherit"] });
+    bed.exited = new Promise((resolve) => bed.child.once("exit", resolve));
+    bed.lines = createInterface({ input: bed.child.stdout })[Symbol.asyncIterator]();
+    bed.info = await bed.nextLine(30_000);
+    return bed;
+  }
+
+  async nextLine(ms = 10_000) {
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`testbed said nothing for ${ms} ms`)), ms);
+    });
+    try {
+      const { value, done } = await Promise.race([this.lines.next(), timeout]);
+      assert.ok(!done, "testbed exited early");
+      return JSON.parse(value);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Every bridge's counters, in broker order. */
+  async stats() {
+    this.child.stdin.write("stats\n");
+    return (await this.nextLine()).stats;
+  }
+
+  /** Polls the counters until `check` holds, for at most `ms`. */
+  async until(check, ms, what) {
+    const deadline = Date.now() + ms;
+    let stats;
+    while (Date.now() < deadline) {
+      stats = await this.stats();
+      if (check(stats)) return stats;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.fail(`${what} within ${ms} ms; last bridge stats: ${JSON.stringify(stats)}`);
+  }
+
+  async stop() {
+    this.child.stdin.end();
+    const killer = setTimeout(() => this.child.kill("SIGKILL"), 5_000);
+    await this.exited;
+    clearTimeout(killer);
+  }
+}
+
+/** Serves the built package and the test page on 127.0.0.1. */
+function serve() {
+  const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".ts": "text/plain" };
+  return createServer((req, res) => {
+    const path = new URL(req.url, "http://127.0.0.1").pathname;
+    const file = path === "/" ? join(here, "page", "index.html") : path.startsWith("/pkg/") ? join(pkgDir, normalize(path.slice(5))) : null;
+    if (!file || !file.startsWith(pkgDir) && !file.startsWith(here) || !existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": types[extname(file)] || "application/octet-stream", "cache-control": "no-store" });
+    res.end(readFileSync(file));
+  });
+}
+
+const openSockets = (stats) => stats.reduce((n, s) => n + s.open, 0);
+const commands = (events, kind) => events.filter((e) => e.type === "command" && e.command[kind]).map((e) => ({ ...e.command[kind], at_ms: e.at_ms, url: e.url }));
+const inputs = (events, kind) => events.filter((e) => e.type === "input" && e.input[kind]).map((e) => ({ ...e.input[kind], at_ms: e.at_ms }));
+
+before(async () => {
+  if (!existsSync(join(pkgDir, "stagger_web.js"))) {
+    console.log("adapters/browser/pkg missing: running build.sh");
+    assert.equal(spawnSync("bash", [join(browserDir, "build.sh")], { cwd: root, stdio: "inherit" }).status, 0);
+  }
+  testbedBinary = buildTestbed();
+  server = serve();
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  origin = `http://127.0.0.1:${server.address().port}`;
+  userDataDir = mkdtempSync(join(tmpdir(), "stagger-chromium-"));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
+  page = await context.newPage();
+  page.on("pageerror", (e) => console.log(`page error: ${e.message}`));
+  await page.goto(`${origin}/`);
+  await page.waitForFunction(() => window.staggerReady === true, null, { timeout: 30_000 });
+}, { timeout: 20 * 60_000 });
+
+after(async () => {
+  await context?.close();
+  await new Promise((r) => (server ? server.close(r) : r()));
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+test("metadata past a hung first broker and a refused second one; the hung attempt is cancelled", { timeout: TEST_TIMEOUT }, async () => {
+  const bed = await Testbed.start(["--brokers", "4", "--hung", "1", "--down", "1"]);
+  try {
+    const [hung, down, healthy] = bed.info.brokers;
+    assert.deepEqual([hung.state, down.state, healthy.state], ["hung", "down", "healthy"]);
+    const bootstrap = bed.info.brokers.map((b) => b.ws);
+    const run = await page.evaluate((o) => window.run(o), { bootstrap });
+    assert.ok(run.ok, `refresh failed: ${JSON.stringify(run.error)}`);
+
+    // The metadata is the fixture's cluster: every live broker (id and TCP address; the mock
+    // leaves a down broker out, as a real cluster does) and every topic.
+    const brokers = run.metadata.brokers.map((b) => [b.node_id, `${b.host}:${b.port}`]).sort();
+    const live = bed.info.brokers.filter((b) => b.state !== "down");
+    assert.deepEqual(brokers, live.map((b) => [b.id, b.tcp]).sort());
+    const topics = run.metadata.topics.filter((t) => !t.is_internal).map((t) => [t.name, t.partitions.length]).sort();
+    assert.deepEqual(topics, bed.info.topics.map((t) => [t.name, t.partitions]).sort());
+
+    // The story, as onEvent told it: hung broker connected but silent, hedged after the
+    // stagger delay; the down broker refused; the next answered and won; the hung one lost.
+    const events = run.events;
+    assert.equal(events[0].type, "start");
+    assert.deepEqual(events[0].brokers.map((b) => b.url), bootstrap);
+    const connects = commands(events, "connect");
+    assert.deepEqual(connects.slice(0, 3).map((c) => c.url), [hung.ws, down.ws, healthy.ws]);
+    const [first, second, third] = connects.map((c) => c.attempt);
+    assert.ok(inputs(events, "connected").some((i) => i.attempt === first), "the hung broker's socket opened");
+    const refused = inputs(events, "failed").find((i) => i.attempt === second);
+    assert.equal(refused?.error.kind.kind, "refused", JSON.stringify(refused));
+    assert.ok(inputs(events, "response").some((i) => i.attempt === third), "the healthy broker answered");
+    const cancel = commands(events, "cancel").find((c) => c.attempt === first);
+    assert.equal(cancel?.reason, "lost", "the hung attempt is cancelled as the loser");
+    const done = commands(events, "done");
+    assert.equal(done.length, 1);
+    assert.equal(done[0].attempt, third);
+    assert.ok(done[0].at_ms < 3_000, `metadata after ${done[0].at_ms} ms`);
+    assert.ok(events.every((e, i) => i === 0 || e.at_ms >= events[i - 1].at_ms), "event times never go back");
+    assert.equal(events.at(-1).command?.done?.attempt, third, "Done is the last event");
+    if (process.env.STAGGER_DEBUG) for (const e of events) console.log(`${e.at_ms.toFixed(1)} ${e.type} ${JSON.stringify(e.command ?? e.input ?? e.timer ?? "").slice(0, 120)}`);
+    console.log(`metadata after ${done[0].at_ms.toFixed(1)} ms (hedge at ${connects[1].at_ms.toFixed(1)} ms)`);
+
+    // Cancel and Done closed every socket: the bridges see no connection left.
+    await bed.until((s) => openSockets(s) === 0, 5_000, "all sockets closed after the refresh");
+    const stats = await bed.stats();
+    assert.ok(stats[0].upgraded >= 1 && stats[1].target_failures >= 1, JSON.stringify(stats));
+  } finally {
+    await bed.stop();
+  }
+});
+
+test("rejects with every broker's error when all are down", { timeout: TEST_TIMEOUT }, async () => {
+  const bed = await Testbed.start(["--brokers", "3", "--down", "3"]);
+  try {
+    const bootstrap = bed.info.brokers.map((b) => b.ws);
+    const config = await page.evaluate(() => window.helpers().defaultConfig);
+    config.retry.retries = 1;
+    config.retry.initial = { secs: 0, nanos: 50_000_000 };
+    const run = await page.evaluate((o) => window.run(o), { bootstrap, config });
+    assert.ok(!run.ok, "must reject");
+    const { error } = run;
+    assert.equal(error.name, "RefreshError");
+    assert.match(error.message, /every broker failed in 2 passes/);
+    assert.deepEqual(error.refreshError.reason, { all_failed: { passes: 2 } });
+    assert.equal(error.refreshError.brokers.length, 3);
+    for (const broker of error.refreshError.brokers) {
+      assert.equal(broker.attempts, 2);
+      assert.equal(broker.last_error.kind.kind, "refused", JSON.stringify(broker));
+    }
+    assert.deepEqual(error.brokers.map((b) => b.url).sort(), [...bootstrap].sort());
+    for (const broker of error.brokers) {
+      assert.equal(broker.kind, "refused");
+      assert.ok(error.message.includes(broker.address), `the message names ${broker.address}`);
+    }
+    const giveUp = commands(run.events, "give_up");
+    assert.equal(giveUp.length, 1);
+    assert.equal(run.events.at(-1).command?.give_up !== undefined, true, "GiveUp is the last event");
+    assert.equal(commands(run.events, "connect").length, 6, "two passes over three brokers");
+    assert.ok(run.events.some((e) => e.type === "timeout" && e.timer === "backoff"), "backed off between passes");
+    await bed.until((s) => openSockets(s) === 0, 5_000, "no socket left open");
+  } finally {
+    await bed.stop();
+  }
+});
+
+test("abort closes every socket and rejects with an AbortError", { timeout: TEST_TIMEOUT }, async () => {
+  const bed = await Testbed.start(["--brokers", "3", "--hung", "3"]);
+  try {
+    const bootstrap = bed.info.brokers.map((b) => b.ws);
+    await page.evaluate((o) => window.startAbortable(o), { bootstrap, config: "all-at-once" });
+    // All three WebSockets are open (the bridges say so, and so does the page).
+    await bed.until((s) => openSockets(s) === 3 && s.every((b) => b.upgraded === 1), 10_000, "three open sockets");
+    const deadline = Date.now() + 10_000;
+    while ((await page.evaluate(() => window.runEvents().filter((e) => e.input?.connected).length)) < 3) {
+      assert.ok(Date.now() < deadline, "the page saw three sockets open");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const run = await page.evaluate(() => window.abortRun());
+    assert.ok(!run.ok);
+    assert.equal(run.error.name, "AbortError");
+    const abort = run.events.find((e) => e.type === "abort");
+    assert.equal(abort?.closed.length, 3, JSON.stringify(abort));
+    assert.equal(run.events.at(-1).type, "abort", "nothing follows the abort");
+    assert.equal(commands(run.events, "cancel").length, 0, "the core never cancelled: the abort closed them");
+    // The bridges see every connection closed, and the mock's TCP connections with them.
+    const stats = await bed.until((s) => openSockets(s) === 0, 5_000, "every socket closed after abort");
+    assert.deepEqual(stats.map((s) => s.accepted), [1, 1, 1]);
+  } finally {
+    await bed.stop();
+  }
+});
+
+test("presets, defaultConfig and validateConfig; bad options reject with a ConfigError", { timeout: TEST_TIMEOUT }, async () => {
+  const h = await page.evaluate(() => window.helpers());
+  assert.deepEqual(h.presets, ["adaptive", "sequential", "all-at-once", "staggered"]);
+  assert.deepEqual(h.fromJson, h.defaultConfig);
+  assert.ok(h.defaultConfig.fanout.stagger.adaptive, "adaptive is the default");
+  assert.deepEqual(h.staggered.fanout.stagger, { fixed: { secs: 0, nanos: 500_000_000 } });
+  assert.equal(h.badAccepted, undefined);
+  assert.equal(h.badError.name, "ConfigError");
+  assert.equal(h.badError.field, "fanout.jitter");
+  assert.equal(h.unknownError.field, "config");
+  for (const [options, field] of [
+    [{ bootstrap: ["127.0.0.1:9092"] }, "bootstrap"],
+    [{ bootstrap: [] }, "bootstrap"],
+    [{}, "bootstrap"],
+    [{ bootstrap: ["ws://127.0.0.1:1"], config: "fastest" }, "config"],
+    [{ bootstrap: ["ws://127.0.0.1:1"], topics: "orders" }, "topics"],
+  ]) {
+    const run = await page.evaluate((o) => window.run(o), options);
+    assert.ok(!run.ok, JSON.stringify(options));
+    assert.equal(run.error.name, "ConfigError", JSON.stringify(run.error));
+    assert.equal(run.error.field, field, JSON.stringify(run.error));
+  }
+});

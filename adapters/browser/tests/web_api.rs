@@ -1,0 +1,191 @@
+//! The JS API compiled to wasm32 and driven from Rust in Node by wasm-bindgen-test: option
+//! checking, config helpers, and the driver's whole loop (commands, inputs, timers, backoff,
+//! give-up, abort — even from inside `onEvent`) without a network.
+//!
+//! Node 20 has no global `WebSocket`, so every attempt fails as it starts (an `io` error);
+//! on a Node that has one, `ws://127.0.0.1:9` is refused instead. Either way every broker
+//! fails, which is what these tests need. Real sockets are tested in Chromium
+//! (`browser.test.mjs`).
+#![cfg(target_arch = "wasm32")]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Array, Function, Object, Reflect, JSON};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::wasm_bindgen_test;
+use web_sys::AbortController;
+
+fn get(value: &JsValue, path: &str) -> JsValue {
+    path.split('.')
+        .fold(value.clone(), |v, key| Reflect::get(&v, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED))
+}
+
+fn set(target: &JsValue, key: &str, value: &JsValue) {
+    Reflect::set(target, &JsValue::from_str(key), value).unwrap();
+}
+
+fn json(text: &str) -> JsValue {
+    JSON::parse(text).unwrap()
+}
+
+/// Options for two unreachable bridges, one retry after a short backoff.
+fn failing_options() -> JsValue {
+    let config = stagger_web::default_config();
+    let config: JsValue = config.into();
+    set(&get(&config, "retry"), "retries", &JsValue::from(1));
+    set(&get(&config, "retry"), "initial", &json(r#"{"secs":0,"nanos":20000000}"#));
+    let options: JsValue = Object::new().into();
+    set(&options, "bootstrap", &json(r#"["ws://127.0.0.1:9", "ws://127.0.0.2:9"]"#));
+    set(&options, "config", &config);
+    options
+}
+
+/// Collects every event into a JS array.
+fn recorder(events: &Array) -> Function {
+    let events = events.clone();
+    Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+        events.push(&event);
+    })
+    .into_js_value()
+    .unchecked_into()
+}
+
+async fn settle(options: JsValue) -> Result<JsValue, JsValue> {
+    JsFuture::from(js_sys::Promise::from(JsValue::from(stagger_web::refresh(options.unchecked_into())))).await
+}
+
+fn kind_of(event: &JsValue) -> String {
+    let ty = get(event, "type").as_string().unwrap();
+    for inner in ["command", "input", "timer"] {
+        let value = get(event, inner);
+        if value.is_object() {
+            let keys = Object::keys(value.unchecked_ref::<Object>());
+            return format!("{ty}:{}", keys.get(0).as_string().unwrap());
+        }
+        if let Some(name) = value.as_string() {
+            return format!("{ty}:{name}");
+        }
+    }
+    ty
+}
+
+#[wasm_bindgen_test]
+fn config_helpers_round_trip_and_name_bad_fields() {
+    let presets: JsValue = stagger_web::presets().into();
+    let presets: Vec<String> = Array::from(&presets).iter().map(|v| v.as_string().unwrap()).collect();
+    assert_eq!(presets, ["adaptive", "sequential", "all-at-once", "staggered"]);
+    let default: JsValue = stagger_web::default_config().into();
+    assert!(get(&default, "fanout.stagger.adaptive").is_object());
+    assert_eq!(get(&default, "attempt_timeout.secs").as_f64(), Some(10.0));
+    // Object, JSON text and preset names all validate to complete configs.
+    let again: JsValue = stagger_web::validate_config(default.clone().unchecked_into()).unwrap().into();
+    assert_eq!(JSON::stringify(&again).unwrap(), JSON::stringify(&default).unwrap());
+    let text = JSON::stringify(&default).unwrap();
+    let from_text: JsValue = stagger_web::validate_config(JsValue::from(text.clone()).unchecked_into()).unwrap().into();
+    assert_eq!(JSON::stringify(&from_text).unwrap(), text);
+    let staggered: JsValue =
+        stagger_web::validate_config(JsValue::from_str("staggered").unchecked_into()).unwrap().into();
+    assert_eq!(get(&staggered, "fanout.stagger.fixed.nanos").as_f64(), Some(5e8));
+    // Bad values name the field, as the core does.
+    set(&get(&default, "fanout"), "max_in_flight", &JsValue::from(0));
+    let error = stagger_web::validate_config(default.unchecked_into()).err().unwrap();
+    assert_eq!(get(&error, "name").as_string().unwrap(), "ConfigError");
+    assert_eq!(get(&error, "field").as_string().unwrap(), "fanout.max_in_flight");
+    for bad in [r#""fastest""#, r#""{not json""#, r#"{"fanout":1}"#, "42"] {
+        let error = stagger_web::validate_config(json(bad).unchecked_into()).err().unwrap();
+        assert_eq!(get(&error, "field").as_string().unwrap(), "config", "{bad}");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn bad_options_reject_with_a_config_error() {
+    for (options, field) in [
+        ("null", "options"),
+        (r#"{}"#, "bootstrap"),
+        (r#"{"bootstrap":"ws://h:1"}"#, "bootstrap"),
+        (r#"{"bootstrap":["tcp://h:1"]}"#, "bootstrap"),
+        (r#"{"bootstrap":["ws://h:1"],"topics":[1]}"#, "topics"),
+        (r#"{"bootstrap":["ws://h:1"],"clientId":7}"#, "clientId"),
+        (r#"{"bootstrap":["ws://h:1"],"onEvent":"log"}"#, "onEvent"),
+        (r#"{"bootstrap":["ws://h:1"],"signal":{}}"#, "signal"),
+    ] {
+        let error = settle(json(options)).await.expect_err(options);
+        assert_eq!(get(&error, "name").as_string().unwrap(), "ConfigError", "{options}");
+        assert_eq!(get(&error, "field").as_string().unwrap(), field, "{options}");
+        assert!(error.is_instance_of::<js_sys::Error>());
+    }
+}
+
+#[wasm_bindgen_test]
+async fn every_broker_failing_gives_up_with_each_brokers_error_after_backoff() {
+    let options = failing_options();
+    let events = Array::new();
+    set(&options, "onEvent", &recorder(&events));
+    let error = settle(options).await.expect_err("nothing is reachable");
+    assert!(error.is_instance_of::<js_sys::Error>());
+    assert_eq!(get(&error, "name").as_string().unwrap(), "RefreshError");
+    let message = get(&error, "message").as_string().unwrap();
+    assert!(message.starts_with("metadata refresh failed: every broker failed in 2 passes"), "{message}");
+    assert!(get(&error, "refreshError.reason.all_failed").is_object());
+    let brokers = Array::from(&get(&error, "refreshError.brokers"));
+    assert_eq!(brokers.length(), 2);
+    for broker in brokers.iter() {
+        assert_eq!(get(&broker, "attempts").as_f64(), Some(2.0));
+        let kind = get(&broker, "last_error.kind.kind").as_string().unwrap();
+        assert!(kind == "io" || kind == "refused", "{kind}");
+    }
+    let summary = Array::from(&get(&error, "brokers"));
+    let urls: Vec<String> = summary.iter().map(|b| get(&b, "url").as_string().unwrap()).collect();
+    assert_eq!(urls, ["ws://127.0.0.1:9", "ws://127.0.0.2:9"]);
+
+    let kinds: Vec<String> = events.iter().map(|e| kind_of(&e)).collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("start"));
+    assert_eq!(kinds.last().map(String::as_str), Some("command:give_up"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "command:connect").count(), 4, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "input:failed").count(), 4, "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "timeout:backoff"), "a real setTimeout ended the backoff: {kinds:?}");
+    let times: Vec<f64> = events.iter().map(|e| get(&e, "at_ms").as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    let connect = events.iter().find(|e| kind_of(e) == "command:connect").unwrap();
+    assert_eq!(get(&connect, "url").as_string().unwrap(), "ws://127.0.0.1:9");
+}
+
+#[wasm_bindgen_test]
+async fn an_aborted_signal_rejects_at_once_with_its_reason() {
+    let controller = AbortController::new().unwrap();
+    controller.abort();
+    let options = failing_options();
+    set(&options, "signal", &controller.signal());
+    let called = Rc::new(RefCell::new(0));
+    let seen = called.clone();
+    let on_event: Function =
+        Closure::<dyn FnMut(JsValue)>::new(move |_| *seen.borrow_mut() += 1).into_js_value().unchecked_into();
+    set(&options, "onEvent", &on_event);
+    let error = settle(options).await.expect_err("aborted");
+    assert_eq!(get(&error, "name").as_string().unwrap(), "AbortError");
+    assert_eq!(*called.borrow(), 0, "nothing started");
+}
+
+#[wasm_bindgen_test]
+async fn abort_from_inside_on_event_ends_the_refresh() {
+    let controller = AbortController::new().unwrap();
+    let options = failing_options();
+    set(&options, "signal", &controller.signal());
+    let events = Array::new();
+    // A plain JS listener (a Rust closure cannot be re-entered, and abort() re-enters it).
+    let make = Function::new_with_args(
+        "events, controller",
+        "return (e) => { events.push(e); if (e.type === 'start') controller.abort(); };",
+    );
+    let on_event = make.call2(&JsValue::UNDEFINED, &events, &controller).unwrap();
+    set(&options, "onEvent", &on_event);
+    let error = settle(options).await.expect_err("aborted");
+    assert_eq!(get(&error, "name").as_string().unwrap(), "AbortError");
+    let kinds: Vec<String> = events.iter().map(|e| kind_of(&e)).collect();
+    // The abort's own event is delivered from inside the `start` event's listener.
+    assert_eq!(kinds[..2], ["start", "abort"], "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "command:give_up"), "aborted before giving up: {kinds:?}");
+}

@@ -1,0 +1,36 @@
+// The wasm engine (crate `stagger-demo`): the core and its simulator, JSON in, JSON out.
+
+import init, * as wasm from "../pkg/stagger_demo.js";
+
+let ready = null;
+
+/** Loads the wasm module once; every other call awaits this first. */
+export function load() {
+  ready ??= init();
+  return ready;
+}
+
+/** `[{name, config}]` — the core's presets. */
+export function presets() {
+  return JSON.parse(wasm.presets());
+}
+
+/** Runs one refresh in virtual time; `{report, summary, timeline, give_up, event_text}` or `{error}`. */
+export function simulate(scenario, config) {
+  return JSON.parse(wasm.simulate(JSON.stringify(scenario), JSON.stringify(config)));
+}
+
+/** `seeds` refreshes per series; `{series: [{name, ttm_us, started, reached, error?}]}` or `{error}`. */
+export function compare(scenario, series, seeds, baseSeed) {
+  return JSON.parse(wasm.compare(JSON.stringify(scenario), JSON.stringify(series), seeds, baseSeed));
+}
+
+/** Replays a trace's JSON text through the core; `{verdict, divergence?, report, …}`. */
+export function replay(traceText) {
+  return JSON.parse(wasm.replay(traceText));
+}
+
+/** `{ok: true}` or `{error, field}`. */
+export function validate(config) {
+  return JSON.parse(wasm.validate(JSON.stringify(config)));
+}

@@ -1,0 +1,112 @@
+// Replay mode: open recorded traces (file picker, drag-and-drop) and check the verdict.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { serve, launch, open, screenshot, spans, FIXTURES } from "./harness.mjs";
+
+let server, browser;
+before(async () => {
+  server = await serve();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Drops `text` as a file named `name` on the drop zone, as a person dragging a file would. */
+async function drop(page, name, text) {
+  await page.evaluate(([name, text]) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], name, { type: "application/json" }));
+    const zone = document.getElementById("rp-drop");
+    zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, [name, text]);
+}
+
+async function verdict(page, previous = null) {
+  await page.waitForFunction((prev) => {
+    const v = document.getElementById("rp-verdict");
+    return !v.hidden && v.dataset.verdict && v.textContent !== prev;
+  }, previous);
+  return { kind: await page.getAttribute("#rp-verdict", "data-verdict"), text: await page.innerText("#rp-verdict") };
+}
+
+test("the fixture trace, opened with the file picker, replays without divergence", async () => {
+  const page = await open(browser.context, `${server.url}#view=replay`);
+  await page.setInputFiles("#rp-file", join(FIXTURES, "hung-refused-healthy.trace.json"));
+  const v = await verdict(page);
+  assert.equal(v.kind, "match", v.text);
+  assert.match(v.text, /No divergence/);
+  const all = await spans(page, "#rp-timeline");
+  assert.deepEqual(all.map((s) => [s.lane, s.outcome]), [[0, "cancelled"], [1, "failed"], [2, "won"]]);
+  assert.match(await page.innerText("#rp-summary .headline"), /Metadata in .* from broker-2/);
+  await page.keyboard.press("Home");
+  await page.keyboard.press("ArrowRight");
+  assert.ok(Number(await page.$eval("#rp-timeline svg", (s) => s.dataset.t)) > 0, "the replay steps");
+  await page.keyboard.press("End");
+  await screenshot(page, "replay-match-1280x800");
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("drag and drop: a give-up trace replays, and a tampered one is called out", async () => {
+  const page = await open(browser.context, `${server.url}#view=replay`, { width: 390, height: 844 });
+  const text = readFileSync(join(FIXTURES, "all-down-gives-up.trace.json"), "utf8");
+  await drop(page, "all-down-gives-up.trace.json", text);
+  let v = await verdict(page);
+  assert.equal(v.kind, "match", v.text);
+  assert.match(await page.innerText("#rp-summary .headline"), /Gave up/);
+  assert.equal(await page.$$eval("#rp-summary .broker-errors li", (li) => li.length), 3, "every broker's error");
+  assert.ok(await page.$$eval("#rp-timeline g.backoff", (g) => g.length) >= 2, "backoff windows are drawn");
+  await screenshot(page, "replay-give-up-390x844");
+
+  // Remove the first recorded Connect: the core still emits it, so the replay diverges.
+  const trace = JSON.parse(text);
+  const i = trace.events.findIndex((e) => e.type === "command");
+  trace.events.splice(i, 1);
+  await drop(page, "tampered.trace.json", JSON.stringify(trace));
+  v = await verdict(page, v.text);
+  assert.equal(v.kind, "diverges", v.text);
+  assert.match(v.text, /DIVERGES/);
+  assert.match(v.text, /recorded event \d+/);
+  assert.equal(await page.$$eval("#rp-timeline g.divergence", (g) => g.length), 1, "the divergence is marked on the timeline");
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await screenshot(page, "replay-diverges-1280x800");
+
+  await drop(page, "notes.txt", "hello");
+  v = await verdict(page, v.text);
+  assert.equal(v.kind, "invalid");
+  assert.match(v.text, /not a stagger trace/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("a simulated run opens in Replay and matches", async () => {
+  const page = await open(browser.context, `${server.url}#b=hung,flaky:50:5,slow:10-90,healthy:3&seed=9`);
+  const simulated = await spans(page);
+  await page.click("#sim-to-replay");
+  const v = await verdict(page);
+  assert.equal(v.kind, "match", v.text);
+  await page.keyboard.press("End");
+  const replayed = await spans(page, "#rp-timeline");
+  assert.deepEqual(replayed, simulated, "the replay draws the very same attempts");
+  await page.close();
+});
+
+test("a trace recorded by `stagger metadata --trace` (the example button) replays without divergence", async () => {
+  const page = await open(browser.context, `${server.url}#view=replay`);
+  await page.click('[data-fixture="cli-hung-down-healthy.trace.json"]');
+  const v = await verdict(page);
+  assert.equal(v.kind, "match", v.text);
+  assert.match(await page.innerText("#rp-info"), /Recorded by stagger-tokio/);
+  const all = await spans(page, "#rp-timeline");
+  assert.deepEqual(all.map((s) => [s.lane, s.outcome]), [[0, "cancelled"], [1, "failed"], [2, "won"]]);
+  assert.equal(all[0].start, 0, "times count from the recorded refresh's start");
+  await screenshot(page, "replay-cli-trace-1280x800");
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

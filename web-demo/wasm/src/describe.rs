@@ -1,0 +1,95 @@
+//! One line of plain English per event or command, for the page's event log and the replay
+//! verdict.
+//!
+//! Why in Rust: the wording then comes from the core's own `Display` impls (errors, give-up
+//! reasons), so the page says exactly what the CLI says.
+
+use stagger::sim::SimEvent;
+use stagger::{AttemptId, BrokerIndex, Command, GiveUpReason, TimerKind};
+
+/// Display names for broker addresses: the host alone when every broker listens on the same
+/// port (`broker-0`), the whole `host:port` otherwise (`127.0.0.1:9093`).
+pub fn lane_names(addresses: &[String]) -> Vec<String> {
+    let port = |a: &String| a.rsplit_once(':').map(|(_, p)| p.to_string());
+    let first = addresses.first().and_then(port);
+    let same_port = first.is_some() && addresses.iter().all(|a| port(a) == first);
+    addresses
+        .iter()
+        .map(|a| match (same_port, a.rsplit_once(':')) {
+            (true, Some((host, _))) => host.to_string(),
+            _ => a.clone(),
+        })
+        .collect()
+}
+
+fn name(broker: BrokerIndex, names: &[String]) -> String {
+    names.get(broker.0 as usize).cloned().unwrap_or_else(|| format!("broker #{}", broker.0))
+}
+
+fn attempt(a: AttemptId) -> String {
+    format!("#{}", a.number())
+}
+
+/// The short name of a timer, as drawn on the timeline.
+pub fn timer_name(kind: Option<TimerKind>) -> &'static str {
+    match kind {
+        Some(TimerKind::Stagger) => "stagger delay elapsed",
+        Some(TimerKind::AttemptTimeout) => "attempt timeout",
+        Some(TimerKind::Backoff) => "backoff over: next pass",
+        Some(TimerKind::Deadline) => "deadline",
+        None => "periodic refresh",
+    }
+}
+
+fn give_up(reason: GiveUpReason) -> String {
+    match reason {
+        GiveUpReason::AllFailed { passes } => {
+            format!("gave up: every broker failed in {passes} pass{}", if passes == 1 { "" } else { "es" })
+        }
+        GiveUpReason::DeadlineExceeded => "gave up: deadline exceeded".to_string(),
+        GiveUpReason::Fatal => "gave up: fatal error".to_string(),
+    }
+}
+
+/// One simulator event in words. `addresses` are the report's lanes' addresses.
+pub fn sim_event(e: &SimEvent, addresses: &[String]) -> String {
+    let names = lane_names(addresses);
+    match e {
+        SimEvent::Connect { attempt: a, broker, .. } => format!("start {} → {}", attempt(*a), name(*broker, &names)),
+        SimEvent::Cancel { attempt: a, broker, reason, .. } => {
+            format!("cancel {} on {} ({})", attempt(*a), name(*broker, &names), reason.name().replace('_', " "))
+        }
+        SimEvent::Done { attempt: a, broker, .. } => {
+            format!("done: metadata from {} ({})", name(*broker, &names), attempt(*a))
+        }
+        SimEvent::GiveUp { reason, .. } => give_up(*reason),
+        SimEvent::Connected { attempt: a, broker, .. } => {
+            format!("{} connected to {}", attempt(*a), name(*broker, &names))
+        }
+        SimEvent::Response { attempt: a, broker, .. } => {
+            format!("{} answered by {}", attempt(*a), name(*broker, &names))
+        }
+        SimEvent::Failed { attempt: a, broker, error, .. } => {
+            format!("{} failed on {}: {error}", attempt(*a), name(*broker, &names))
+        }
+        SimEvent::Timer { kind, .. } => format!("timer: {}", timer_name(*kind)),
+        SimEvent::Request { epoch, .. } => format!("application asks for metadata (refresh {epoch})"),
+        SimEvent::Rebootstrapped { .. } => "rebootstrap: back to the seed brokers".to_string(),
+    }
+}
+
+/// One command in words (for the replay verdict); metadata is summarised, not dumped.
+pub fn command(c: &Command, names: &[String]) -> String {
+    match c {
+        Command::Connect { attempt: a, broker } => format!("Connect {} → {}", attempt(*a), name(*broker, names)),
+        Command::Cancel { attempt: a, reason } => format!("Cancel {} ({})", attempt(*a), reason.name()),
+        Command::Done { attempt: a, broker, metadata } => format!(
+            "Done {} from {} ({} brokers, {} topics)",
+            attempt(*a),
+            name(*broker, names),
+            metadata.brokers.len(),
+            metadata.topics.len()
+        ),
+        Command::GiveUp(error) => format!("GiveUp ({})", give_up(error.reason)),
+    }
+}

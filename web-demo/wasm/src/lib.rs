@@ -1,0 +1,157 @@
+//! `stagger-demo`: the web demo's engine — the `stagger` core and its simulator compiled to
+//! WebAssembly, behind four JSON-in, JSON-out functions the page calls.
+//!
+//! Why JSON strings and not JS objects: every type the page needs (`RefreshConfig`,
+//! `Scenario`, `Report`, `Trace`) is already serde, so one `serde_json` call per direction is
+//! the whole binding, and the native tests below exercise exactly what the browser runs.
+//! Every function answers with JSON, never a panic or a thrown exception: a bad input comes
+//! back as `{"error": "…"}` and the page shows it.
+
+mod describe;
+mod replay;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use stagger::sim::{run_refresh, Outcome, Scenario};
+use stagger::RefreshConfig;
+use wasm_bindgen::prelude::wasm_bindgen;
+
+pub use replay::replay_trace;
+
+/// The presets, in the core's order, as `[{"name", "config"}]`: the page starts every knob
+/// from one of these, so they must be the core's own values, not a JavaScript copy.
+#[wasm_bindgen]
+pub fn presets() -> String {
+    let list: Vec<Value> = RefreshConfig::PRESETS
+        .iter()
+        .filter_map(|name| RefreshConfig::preset(name).map(|c| json!({ "name": name, "config": c })))
+        .collect();
+    Value::Array(list).to_string()
+}
+
+/// Checks a config; answers `{"ok": true}` or `{"error": "…", "field": "…"}`.
+#[wasm_bindgen]
+pub fn validate(config_json: &str) -> String {
+    match serde_json::from_str::<RefreshConfig>(config_json) {
+        Err(e) => json!({ "error": format!("config: {e}") }).to_string(),
+        Ok(config) => match config.validate() {
+            Ok(()) => json!({ "ok": true }).to_string(),
+            Err(e) => json!({ "error": e.to_string(), "field": e.field }).to_string(),
+        },
+    }
+}
+
+/// Runs one refresh with `config` against `scenario` in virtual time.
+///
+/// Answers `{"report": Report, "summary", "timeline", "give_up", "event_text": [..]}`:
+/// the core's report (lanes, spans, events, trace) plus the human text the page shows next
+/// to it (the core's own `summary()`/`render_timeline()` and `RefreshError`'s `Display`, so
+/// the page and the CLI word things identically).
+#[wasm_bindgen]
+pub fn simulate(scenario_json: &str, config_json: &str) -> String {
+    let (scenario, config) = match parse_inputs(scenario_json, config_json) {
+        Ok(x) => x,
+        Err(e) => return json!({ "error": e }).to_string(),
+    };
+    let report = run_refresh(&config, &scenario);
+    let give_up = match &report.outcome {
+        Outcome::GiveUp { error, .. } => Some(error.to_string()),
+        Outcome::Aborted { error, .. } => Some(error.to_string()),
+        Outcome::Done { .. } => None,
+    };
+    let addresses: Vec<String> = report.lanes.iter().map(|l| l.address.clone()).collect();
+    let event_text: Vec<String> = report.events.iter().map(|e| describe::sim_event(e, &addresses)).collect();
+    json!({
+        "report": report,
+        "summary": report.summary(),
+        "timeline": report.render_timeline(),
+        "give_up": give_up,
+        "event_text": event_text,
+    })
+    .to_string()
+}
+
+/// One line of a comparison: a name and the config to run under every seed.
+#[derive(Deserialize)]
+struct Series {
+    name: String,
+    config: RefreshConfig,
+}
+
+/// What one series did over every seed, in seed order.
+#[derive(Serialize)]
+struct SeriesResult {
+    name: String,
+    /// The config's validation error; the arrays are empty then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// Time to metadata in µs, `null` where the refresh gave up.
+    ttm_us: Vec<Option<u64>>,
+    /// `Connect` commands per refresh (load on the client side).
+    started: Vec<u32>,
+    /// Attempts that reached a broker per refresh (load the brokers felt).
+    reached: Vec<u32>,
+}
+
+/// Runs `seeds` refreshes per series against `scenario`, seed `base_seed + i` for both the
+/// config's PRNG (jitter, order) and the simulator's (slow and flaky brokers).
+///
+/// Why only numbers come back: the comparison panel plots distributions, and 2 500 full
+/// reports would cost more to serialise than to simulate.
+#[wasm_bindgen]
+pub fn compare(scenario_json: &str, series_json: &str, seeds: u32, base_seed: f64) -> String {
+    let scenario: Scenario = match serde_json::from_str(scenario_json) {
+        Ok(s) => s,
+        Err(e) => return json!({ "error": format!("scenario: {e}") }).to_string(),
+    };
+    let series: Vec<Series> = match serde_json::from_str(series_json) {
+        Ok(s) => s,
+        Err(e) => return json!({ "error": format!("series: {e}") }).to_string(),
+    };
+    // f64 because JavaScript numbers are; seeds in the page stay far below 2^53.
+    let base = if base_seed.is_finite() && base_seed >= 0.0 { base_seed as u64 } else { 0 };
+    let results: Vec<SeriesResult> = series.iter().map(|s| run_series(&scenario, s, seeds, base)).collect();
+    json!({ "seeds": seeds, "base_seed": base, "series": results }).to_string()
+}
+
+fn run_series(scenario: &Scenario, series: &Series, seeds: u32, base: u64) -> SeriesResult {
+    let mut result = SeriesResult {
+        name: series.name.clone(),
+        error: None,
+        ttm_us: Vec::with_capacity(seeds as usize),
+        started: Vec::with_capacity(seeds as usize),
+        reached: Vec::with_capacity(seeds as usize),
+    };
+    if let Err(e) = series.config.validate() {
+        result.error = Some(e.to_string());
+        return result;
+    }
+    let mut scenario = scenario.clone();
+    for i in 0..seeds as u64 {
+        let seed = base.wrapping_add(i);
+        scenario.seed = seed;
+        let report = run_refresh(&series.config.with_seed(seed), &scenario);
+        result.ttm_us.push(report.time_to_metadata().map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)));
+        result.started.push(report.attempts_started);
+        result.reached.push(report.requests_reached);
+    }
+    result
+}
+
+/// Replays a trace (as written by `stagger metadata --trace FILE`) through the core.
+///
+/// Answers `{"verdict": "match" | "diverges" | "invalid", …}` with the divergence (if any)
+/// and a report-shaped view (lanes, spans, events) the page draws like a simulation.
+#[wasm_bindgen]
+pub fn replay(trace_json: &str) -> String {
+    replay_trace(trace_json).to_string()
+}
+
+fn parse_inputs(scenario_json: &str, config_json: &str) -> Result<(Scenario, RefreshConfig), String> {
+    let scenario = serde_json::from_str(scenario_json).map_err(|e| format!("scenario: {e}"))?;
+    let config = serde_json::from_str(config_json).map_err(|e| format!("config: {e}"))?;
+    Ok((scenario, config))
+}
+
+#[cfg(test)]
+mod tests;

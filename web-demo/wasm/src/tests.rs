@@ -1,0 +1,160 @@
+//! Native tests of exactly what the page calls (the same functions, as JSON strings).
+
+use core::time::Duration;
+
+use serde_json::{json, Value};
+use stagger::sim::{run_refresh, BrokerBehavior, Scenario};
+use stagger::RefreshConfig;
+
+use super::{compare, presets, replay, simulate, validate};
+
+fn parse(s: String) -> Value {
+    serde_json::from_str(&s).expect("every answer is JSON")
+}
+
+fn hung_first() -> Scenario {
+    let healthy = BrokerBehavior::Healthy { rtt: Duration::from_millis(5) };
+    Scenario::from_behaviors([BrokerBehavior::Hung, healthy.clone(), healthy])
+}
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn presets_are_the_cores() {
+    let list = parse(presets());
+    let names: Vec<&str> = list.as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, RefreshConfig::PRESETS);
+    for p in list.as_array().unwrap() {
+        let config: RefreshConfig = serde_json::from_value(p["config"].clone()).unwrap();
+        assert_eq!(Some(config), RefreshConfig::preset(p["name"].as_str().unwrap()));
+    }
+}
+
+#[test]
+fn validate_names_the_field() {
+    let mut bad = RefreshConfig::default();
+    bad.fanout.jitter = 2.0;
+    let answer = parse(validate(&serde_json::to_string(&bad).unwrap()));
+    assert_eq!(answer["field"], "fanout.jitter");
+    assert_eq!(parse(validate(&serde_json::to_string(&RefreshConfig::default()).unwrap()))["ok"], true);
+    assert!(parse(validate("{")).get("error").is_some());
+}
+
+#[test]
+fn simulate_hung_first_broker_hedges_after_the_stagger_delay() {
+    let scenario = serde_json::to_string(&hung_first()).unwrap();
+    let config = serde_json::to_string(&RefreshConfig::staggered()).unwrap();
+    let answer = parse(simulate(&scenario, &config));
+    let report = &answer["report"];
+    assert_eq!(report["outcome"]["type"], "done");
+    assert_eq!(report["outcome"]["winner"], 1);
+    let stagger_tick = report["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "timer" && e["kind"] == "stagger")
+        .expect("a stagger tick");
+    let second = &report["lanes"][1]["spans"][0];
+    assert_eq!(second["start"], stagger_tick["at"]);
+    let start = second["start"].as_u64().unwrap();
+    assert!((400_000..=500_000).contains(&start), "second attempt at {start} µs, jitter 0.2 of 500 ms");
+    assert_eq!(second["outcome"]["type"], "won");
+    assert_eq!(answer["event_text"].as_array().unwrap().len(), report["events"].as_array().unwrap().len());
+    assert!(answer["summary"].as_str().unwrap().starts_with("metadata in"));
+}
+
+#[test]
+fn simulate_reports_bad_input_as_json() {
+    assert!(parse(simulate("{}", "{}")).get("error").is_some());
+    let empty = serde_json::to_string(&Scenario::new(vec![])).unwrap();
+    let config = serde_json::to_string(&RefreshConfig::default()).unwrap();
+    assert_eq!(parse(simulate(&empty, &config))["report"]["outcome"]["type"], "aborted");
+}
+
+#[test]
+fn a_simulated_trace_replays_to_the_same_picture() {
+    let scenarios = [
+        hung_first(),
+        Scenario::from_behaviors([BrokerBehavior::Refused, BrokerBehavior::Hung, BrokerBehavior::Refused]),
+        Scenario::from_behaviors([
+            BrokerBehavior::Flaky { p: 0.5, rtt: Duration::from_millis(3) },
+            BrokerBehavior::Slow { min: Duration::from_millis(5), max: Duration::from_millis(300) },
+            BrokerBehavior::Hung,
+        ]),
+    ];
+    for preset in RefreshConfig::PRESETS {
+        for (i, scenario) in scenarios.iter().enumerate() {
+            let mut config = RefreshConfig::preset(preset).unwrap().with_seed(i as u64);
+            config.attempt_timeout = Duration::from_secs(2);
+            let report = run_refresh(&config, &scenario.clone().with_seed(i as u64));
+            let trace = serde_json::to_string(report.trace.as_ref().unwrap()).unwrap();
+            let answer = parse(replay(&trace));
+            assert_eq!(answer["verdict"], "match", "{preset} #{i}: {answer}");
+            assert_eq!(answer["finished"], true);
+            let view = &answer["report"];
+            let expected = serde_json::to_value(&report).unwrap();
+            for key in ["outcome", "events", "attempts_started", "attempts_cancelled", "attempts_failed", "ended_at"] {
+                assert_eq!(view[key], expected[key], "{preset} #{i}: {key}");
+            }
+            assert_eq!(view["requests_reached"], expected["requests_reached"], "{preset} #{i}");
+            for (lane, want) in view["lanes"].as_array().unwrap().iter().zip(expected["lanes"].as_array().unwrap()) {
+                assert_eq!(lane["spans"], want["spans"], "{preset} #{i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tampered_trace_diverges_and_says_where() {
+    let report = run_refresh(&RefreshConfig::staggered(), &hung_first());
+    let mut trace = serde_json::to_value(report.trace.unwrap()).unwrap();
+    // Drop the first recorded command: the core still emits it, and the replay must say so.
+    let events = trace["events"].as_array_mut().unwrap();
+    let first_command = events.iter().position(|e| e["type"] == "command").unwrap();
+    events.remove(first_command);
+    let answer = parse(replay(&trace.to_string()));
+    assert_eq!(answer["verdict"], "diverges", "{answer}");
+    assert!(answer["divergence"]["replayed"].as_str().unwrap().starts_with("Connect"), "{answer}");
+}
+
+#[test]
+fn junk_is_not_a_trace() {
+    let answer = parse(replay("{\"hello\": 1}"));
+    assert_eq!(answer["verdict"], "invalid");
+    assert!(answer["error"].as_str().unwrap().contains("not a stagger trace"));
+}
+
+#[test]
+fn the_fixture_traces_replay_without_divergence() {
+    // The first two come from the simulator (examples/make_fixtures.rs); the third was
+    // recorded by `stagger metadata --trace` against the bridge testbed (hung, down, 2 healthy).
+    for name in ["hung-refused-healthy.trace.json", "all-down-gives-up.trace.json", "cli-hung-down-healthy.trace.json"]
+    {
+        let answer = parse(replay(&fixture(name)));
+        assert_eq!(answer["verdict"], "match", "{name}: {answer}");
+        assert_eq!(answer["finished"], true, "{name}");
+    }
+}
+
+#[test]
+fn compare_runs_every_seed_of_every_series() {
+    let scenario = serde_json::to_string(&hung_first()).unwrap();
+    let mut bad = RefreshConfig::default();
+    bad.fanout.max_in_flight = 0;
+    let series = json!([
+        { "name": "adaptive", "config": RefreshConfig::adaptive() },
+        { "name": "sequential", "config": RefreshConfig::sequential() },
+        { "name": "bad", "config": bad },
+    ]);
+    let answer = parse(compare(&scenario, &series.to_string(), 50, 10.0));
+    let series = answer["series"].as_array().unwrap();
+    assert_eq!(series[0]["ttm_us"].as_array().unwrap().len(), 50);
+    assert!(series[2]["error"].as_str().unwrap().contains("max_in_flight"));
+    // Sequential waits a whole attempt timeout (10 s) on the hung broker; adaptive does not.
+    let max = |s: &Value| s["ttm_us"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).max().unwrap();
+    assert!(max(&series[0]) < 50_000, "adaptive {}", max(&series[0]));
+    assert!(max(&series[1]) >= 10_000_000, "sequential {}", max(&series[1]));
+}
