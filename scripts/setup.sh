@@ -24,3 +24,5 @@ fi
 # wasm-bindgen CLI it also needs are installed above, for the browser adapter).
 pw_want="$(node -p "require('./web-demo/package-lock.json').packages['node_modules/playwright-core'].version")"
 [ "$(node -p "require('./web-demo/node_modules/playwright-core/package.json').version" 2>/dev/null)" = "$pw_want" ] || (cd web-demo && npm ci --no-audit --no-fund)
+# websockify (Debian): the browser tests check that the adapter works through it unchanged.
+command -v websockify >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq websockify; }
