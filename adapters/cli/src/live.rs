@@ -5,13 +5,15 @@
 //! place with ANSI cursor movement on every event; only used when stderr is a terminal.
 
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use stagger::TimerKind;
 use stagger_tokio::{Event, EventKind};
 
 /// State of the view: one lane per broker, in first-seen order.
 pub struct LiveView {
-    lanes: Vec<(String, String)>,
+    /// (broker, state text, when the state began if it is still running).
+    lanes: Vec<(String, String, Option<Instant>)>,
     ticks: Vec<String>,
     drawn_lines: usize,
     enabled: bool,
@@ -20,7 +22,7 @@ pub struct LiveView {
 impl LiveView {
     /// A view with the seed brokers as lanes; `enabled` false makes every call a no-op.
     pub fn new(seeds: &[String], enabled: bool) -> Self {
-        let lanes = seeds.iter().map(|s| (s.clone(), "·".to_string())).collect();
+        let lanes = seeds.iter().map(|s| (s.clone(), "· not tried".to_string(), None)).collect();
         LiveView { lanes, ticks: Vec::new(), drawn_lines: 0, enabled }
     }
 
@@ -30,25 +32,33 @@ impl LiveView {
             return;
         }
         let t = fmt_ms(event.elapsed);
+        let now = Some(Instant::now());
         match &event.kind {
-            EventKind::Started { broker, .. } => self.set(broker, format!("connecting…        since {t}")),
-            EventKind::Connected { broker, .. } => self.set(broker, format!("waiting for answer  since {t}")),
+            EventKind::Started { broker, .. } => self.set(broker, format!("connecting…         since {t}"), now),
+            EventKind::Connected { broker, .. } => self.set(broker, format!("waiting for answer  since {t}"), now),
             EventKind::Failed { broker, error, .. } => {
-                self.set(broker, format!("\x1b[31mfailed\x1b[0m at {t}: {error}"))
+                self.set(broker, format!("\x1b[31mfailed\x1b[0m at {t}: {error}"), None)
             }
             EventKind::Cancelled { broker, reason, .. } => {
-                self.set(broker, format!("\x1b[33mcancelled\x1b[0m at {t} ({reason:?})"))
+                self.set(broker, format!("\x1b[33mcancelled\x1b[0m at {t} ({})", reason.name()), None)
             }
-            EventKind::Won { broker, .. } => self.set(broker, format!("\x1b[32mwon\x1b[0m at {t}")),
-            EventKind::Timer { timer } => self.ticks.push(format!("{timer:?}@{t}").to_lowercase()),
+            EventKind::Won { broker, .. } => self.set(broker, format!("\x1b[32mwon\x1b[0m at {t}"), None),
+            EventKind::Timer { timer } => self.ticks.push(format!("{}@{t}", timer_name(*timer))),
         }
         self.draw();
     }
 
-    fn set(&mut self, broker: &str, state: String) {
-        match self.lanes.iter_mut().find(|(b, _)| b == broker) {
-            Some(lane) => lane.1 = state,
-            None => self.lanes.push((broker.to_string(), state)),
+    /// Redraws with fresh "for …" counters on running lanes (called on a ticker).
+    pub fn tick(&mut self) {
+        if self.enabled && self.drawn_lines > 0 {
+            self.draw();
+        }
+    }
+
+    fn set(&mut self, broker: &str, state: String, running_since: Option<Instant>) {
+        match self.lanes.iter_mut().find(|(b, _, _)| b == broker) {
+            Some(lane) => (lane.1, lane.2) = (state, running_since),
+            None => self.lanes.push((broker.to_string(), state, running_since)),
         }
     }
 
@@ -57,13 +67,23 @@ impl LiveView {
         if self.drawn_lines > 0 {
             let _ = write!(err, "\x1b[{}A", self.drawn_lines);
         }
-        for (broker, state) in &self.lanes {
-            let _ = writeln!(err, "\x1b[2K  {broker:<24} {state}");
+        for (broker, state, since) in &self.lanes {
+            let running = since.map(|s| format!(" (for {})", fmt_ms(s.elapsed()))).unwrap_or_default();
+            let _ = writeln!(err, "\x1b[2K  {broker:<24} {state}{running}");
         }
         let ticks = if self.ticks.is_empty() { "—".to_string() } else { self.ticks.join("  ") };
         let _ = writeln!(err, "\x1b[2K  timers: {ticks}");
         self.drawn_lines = self.lanes.len() + 1;
         let _ = err.flush();
+    }
+}
+
+fn timer_name(timer: TimerKind) -> &'static str {
+    match timer {
+        TimerKind::Stagger => "stagger",
+        TimerKind::AttemptTimeout => "attempt-timeout",
+        TimerKind::Backoff => "backoff",
+        TimerKind::Deadline => "deadline",
     }
 }
 

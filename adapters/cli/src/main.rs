@@ -175,8 +175,8 @@ async fn metadata(args: MetadataArgs) -> Result<(), Failure> {
     let exchange =
         ExchangeConfig { topics: (!args.topics.is_empty()).then(|| args.topics.clone()), ..ExchangeConfig::default() };
     let options = RefreshOptions { config, exchange, tls, record_trace: args.trace.is_some() };
-    let mut view = LiveView::new(&args.brokers, live_enabled(args.json));
-    let result = stagger_tokio::refresh_with(&options, &args.brokers, |e| view.on_event(e)).await;
+    let view = LiveView::new(&args.brokers, live_enabled(args.json));
+    let result = with_live_view(view, |observer| stagger_tokio::refresh_with(&options, &args.brokers, observer)).await;
     let trace = match &result {
         Ok(outcome) => outcome.trace.clone(),
         Err(Error::Refresh { trace, .. }) => trace.as_deref().cloned(),
@@ -256,8 +256,8 @@ async fn demo(args: DemoArgs) -> Result<(), Failure> {
 
 async fn run(config: &RefreshConfig, seeds: &[String], live: bool) -> Result<stagger_tokio::RefreshOutcome, Failure> {
     let options = RefreshOptions { config: *config, ..RefreshOptions::default() };
-    let mut view = LiveView::new(seeds, live);
-    let outcome = stagger_tokio::refresh_with(&options, seeds, |e| view.on_event(e))
+    let view = LiveView::new(seeds, live);
+    let outcome = with_live_view(view, |observer| stagger_tokio::refresh_with(&options, seeds, observer))
         .await
         .map_err(|e| Failure::refresh(e.to_string()))?;
     if !live {
@@ -302,4 +302,38 @@ async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
     let _ = tokio::signal::ctrl_c().await;
     let _ = running.shutdown().await;
     Ok(())
+}
+
+/// Runs `refresh` with `view` observing its events and redrawing every 100 ms, so the
+/// "for …" counters of waiting brokers keep moving between events.
+async fn with_live_view<F, Fut, T>(view: LiveView, refresh: F) -> T
+where
+    F: FnOnce(Box<dyn FnMut(&stagger_tokio::Event) + Send>) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let view = std::sync::Arc::new(std::sync::Mutex::new(view));
+    let ticker = {
+        let view = view.clone();
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(Duration::from_millis(100));
+            loop {
+                interval.tick().await;
+                if let Ok(mut v) = view.lock() {
+                    v.tick();
+                }
+            }
+        })
+    };
+    let observer_view = view.clone();
+    let observer = Box::new(move |e: &stagger_tokio::Event| {
+        if let Ok(mut v) = observer_view.lock() {
+            v.on_event(e);
+        }
+    });
+    let result = refresh(observer).await;
+    ticker.abort();
+    if let Ok(mut v) = view.lock() {
+        v.tick();
+    }
+    result
 }
