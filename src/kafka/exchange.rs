@@ -47,6 +47,8 @@ pub struct Exchange {
     topics: Option<Vec<String>>,
     /// Reassembles response frames from the received bytes.
     frames: FrameDecoder,
+    /// Also bounds what decoding a frame may reserve in memory (see `guard`).
+    max_frame_size: usize,
     /// The request whose response we wait for; `None` once finished.
     in_flight: Option<InFlight>,
     /// Correlation id of the next request.
@@ -85,6 +87,7 @@ impl Exchange {
             client_id: StrBytes::from_string(config.client_id.clone()),
             topics: config.topics.clone(),
             frames: FrameDecoder::new(config.max_frame_size),
+            max_frame_size: config.max_frame_size,
             in_flight: None,
             next_correlation_id: 1,
             transmit: None,
@@ -169,11 +172,10 @@ impl Exchange {
     fn handle_frame(&mut self, frame: Bytes) {
         let Some(InFlight { correlation_id, awaiting }) = self.in_flight.take() else { return };
         let result = match awaiting {
-            Awaiting::ApiVersions { version } => read_api_versions(frame, correlation_id, version)
+            Awaiting::ApiVersions { version } => read_api_versions(frame, correlation_id, version, self.max_frame_size)
                 .and_then(|response| self.on_api_versions(&response, version)),
-            Awaiting::Metadata { version } => {
-                read_metadata(frame, correlation_id, version).map(|metadata| self.finish(Ok(metadata)))
-            }
+            Awaiting::Metadata { version } => read_metadata(frame, correlation_id, version, self.max_frame_size)
+                .map(|metadata| self.finish(Ok(metadata))),
         };
         if let Err(error) = result {
             self.finish(Err(error));
@@ -262,7 +264,12 @@ impl Exchange {
 /// (the broker may not understand that version's header). And a broker that does not know
 /// the version we asked for answers UNSUPPORTED_VERSION with a *v0-shaped* body, so that
 /// error code — the first field in every version — is read before choosing how to decode.
-fn read_api_versions(mut frame: Bytes, correlation_id: i32, version: i16) -> Result<ApiVersionsResponse, AttemptError> {
+fn read_api_versions(
+    mut frame: Bytes,
+    correlation_id: i32,
+    version: i16,
+    budget: usize,
+) -> Result<ApiVersionsResponse, AttemptError> {
     read_header(&mut frame, ApiVersionsResponse::header_version(version), correlation_id, "ApiVersions")?;
     let error_code = match frame.get(..2) {
         Some(&[a, b]) => i16::from_be_bytes([a, b]),
@@ -274,13 +281,13 @@ fn read_api_versions(mut frame: Bytes, correlation_id: i32, version: i16) -> Res
         // writes a one-byte count and a throttle time).
         return Ok(ApiVersionsResponse::default().with_error_code(UNSUPPORTED_VERSION));
     }
-    read_body(frame, version, "ApiVersions", guard::check_api_versions)
+    read_body(frame, version, budget, "ApiVersions", guard::check_api_versions)
 }
 
 /// Decodes a Metadata response frame of the negotiated version into the core's model.
-fn read_metadata(mut frame: Bytes, correlation_id: i32, version: i16) -> Result<Metadata, AttemptError> {
+fn read_metadata(mut frame: Bytes, correlation_id: i32, version: i16, budget: usize) -> Result<Metadata, AttemptError> {
     read_header(&mut frame, MetadataResponse::header_version(version), correlation_id, "Metadata")?;
-    let response: MetadataResponse = read_body(frame, version, "Metadata", guard::check_metadata)?;
+    let response: MetadataResponse = read_body(frame, version, budget, "Metadata", guard::check_metadata)?;
     convert::metadata_from_response(response)
 }
 
@@ -305,11 +312,12 @@ fn read_header(frame: &mut Bytes, header_version: i16, correlation_id: i32, what
 fn read_body<T: Decodable>(
     mut body: Bytes,
     version: i16,
+    budget: usize,
     what: &str,
-    guard: fn(&[u8], i16) -> Result<(), String>,
+    guard: fn(&[u8], i16, usize) -> Result<(), String>,
 ) -> Result<T, AttemptError> {
     let malformed = |problem: String| protocol_error(format!("{what} v{version} response: {problem}"));
-    guard(&body, version).map_err(malformed)?;
+    guard(&body, version, budget).map_err(malformed)?;
     T::decode(&mut body, version).map_err(|e| malformed(format!("{e:#}")))
 }
 

@@ -12,15 +12,28 @@
 //! element is walked, so when the walk succeeds each array the decoder pre-sizes really is
 //! there. It decodes no values: the decoder's own checks (UTF-8, versions, ...) still apply.
 //! Only wire *layout* is known here, no meaning.
+//!
+//! The decoder pre-sizes each array as `count × size_of::<Element>()`, and an element that
+//! takes 8 bytes on the wire can take 100+ in memory, so "the count fits in the bytes" still
+//! lets a frame ask for ~13× its size. The walk therefore also adds up what every array will
+//! reserve and refuses a body whose arrays would reserve more than `budget` (the exchange
+//! passes its maximum frame size): no decode allocates more than the limit the user set.
 
 use alloc::format;
 use alloc::string::String;
+use core::mem::size_of;
+
+use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::BrokerId;
 
 /// Checks an ApiVersions response body (after its header) of `version`.
-pub(crate) fn check_api_versions(body: &[u8], version: i16) -> Result<(), String> {
-    let mut w = Walker { rest: body, flexible: version >= 3 };
+pub(crate) fn check_api_versions(body: &[u8], version: i16, budget: usize) -> Result<(), String> {
+    let mut w = Walker { rest: body, flexible: version >= 3, budget };
     w.skip(2)?; // error_code
-    for _ in 0..w.array_len("api_keys")? {
+    for _ in 0..w.array_len("api_keys", size_of::<ApiVersion>())? {
         w.skip(6)?; // api_key, min_version, max_version
         w.tagged_fields()?;
     }
@@ -35,7 +48,8 @@ pub(crate) fn check_api_versions(body: &[u8], version: i16) -> Result<(), String
             match tag {
                 0 | 2 => {
                     // supported_features / finalized_features: name, two i16, tagged fields
-                    for _ in 0..w.array_len("features")? {
+                    let element = size_of::<SupportedFeatureKey>().max(size_of::<FinalizedFeatureKey>());
+                    for _ in 0..w.array_len("features", element)? {
                         w.string()?;
                         w.skip(4)?;
                         w.tagged_fields()?;
@@ -51,12 +65,12 @@ pub(crate) fn check_api_versions(body: &[u8], version: i16) -> Result<(), String
 }
 
 /// Checks a Metadata response body (after its header) of `version`.
-pub(crate) fn check_metadata(body: &[u8], version: i16) -> Result<(), String> {
-    let mut w = Walker { rest: body, flexible: version >= 9 };
+pub(crate) fn check_metadata(body: &[u8], version: i16, budget: usize) -> Result<(), String> {
+    let mut w = Walker { rest: body, flexible: version >= 9, budget };
     if version >= 3 {
         w.skip(4)?; // throttle_time_ms
     }
-    for _ in 0..w.array_len("brokers")? {
+    for _ in 0..w.array_len("brokers", size_of::<MetadataResponseBroker>())? {
         w.skip(4)?; // node_id
         w.string()?; // host
         w.skip(4)?; // port
@@ -71,7 +85,7 @@ pub(crate) fn check_metadata(body: &[u8], version: i16) -> Result<(), String> {
     if version >= 1 {
         w.skip(4)?; // controller_id
     }
-    for _ in 0..w.array_len("topics")? {
+    for _ in 0..w.array_len("topics", size_of::<MetadataResponseTopic>())? {
         w.skip(2)?; // error_code
         w.string()?; // name
         if version >= 10 {
@@ -80,7 +94,7 @@ pub(crate) fn check_metadata(body: &[u8], version: i16) -> Result<(), String> {
         if version >= 1 {
             w.skip(1)?; // is_internal
         }
-        for _ in 0..w.array_len("partitions")? {
+        for _ in 0..w.array_len("partitions", size_of::<MetadataResponsePartition>())? {
             w.skip(10)?; // error_code, partition_index, leader_id
             if version >= 7 {
                 w.skip(4)?; // leader_epoch
@@ -105,6 +119,8 @@ pub(crate) fn check_metadata(body: &[u8], version: i16) -> Result<(), String> {
 struct Walker<'a> {
     rest: &'a [u8],
     flexible: bool,
+    /// In-memory bytes the decoder may still reserve for arrays.
+    budget: usize,
 }
 
 impl Walker<'_> {
@@ -156,8 +172,23 @@ impl Walker<'_> {
         }
     }
 
+    /// Reads a non-null array's element count, checks that the bytes left can hold it, and
+    /// charges `count × element` (what the decoder will reserve) to the budget.
+    fn array_len(&mut self, what: &str, element: usize) -> Result<usize, String> {
+        let count = self.array_count(what)?;
+        let reserve = count.saturating_mul(element);
+        if reserve > self.budget {
+            return Err(format!(
+                "{what}: {count} elements would need {reserve} bytes in memory, over the {} bytes the maximum frame size allows",
+                self.budget
+            ));
+        }
+        self.budget -= reserve;
+        Ok(count)
+    }
+
     /// Reads a non-null array's element count and checks that the bytes left can hold it.
-    fn array_len(&mut self, what: &str) -> Result<usize, String> {
+    fn array_count(&mut self, what: &str) -> Result<usize, String> {
         let count = if self.flexible {
             match self.uvarint()? {
                 0 => return Err(format!("{what}: null array")),
@@ -175,7 +206,7 @@ impl Walker<'_> {
 
     /// Skips an array of `i32` (node ids), checking its count like any other.
     fn int32_array(&mut self, what: &str) -> Result<(), String> {
-        let count = self.array_len(what)?;
+        let count = self.array_len(what, size_of::<BrokerId>())?;
         self.skip(count.checked_mul(4).ok_or_else(|| format!("{what}: array of {count} elements"))?)
     }
 
@@ -263,7 +294,7 @@ mod tests {
                 }
             }
             let body = encode(&response, version);
-            prop_assert_eq!(check_metadata(&body, version), Ok(()));
+            prop_assert_eq!(check_metadata(&body, version, usize::MAX), Ok(()));
         }
     }
 
@@ -287,7 +318,7 @@ mod tests {
                     .with_zk_migration_ready(true)
                     .with_unknown_tagged_field(9, bytes::Bytes::from_static(b"??"));
             }
-            assert_eq!(check_api_versions(&encode(&response, version), version), Ok(()), "v{version}");
+            assert_eq!(check_api_versions(&encode(&response, version), version, usize::MAX), Ok(()), "v{version}");
         }
     }
 
@@ -297,7 +328,7 @@ mod tests {
         let mut body = vec![0, 0, 0, 0, 0, 0, 0, 1];
         body.extend_from_slice(&i32::MAX.to_be_bytes());
         body.extend_from_slice(&[0; 16]);
-        let err = check_metadata(&body, 1).unwrap_err();
+        let err = check_metadata(&body, 1, usize::MAX).unwrap_err();
         assert!(err.contains("topics: array claims 2147483647 elements"), "{err}");
 
         // Flexible: a compact array count of u32::MAX - 1 replica ids.
@@ -308,23 +339,32 @@ mod tests {
         // The replica array: compact count 2 (one element), then the marker id.
         let at = body.windows(5).position(|w| w == [2, 0x7e, 0x7e, 0x7e, 0x7e]).unwrap();
         body.splice(at..at + 1, [0xff, 0xff, 0xff, 0xff, 0x0f]);
-        let err = check_metadata(&body, 12).unwrap_err();
+        let err = check_metadata(&body, 12, usize::MAX).unwrap_err();
         assert!(err.contains("replica_nodes: array claims 4294967294 elements"), "{err}");
 
         // ApiVersions v0 with 2^31-1 api keys.
         let mut body = vec![0, 0];
         body.extend_from_slice(&i32::MAX.to_be_bytes());
-        assert!(check_api_versions(&body, 0).unwrap_err().contains("api_keys"));
+        assert!(check_api_versions(&body, 0, usize::MAX).unwrap_err().contains("api_keys"));
 
         // ApiVersions v3 whose supported_features tag claims a huge array.
         let body = [0, 0, 1, 0, 0, 0, 0, 1, 0, 5, 0xff, 0xff, 0xff, 0xff, 0x0f];
-        assert!(check_api_versions(&body, 3).unwrap_err().contains("features"));
+        assert!(check_api_versions(&body, 3, usize::MAX).unwrap_err().contains("features"));
     }
 
     #[test]
     fn refuses_truncation_and_nulls_where_the_decoder_would() {
-        assert!(check_metadata(&[0, 0], 0).unwrap_err().contains("truncated"));
-        assert!(check_metadata(&[0xff, 0xff, 0xff, 0xff], 0).unwrap_err().contains("array length -1"));
-        assert!(check_metadata(&[0, 0, 0, 0, 0], 9).unwrap_err().contains("null array"));
+        assert!(check_metadata(&[0, 0], 0, usize::MAX).unwrap_err().contains("truncated"));
+        assert!(check_metadata(&[0xff, 0xff, 0xff, 0xff], 0, usize::MAX).unwrap_err().contains("array length -1"));
+        assert!(check_metadata(&[0, 0, 0, 0, 0], 9, usize::MAX).unwrap_err().contains("null array"));
+    }
+
+    #[test]
+    fn refuses_arrays_whose_memory_would_exceed_the_budget() {
+        // 2000 v0 topics of 8 wire bytes each: 16 KB on the wire, ~200 KB in memory.
+        let body = encode(&metadata(2000, 0, 0, true), 0);
+        assert_eq!(check_metadata(&body, 0, usize::MAX), Ok(()));
+        let err = check_metadata(&body, 0, body.len()).unwrap_err();
+        assert!(err.contains("topics") && err.contains("in memory"), "{err}");
     }
 }

@@ -206,6 +206,9 @@ async fn exchange(mut transport: Transport, config: &ExchangeConfig) -> Result<A
     let mut exchange = Exchange::new(config);
     let mut buf = vec![0u8; READ_BUFFER];
     let mut eof = false;
+    // The first bytes received, to recognise a TLS broker answering a plaintext request.
+    let mut head = [0u8; 3];
+    let mut received = 0;
     loop {
         while let Some(frame) = exchange.poll_transmit() {
             transport.write_all(&frame).await.map_err(|e| io_error(&e))?;
@@ -213,7 +216,20 @@ async fn exchange(mut transport: Transport, config: &ExchangeConfig) -> Result<A
         transport.flush().await.map_err(|e| io_error(&e))?;
         if let Some(outcome) = exchange.poll_outcome() {
             let version = exchange.metadata_version();
-            return outcome.map(|metadata| Answer { metadata, version, transport });
+            return match outcome {
+                Ok(metadata) => Ok(Answer { metadata, version, transport }),
+                Err(e) if matches!(transport, Transport::Tcp(_)) && looks_like_tls(&head[..received.min(3)]) => {
+                    Err(AttemptError::with_detail(
+                        ErrorKind::Tls,
+                        format!(
+                            "the broker answered with a TLS record ({}): it expects TLS on this port, \
+                             and this connection is plaintext (configure TLS)",
+                            e.detail
+                        ),
+                    ))
+                }
+                Err(e) => Err(e),
+            };
         }
         if eof {
             // The exchange must conclude at end of stream; never spin if it does not.
@@ -224,9 +240,21 @@ async fn exchange(mut transport: Transport, config: &ExchangeConfig) -> Result<A
             eof = true;
             exchange.handle_eof();
         } else {
+            if received < head.len() {
+                let take = (head.len() - received).min(n);
+                head[received..received + take].copy_from_slice(&buf[..take]);
+            }
+            received += n;
             exchange.handle_bytes(&buf[..n]);
         }
     }
+}
+
+/// Whether `head` starts like a TLS record: an alert (21) or handshake (22) content type,
+/// then protocol version 3.x. As a Kafka length prefix that is 352–369 MB, far above any
+/// sane maximum frame size, so it is only consulted once the exchange refused the frame.
+fn looks_like_tls(head: &[u8]) -> bool {
+    matches!(head, [21 | 22, 3, 0..=4])
 }
 
 /// Classifies a failed TCP connect: refused means nothing listens (a definite, fast "no").
@@ -265,6 +293,12 @@ fn is_tls_error(_e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_records_are_recognised_only_by_their_header() {
+        assert!(looks_like_tls(&[21, 3, 3]) && looks_like_tls(&[22, 3, 1]));
+        assert!(!looks_like_tls(&[0, 0, 1]) && !looks_like_tls(&[21, 3]) && !looks_like_tls(&[23, 3, 3]));
+    }
 
     #[test]
     fn io_errors_are_classified() {

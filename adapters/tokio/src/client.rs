@@ -26,6 +26,7 @@ use crate::ledger::{Act, Ledger, Reported};
 use crate::options::TlsOptions;
 use crate::tls;
 use crate::transport::Transport;
+use crate::validate;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]
@@ -87,6 +88,8 @@ impl Client {
             Error::Config(ConfigError { field: "runtime", problem: "Client::new needs a tokio runtime".into() })
         })?;
         let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
+        validate::seeds(&book)?;
+        validate::exchange(&options.exchange)?;
         let tls = tls::connector(options.tls.as_ref())?;
         let clock = Clock::start();
         let cluster = Cluster::new(config, book, clock.now())?;

@@ -14,6 +14,7 @@ use crate::ledger::{Act, Ledger, Reported};
 use crate::options::RefreshOptions;
 use crate::report::{Event, RefreshOutcome};
 use crate::tls;
+use crate::validate;
 
 /// Name written into recorded traces.
 const RECORDER: &str = concat!("stagger-tokio ", env!("CARGO_PKG_VERSION"));
@@ -40,6 +41,8 @@ pub async fn refresh_with(
     mut observer: impl FnMut(&Event),
 ) -> Result<RefreshOutcome, Error> {
     let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
+    validate::seeds(&book)?;
+    validate::exchange(&options.exchange)?;
     let tls = tls::connector(options.tls.as_ref())?;
     let clock = Clock::start();
     let mut at = clock.now();

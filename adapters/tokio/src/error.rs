@@ -12,7 +12,9 @@ use crate::report::{AttemptReport, RefreshReport};
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// Refused before any broker was contacted: bad seeds, bad policy, unreadable TLS files.
+    /// Refused before any broker was contacted: bad seeds (empty list, not `host:port`, a
+    /// host no resolver could look up), bad policy, unusable exchange settings (client id,
+    /// topic names, a frame limit below 1 KiB), unreadable TLS files.
     Config(ConfigError),
     /// The core gave up: every broker failed in every pass, the deadline passed, or a
     /// broker refused our credentials. `error` carries the last error and every broker's.

@@ -109,8 +109,31 @@ mod imp {
             })?;
             match self.inner.connect(name, tcp).await {
                 Ok(stream) => Ok(Transport::Tls(Box::new(stream))),
-                Err(e) => Err(AttemptError::with_detail(ErrorKind::Tls, e.to_string())),
+                Err(e) => Err(AttemptError::with_detail(ErrorKind::Tls, handshake_detail(&e))),
             }
+        }
+    }
+
+    /// rustls's own text, plus what to do about the failures people meet most.
+    fn handshake_detail(e: &std::io::Error) -> String {
+        use rustls::CertificateError as Cert;
+        use std::io::ErrorKind as Io;
+        let hint = match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            Some(rustls::Error::InvalidCertificate(Cert::UnknownIssuer)) => {
+                Some("the certificate is not signed by a trusted CA: set the brokers' CA as tls.ca_file")
+            }
+            Some(rustls::Error::InvalidCertificate(Cert::NotValidForName | Cert::NotValidForNameContext { .. })) => {
+                Some("hostname verification: use a seed name the certificate lists, or set tls.server_name")
+            }
+            Some(_) => None,
+            None if matches!(e.kind(), Io::UnexpectedEof | Io::ConnectionReset | Io::ConnectionAborted) => {
+                Some("the broker hung up during the TLS handshake: does it speak TLS on this port?")
+            }
+            None => None,
+        };
+        match hint {
+            Some(hint) => format!("{e} ({hint})"),
+            None => e.to_string(),
         }
     }
 

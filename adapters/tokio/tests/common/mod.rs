@@ -1,5 +1,6 @@
 //! Shared test fixtures: a real Kafka-protocol cluster (librdkafka's mock, in-process), a
-//! fault proxy for what the mock cannot do, a TLS test PKI, and socket accounting.
+//! fault proxy for what the mock cannot do, a scripted fake broker for protocol-level faults,
+//! a TLS test PKI, and socket accounting (with refusing and never-answering listeners).
 //!
 //! What the mock does on the wire (librdkafka 2.12 `rdkafka_mock.c`, checked in its source
 //! and by these tests):
@@ -11,6 +12,7 @@
 //!   broker is "hung" (TCP up, ApiVersions never answered), the case the core's stagger is for.
 #![allow(dead_code)]
 
+pub mod fake;
 pub mod mock;
 pub mod proxy;
 pub mod sockets;

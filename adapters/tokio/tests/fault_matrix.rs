@@ -1,0 +1,380 @@
+//! The fault matrix on real loopback sockets, through the tokio adapter (`docs/faults.md`
+//! lists it). For every fault a broker or the network can commit:
+//! * its attempt fails with the expected [`ErrorKind`] (and its socket is closed when the
+//!   refresh returns);
+//! * a refresh with a healthy broker after it still succeeds — except for the fatal
+//!   credential errors, which end the refresh at once by design (every broker would refuse
+//!   the same credentials), without asking the healthy one;
+//! * with only faulty brokers the refresh gives up, listing every broker's error.
+//!
+//! Where the faults come from: librdkafka's mock cluster (the healthy broker, and "accepted
+//! but silent": a broker with an hour's round-trip time), the fault proxy (closes, garbage,
+//! oversize prefix, slow drip), the scripted fake broker (protocol-level faults, answers
+//! encoded by `kafka-protocol`), and plain sockets (refused: bound, not listening; never
+//! answered: a listener whose accept queue is full).
+
+mod common;
+
+use std::time::Duration;
+
+use common::bounded;
+use common::fake::{FakeBroker, Script};
+use common::mock::Mock;
+use common::proxy::{Fault as ProxyFault, Proxy};
+use common::sockets::{sockets_to, Refusing, Unanswered};
+use stagger::{CancelReason, ErrorKind, GiveUpReason, RefreshConfig, Stagger};
+use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions, RefreshOutcome};
+
+/// One row of the matrix.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    Refused,
+    ConnectNeverAnswered,
+    AcceptedButSilent,
+    ClosesAtOnce,
+    ClosesMidFrame,
+    Garbage,
+    OversizeLength,
+    SlowDrip,
+    WrongCorrelationId,
+    ApiVersionsError,
+    NoBrokers,
+    MetadataTopLevelError,
+    AuthenticationFailure,
+    AuthorizationFailure,
+}
+
+/// Kafka error codes the fake broker answers with.
+const UNKNOWN_SERVER_ERROR: i16 = -1;
+const REBOOTSTRAP_REQUIRED: i16 = 129;
+const SASL_AUTHENTICATION_FAILED: i16 = 58;
+const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+
+impl Fault {
+    const ALL: [Fault; 14] = [
+        Fault::Refused,
+        Fault::ConnectNeverAnswered,
+        Fault::AcceptedButSilent,
+        Fault::ClosesAtOnce,
+        Fault::ClosesMidFrame,
+        Fault::Garbage,
+        Fault::OversizeLength,
+        Fault::SlowDrip,
+        Fault::WrongCorrelationId,
+        Fault::ApiVersionsError,
+        Fault::NoBrokers,
+        Fault::MetadataTopLevelError,
+        Fault::AuthenticationFailure,
+        Fault::AuthorizationFailure,
+    ];
+
+    /// The error kind its attempt must fail with.
+    fn expected(self) -> ErrorKind {
+        match self {
+            Fault::Refused => ErrorKind::Refused,
+            Fault::ConnectNeverAnswered => ErrorKind::ConnectTimeout,
+            Fault::AcceptedButSilent | Fault::SlowDrip => ErrorKind::ResponseTimeout,
+            Fault::ClosesAtOnce | Fault::ClosesMidFrame => ErrorKind::Closed,
+            Fault::Garbage | Fault::WrongCorrelationId => ErrorKind::Protocol,
+            Fault::OversizeLength => ErrorKind::FrameTooLarge,
+            Fault::ApiVersionsError => ErrorKind::BrokerError(UNKNOWN_SERVER_ERROR),
+            Fault::NoBrokers => ErrorKind::NoBrokers,
+            Fault::MetadataTopLevelError => ErrorKind::BrokerError(REBOOTSTRAP_REQUIRED),
+            Fault::AuthenticationFailure => ErrorKind::BrokerError(SASL_AUTHENTICATION_FAILED),
+            Fault::AuthorizationFailure => ErrorKind::BrokerError(CLUSTER_AUTHORIZATION_FAILED),
+        }
+    }
+
+    /// Words the error's text must contain, so a person can tell what happened.
+    fn says(self) -> &'static str {
+        match self {
+            Fault::Refused => "refused",
+            Fault::ConnectNeverAnswered => "connect timed out",
+            Fault::AcceptedButSilent | Fault::SlowDrip => "no response before the attempt timeout",
+            // A clean EOF, or a reset when our request was still unread at the close.
+            Fault::ClosesAtOnce => "connection closed by the broker",
+            Fault::ClosesMidFrame => "closed mid-frame",
+            Fault::Garbage => "correlation id mismatch",
+            Fault::WrongCorrelationId => "correlation id mismatch",
+            Fault::OversizeLength => "exceeds the maximum frame size",
+            Fault::ApiVersionsError => "UNKNOWN_SERVER_ERROR",
+            Fault::NoBrokers => "metadata lists no brokers",
+            Fault::MetadataTopLevelError => "REBOOTSTRAP_REQUIRED",
+            Fault::AuthenticationFailure => "SASL_AUTHENTICATION_FAILED",
+            Fault::AuthorizationFailure => "CLUSTER_AUTHORIZATION_FAILED",
+        }
+    }
+
+    fn fatal(self) -> bool {
+        self.expected().is_fatal()
+    }
+}
+
+/// A two-broker mock cluster: broker 1 hung (accepts, reads, never answers), broker 2 healthy.
+struct Lab {
+    mock: Mock,
+}
+
+/// A faulty broker and whatever keeps it alive.
+struct Faulty {
+    address: String,
+    /// Sockets of ours to its port before any refresh (the full queue of a never-answering
+    /// listener is made of our own connections).
+    baseline: usize,
+    /// The proxy, fake broker or socket behind it, dropped with it.
+    _keep: Option<Box<dyn std::any::Any>>,
+}
+
+impl Lab {
+    fn start() -> Lab {
+        let mock = Mock::start(2, &[("alpha", 2)]);
+        mock.hang(1);
+        Lab { mock }
+    }
+
+    fn healthy(&self) -> String {
+        self.mock.address(2)
+    }
+
+    async fn faulty(&self, fault: Fault) -> Faulty {
+        let upstream = self.mock.address(2);
+        let proxy = |f| Proxy::start(&upstream, f);
+        let fake = FakeBroker::start;
+        let (address, keep) = match fault {
+            Fault::Refused => {
+                let r = Refusing::new();
+                (r.address.clone(), keep(r))
+            }
+            Fault::ConnectNeverAnswered => {
+                let u = Unanswered::new();
+                (u.address.clone(), keep(u))
+            }
+            Fault::AcceptedButSilent => (self.mock.address(1), None),
+            Fault::ClosesAtOnce => keep_proxy(proxy(ProxyFault::CloseOnAccept).await),
+            Fault::ClosesMidFrame => keep_proxy(proxy(ProxyFault::CloseMidFrame).await),
+            Fault::Garbage => keep_proxy(proxy(ProxyFault::Garbage).await),
+            Fault::OversizeLength => keep_proxy(proxy(ProxyFault::OversizeLength).await),
+            Fault::SlowDrip => keep_proxy(proxy(ProxyFault::SlowDrip(Duration::from_millis(100))).await),
+            Fault::WrongCorrelationId => keep_fake(fake(Script::WrongCorrelationId).await),
+            Fault::ApiVersionsError => keep_fake(fake(Script::ApiVersionsError(UNKNOWN_SERVER_ERROR)).await),
+            Fault::NoBrokers => keep_fake(fake(Script::NoBrokers).await),
+            Fault::MetadataTopLevelError => keep_fake(fake(Script::MetadataError(REBOOTSTRAP_REQUIRED)).await),
+            Fault::AuthenticationFailure => keep_fake(fake(Script::ApiVersionsError(SASL_AUTHENTICATION_FAILED)).await),
+            Fault::AuthorizationFailure => keep_fake(fake(Script::MetadataError(CLUSTER_AUTHORIZATION_FAILED)).await),
+        };
+        let baseline = sockets_to(&[port(&address)]);
+        Faulty { address, baseline, _keep: keep }
+    }
+}
+
+fn keep(thing: impl std::any::Any) -> Option<Box<dyn std::any::Any>> {
+    Some(Box::new(thing))
+}
+
+fn keep_proxy(p: Proxy) -> (String, Option<Box<dyn std::any::Any>>) {
+    (p.address.clone(), keep(p))
+}
+
+fn keep_fake(f: FakeBroker) -> (String, Option<Box<dyn std::any::Any>>) {
+    (f.address.clone(), keep(f))
+}
+
+fn port(address: &str) -> u16 {
+    address.rsplit_once(':').unwrap().1.parse().unwrap()
+}
+
+/// One attempt at a time (each fault is seen whole), 300 ms per attempt (the silent, drip
+/// and unanswered faults end there), no retry pass.
+fn options() -> RefreshOptions {
+    let mut config = RefreshConfig::sequential();
+    config.attempt_timeout = Duration::from_millis(300);
+    config.fanout.stagger = Stagger::Fixed(config.attempt_timeout);
+    config.retry.retries = 0;
+    RefreshOptions { config, ..RefreshOptions::default() }
+}
+
+fn failure(outcome: &AttemptOutcome) -> Option<&stagger::AttemptError> {
+    match outcome {
+        AttemptOutcome::Failed(e) => Some(e),
+        _ => None,
+    }
+}
+
+/// The whole row for `fault`: faulty then healthy, then the faulty broker alone.
+async fn row(fault: Fault) {
+    let lab = Lab::start();
+    let faulty = lab.faulty(fault).await;
+    let expected = fault.expected();
+    let seeds = [faulty.address.clone(), lab.healthy()];
+    let result = refresh_with(&options(), &seeds, |_| {}).await;
+    if fault.fatal() {
+        // Credentials every broker would refuse: the refresh ends at once, the healthy
+        // broker is never asked (asking it would only add load).
+        let error = result.expect_err("a fatal error ends the refresh");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{fault:?}: {error}") };
+        assert_eq!(core.reason, GiveUpReason::Fatal, "{fault:?}: {error}");
+        assert_eq!(attempts.len(), 1, "{fault:?}: only the faulty broker was asked: {attempts:?}");
+        assert_eq!(failure(&attempts[0].outcome).map(|e| e.kind), Some(expected), "{fault:?}");
+        let healthy = core.brokers.iter().find(|b| *b.address == lab.healthy()).expect("healthy broker listed");
+        assert_eq!(healthy.attempts, 0, "{fault:?}: {error}");
+        assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
+    } else {
+        let outcome: RefreshOutcome = result.unwrap_or_else(|e| panic!("{fault:?}: the healthy broker answers: {e}"));
+        assert_eq!(outcome.winner, lab.healthy(), "{fault:?}");
+        let first = &outcome.attempts[0];
+        assert_eq!(first.broker, faulty.address);
+        let error = failure(&first.outcome).unwrap_or_else(|| panic!("{fault:?}: {first:?}"));
+        assert_eq!(error.kind, expected, "{fault:?}: {error}");
+        assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
+        assert_eq!(outcome.attempts[1].outcome, AttemptOutcome::Won, "{fault:?}");
+    }
+    assert_eq!(
+        sockets_to(&[port(&faulty.address)]),
+        faulty.baseline,
+        "{fault:?}: the faulty attempt's socket is closed"
+    );
+
+    // Only the faulty broker: the refresh gives up with its error.
+    let error = refresh_with(&options(), std::slice::from_ref(&faulty.address), |_| {}).await.expect_err("gives up");
+    let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{fault:?}: {error}") };
+    let reason = if fault.fatal() { GiveUpReason::Fatal } else { GiveUpReason::AllFailed { passes: 1 } };
+    assert_eq!(core.reason, reason, "{fault:?}: {error}");
+    assert_eq!(core.brokers.len(), 1);
+    assert_eq!(core.brokers[0].last_error.as_ref().map(|e| e.kind), Some(expected), "{fault:?}: {error}");
+    assert_eq!(core.last_error.as_ref().map(|(_, _, e)| e.kind), Some(expected), "{fault:?}");
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(failure(&attempts[0].outcome).map(|e| e.kind), Some(expected), "{fault:?}");
+    assert!(error.to_string().contains(&faulty.address), "{error}");
+    assert_eq!(sockets_to(&[port(&faulty.address)]), faulty.baseline, "{fault:?}");
+}
+
+#[tokio::test]
+async fn refused() {
+    bounded(row(Fault::Refused)).await;
+}
+
+#[tokio::test]
+async fn connect_never_answered() {
+    bounded(row(Fault::ConnectNeverAnswered)).await;
+}
+
+#[tokio::test]
+async fn accepted_but_silent() {
+    bounded(row(Fault::AcceptedButSilent)).await;
+}
+
+#[tokio::test]
+async fn closes_at_once() {
+    bounded(row(Fault::ClosesAtOnce)).await;
+}
+
+#[tokio::test]
+async fn closes_mid_frame() {
+    bounded(row(Fault::ClosesMidFrame)).await;
+}
+
+#[tokio::test]
+async fn garbage() {
+    bounded(row(Fault::Garbage)).await;
+}
+
+#[tokio::test]
+async fn oversize_length_prefix() {
+    bounded(row(Fault::OversizeLength)).await;
+}
+
+#[tokio::test]
+async fn slow_drip() {
+    bounded(row(Fault::SlowDrip)).await;
+}
+
+#[tokio::test]
+async fn wrong_correlation_id() {
+    bounded(row(Fault::WrongCorrelationId)).await;
+}
+
+#[tokio::test]
+async fn api_versions_error() {
+    bounded(row(Fault::ApiVersionsError)).await;
+}
+
+#[tokio::test]
+async fn metadata_with_no_brokers() {
+    bounded(row(Fault::NoBrokers)).await;
+}
+
+#[tokio::test]
+async fn metadata_with_a_top_level_error() {
+    bounded(row(Fault::MetadataTopLevelError)).await;
+}
+
+#[tokio::test]
+async fn authentication_failure_is_fatal() {
+    bounded(row(Fault::AuthenticationFailure)).await;
+}
+
+#[tokio::test]
+async fn authorization_failure_is_fatal() {
+    bounded(row(Fault::AuthorizationFailure)).await;
+}
+
+/// Every non-fatal fault in one seed list: the refresh gives up after one pass, and its
+/// error lists every broker with that broker's own error, in attempt order.
+#[tokio::test]
+async fn only_faulty_brokers_give_up_with_every_brokers_error() {
+    bounded(async {
+        let lab = Lab::start();
+        let mut brokers = Vec::new();
+        for fault in Fault::ALL.into_iter().filter(|f| !f.fatal()) {
+            brokers.push((fault, lab.faulty(fault).await));
+        }
+        let seeds: Vec<String> = brokers.iter().map(|(_, b)| b.address.clone()).collect();
+        let error = refresh_with(&options(), &seeds, |_| {}).await.expect_err("every broker is faulty");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
+        assert_eq!(core.reason, GiveUpReason::AllFailed { passes: 1 }, "{error}");
+        assert_eq!(core.brokers.len(), brokers.len());
+        assert_eq!(attempts.len(), brokers.len());
+        let text = error.to_string();
+        for ((fault, broker), report) in brokers.iter().zip(attempts) {
+            let listed = core.brokers.iter().find(|b| *b.address == broker.address).expect("listed");
+            assert_eq!(listed.attempts, 1, "{fault:?}");
+            assert_eq!(listed.last_error.as_ref().map(|e| e.kind), Some(fault.expected()), "{fault:?}: {text}");
+            assert_eq!(report.broker, broker.address);
+            assert_eq!(failure(&report.outcome).map(|e| e.kind), Some(fault.expected()), "{fault:?}");
+            assert!(text.contains(&broker.address), "{text}");
+            assert_eq!(sockets_to(&[port(&broker.address)]), broker.baseline, "{fault:?}");
+        }
+        let (last_fault, _) = brokers.last().unwrap();
+        assert_eq!(core.last_error.as_ref().map(|(_, _, e)| e.kind), Some(last_fault.expected()));
+    })
+    .await;
+}
+
+/// A fatal answer while other attempts are in flight cancels them (reason `Fatal`) and
+/// closes their sockets — connected and still-connecting ones alike.
+#[tokio::test]
+async fn a_fatal_answer_cancels_every_attempt_in_flight() {
+    bounded(async {
+        let lab = Lab::start();
+        let silent = lab.faulty(Fault::AcceptedButSilent).await;
+        let unanswered = lab.faulty(Fault::ConnectNeverAnswered).await;
+        let auth = lab.faulty(Fault::AuthenticationFailure).await;
+        let seeds = [silent.address.clone(), unanswered.address.clone(), auth.address.clone()];
+        let mut config = RefreshConfig::all_at_once();
+        config.attempt_timeout = Duration::from_secs(30);
+        let options = RefreshOptions { config, ..RefreshOptions::default() };
+        let error = refresh_with(&options, &seeds, |_| {}).await.expect_err("fatal");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
+        assert_eq!(core.reason, GiveUpReason::Fatal, "{error}");
+        let by_broker = |address: &str| attempts.iter().find(|a| a.broker == address).expect("attempted");
+        assert_eq!(
+            failure(&by_broker(&auth.address).outcome).map(|e| e.kind),
+            Some(ErrorKind::BrokerError(SASL_AUTHENTICATION_FAILED))
+        );
+        for faulty in [&silent, &unanswered] {
+            assert_eq!(by_broker(&faulty.address).outcome, AttemptOutcome::Cancelled(CancelReason::Fatal));
+            assert_eq!(sockets_to(&[port(&faulty.address)]), faulty.baseline);
+        }
+    })
+    .await;
+}
