@@ -24,6 +24,7 @@
 //! ```
 
 mod cluster_sim;
+pub mod fleet;
 mod refresh_sim;
 mod render;
 mod world;
