@@ -131,31 +131,10 @@ pub fn broker_summaries(error: &RefreshError, seeds: &Seeds) -> Vec<BrokerSummar
             url: seeds.url(b.broker).to_owned(),
             address: b.address.to_string(),
             attempts: b.attempts,
-            kind: b.last_error.as_ref().map(|e| kind_name(e.kind)),
+            kind: b.last_error.as_ref().map(|e| e.kind.name().to_owned()),
             error: b.last_error.as_ref().map(|e| e.to_string()),
         })
         .collect()
-}
-
-/// The snake_case name serde gives an error kind (`broker_error` for Kafka codes).
-fn kind_name(kind: stagger::ErrorKind) -> String {
-    use stagger::ErrorKind::*;
-    let name = match kind {
-        Dns => "dns",
-        Refused => "refused",
-        ConnectTimeout => "connect_timeout",
-        ResponseTimeout => "response_timeout",
-        Closed => "closed",
-        Protocol => "protocol",
-        FrameTooLarge => "frame_too_large",
-        BrokerError(_) => "broker_error",
-        NoBrokers => "no_brokers",
-        Tls => "tls",
-        Authentication => "authentication",
-        Authorization => "authorization",
-        Io => "io",
-    };
-    name.to_owned()
 }
 
 #[cfg(test)]
@@ -250,7 +229,7 @@ mod tests {
             Io,
         ];
         for kind in kinds {
-            assert_eq!(serde_json::to_value(kind).unwrap()["kind"], kind_name(kind), "{kind:?}");
+            assert_eq!(serde_json::to_value(kind).unwrap()["kind"], kind.name(), "{kind:?}");
         }
     }
 }

@@ -73,7 +73,7 @@ export interface RefreshFailure extends Error { refreshError: RefreshErrorInfo; 
 /** What `refresh()` rejects with (or `validateConfig()` throws) for bad options (`name === "ConfigError"`). */
 export interface ConfigFailure extends Error { field: string; problem: string }
 
-export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected";
+export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded";
 export type TimerKind = "stagger" | "attempt_timeout" | "backoff" | "deadline";
 export type Command =
   | { connect: { attempt: number; broker: number } }
