@@ -6,8 +6,7 @@
 //! Options: `--out DIR` (default `docs/performance`), `--clients N`, `--brokers N`,
 //! `--seed N`, `--threads N` (default: available cores), `--rtt-ms X` and `--service-ms X`
 //! (the network round trip and the mean broker time per Metadata request; default 1 and 1),
-//! `--with-old-defaults` (adds the adaptive policy with the defaults before tuning: multiple
-//! 8, floor 10 ms, quantile 0.99, burst 10), `--sweep` (instead: the tuning sweep of the adaptive knobs, about ten minutes; writes
+//! `--sweep` (instead: the tuning sweep of the adaptive knobs, about five minutes; writes
 //! `tuning.md` and `tuning.json`).
 //!
 //! Everything is virtual time in the core's simulator; threads only run independent
@@ -21,7 +20,7 @@ use stagger::sim::fleet::{
     check_targets, render_markdown, render_svg, scenario_major, FleetConfig, FleetReport, FleetScenario,
     ScenarioResult, Strategy, WarmFleet,
 };
-use stagger::{Adaptive, RefreshConfig, Stagger};
+use stagger::{Adaptive, Growth, RefreshConfig, Stagger};
 
 const COMMAND: &str = "cargo run --release --example fleet -- --out docs/performance";
 const SWEEP_COMMAND: &str = "cargo run --release --example fleet -- --sweep --out docs/performance";
@@ -31,7 +30,6 @@ struct Args {
     config: FleetConfig,
     threads: usize,
     sweep: bool,
-    with_old: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -40,7 +38,6 @@ fn parse_args() -> Result<Args, String> {
         config: FleetConfig::default(),
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         sweep: false,
-        with_old: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -54,11 +51,10 @@ fn parse_args() -> Result<Args, String> {
             "--rtt-ms" => args.config.rtt = millis(&value()?, "--rtt-ms")?,
             "--service-ms" => args.config.service_time = millis(&value()?, "--service-ms")?,
             "--sweep" => args.sweep = true,
-            "--with-old-defaults" => args.with_old = true,
             "-h" | "--help" => {
                 println!(
                     "usage: fleet [--out DIR] [--clients N] [--brokers N] [--seed N] [--threads N] \
-                     [--rtt-ms X] [--service-ms X] [--with-old-defaults] [--sweep]"
+                     [--rtt-ms X] [--service-ms X] [--sweep]"
                 );
                 std::process::exit(0);
             }
@@ -130,11 +126,7 @@ fn real_main() -> Result<(), String> {
         "fleet: {} clients, {} brokers, seed {}, {} threads",
         args.config.clients, args.config.brokers, args.config.seed, args.threads
     );
-    let mut strategies = Strategy::standard();
-    if args.with_old {
-        let Strategy::Core { refresh, .. } = OLD_DEFAULTS.strategy() else { unreachable!() };
-        strategies.insert(4, Strategy::core("adaptive-old-defaults", refresh));
-    }
+    let strategies = Strategy::standard();
     let results = scenario_major(run_all(&args.config, &strategies, args.threads));
     let report = FleetReport::new(args.config.clone(), results);
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -151,35 +143,42 @@ fn real_main() -> Result<(), String> {
 // The tuning sweep
 // ============================================================================================
 
-/// One adaptive variant: the three stagger knobs and the hedge budget's burst.
+/// One adaptive variant: the stagger knobs, the growth, the hedge budget's burst, and
+/// whether an answer overtakes silent attempts.
 #[derive(Clone, Copy, PartialEq)]
 struct Variant {
     multiple: u32,
     floor_ms: u64,
-    quantile: f64,
+    patience: u32,
+    growth: u32,
     burst: u32,
+    cancel_silent: bool,
 }
-
-/// The adaptive defaults before the fleet tuning.
-const OLD_DEFAULTS: Variant = Variant { multiple: 8, floor_ms: 10, quantile: 0.99, burst: 10 };
-
-/// The bolder alternative: meets the one-hung and healthy targets on the committed seed, at a
-/// price the robustness stages show.
-const BOLD: Variant = Variant { multiple: 7, floor_ms: 5, quantile: 0.97, burst: 6 };
 
 impl Variant {
     fn of(config: &RefreshConfig) -> Self {
         let Stagger::Adaptive(a) = config.fanout.stagger else { unreachable!("the default is adaptive") };
+        let Growth::Linear(growth) = config.fanout.growth else { unreachable!("the default grows linearly") };
         Variant {
             multiple: a.multiple,
             floor_ms: a.floor.as_millis() as u64,
-            quantile: a.quantile,
+            patience: a.patience,
+            growth,
             burst: config.hedge_budget.burst,
+            cancel_silent: config.fanout.cancel_silent_on_answer,
         }
     }
 
     fn name(&self) -> String {
-        format!("multiple {} · floor {} ms · q {} · burst {}", self.multiple, self.floor_ms, self.quantile, self.burst)
+        format!(
+            "multiple {} · floor {} ms · patience {} · growth {} · burst {} · overtake {}",
+            self.multiple,
+            self.floor_ms,
+            self.patience,
+            self.growth,
+            self.burst,
+            if self.cancel_silent { "on" } else { "off" }
+        )
     }
 
     fn strategy(&self) -> Strategy {
@@ -187,9 +186,11 @@ impl Variant {
         c.fanout.stagger = Stagger::Adaptive(Adaptive {
             multiple: self.multiple,
             floor: Duration::from_millis(self.floor_ms),
-            quantile: self.quantile,
+            patience: self.patience,
             ..Adaptive::default()
         });
+        c.fanout.growth = Growth::Linear(self.growth);
+        c.fanout.cancel_silent_on_answer = self.cancel_silent;
         c.hedge_budget.burst = self.burst;
         Strategy::core(&self.name(), c)
     }
@@ -212,8 +213,10 @@ struct Row {
     variant: String,
     multiple: u32,
     floor_ms: u64,
-    quantile: f64,
+    patience: u32,
+    growth: u32,
     burst: u32,
+    cancel_silent: bool,
     clients: u32,
     seed: u64,
     rtt_ms: f64,
@@ -245,8 +248,10 @@ fn row(results: &[ScenarioResult], v: &Variant, config: &FleetConfig) -> Row {
         variant: name.clone(),
         multiple: v.multiple,
         floor_ms: v.floor_ms,
-        quantile: v.quantile,
+        patience: v.patience,
+        growth: v.growth,
         burst: v.burst,
+        cancel_silent: v.cancel_silent,
         clients: config.clients,
         seed: config.seed,
         rtt_ms: config.rtt.as_secs_f64() * 1000.0,
@@ -267,70 +272,48 @@ fn row(results: &[ScenarioResult], v: &Variant, config: &FleetConfig) -> Row {
 }
 
 fn sweep(args: &Args) -> Result<(), String> {
-    let old = OLD_DEFAULTS;
     let new = Variant::of(&RefreshConfig::adaptive());
     let mut grid = Vec::new();
-    for multiple in [4, 6, 7, 8] {
-        for floor_ms in [5, 10] {
-            for quantile in [0.95, 0.97, 0.99] {
-                grid.push(Variant { multiple, floor_ms, quantile, burst: 10 });
-            }
+    for multiple in [2, 3, 4] {
+        for growth in [1, 2] {
+            grid.push(Variant { multiple, growth, ..new });
         }
     }
-    grid.push(Variant { floor_ms: 2, ..new });
-    grid.push(Variant { floor_ms: 3, ..new });
-    let bold = BOLD;
-    let frontier = vec![
-        old,
+    grid.push(Variant { floor_ms: 1, ..new });
+    grid.push(Variant { floor_ms: 5, ..new });
+    let rules = vec![
         new,
-        Variant { multiple: 7, ..new },
-        Variant { quantile: 0.97, ..new },
-        Variant { burst: 10, ..bold },
-        Variant { quantile: 0.95, burst: 10, ..bold },
-        Variant { multiple: 6, burst: 10, ..bold },
-    ];
-    let budget = vec![
-        Variant { burst: 4, ..new },
+        Variant { cancel_silent: false, ..new },
+        Variant { patience: 4, ..new },
+        Variant { patience: 64, ..new },
         Variant { burst: 6, ..new },
-        Variant { burst: 8, ..new },
-        new,
-        Variant { burst: 5, ..bold },
-        bold,
-        Variant { burst: 10, ..bold },
+        Variant { growth: 3, ..new },
     ];
-    let robustness = vec![old, new, Variant { burst: 6, ..new }, Variant { burst: 10, ..bold }, bold];
+    let robustness = vec![new, Variant { multiple: 3, ..new }, Variant { growth: 1, ..new }];
     let ms = Duration::from_millis;
     let stages = [
         Stage {
-            title: "Stage 1: grid of multiple × floor × quantile (2,000 clients, seed 1, burst 10)",
-            why: "Cheap and broad: where is the trade-off between the healthy amplification and the \
-                  one-hung tail, and which knob moves it?",
-            clients: 2000,
+            title: "Stage 1: silence multiple × growth, and the floor (10,000 clients, seed 1)",
+            why: "How soon a connected-but-silent broker is suspected, and how many brokers a tick \
+                  starts: the trade-off between the healthy amplification and the hung tails.",
+            clients: 10_000,
             seeds: vec![1],
             variants: grid,
             regime: None,
         },
         Stage {
-            title: "Stage 2: the frontier at full size (10,000 clients, seeds 1–3, burst 10)",
-            why: "The candidates from stage 1 at the real fleet size, on three seeds, to see the spread.",
+            title: "Stage 2: what each rule buys (10,000 clients, seeds 1–3)",
+            why: "The default against itself with one rule changed: without overtaking (silent \
+                  attempts keep running when a broker answers), other patience for answering \
+                  brokers, a smaller hedge budget, a wider tick.",
             clients: 10_000,
             seeds: vec![1, 2, 3],
-            variants: frontier,
-            regime: None,
-        },
-        Stage {
-            title: "Stage 3: hedge budget burst (10,000 clients, seeds 1–3)",
-            why: "The burst bounds hedges per refresh: the storm's amplification against the \
-                  third-hung tail (a refresh that runs out of tokens with its throttle full of \
-                  silent attempts waits for the 10 s attempt timeout).",
-            clients: 10_000,
-            seeds: vec![1, 2, 3],
-            variants: budget,
+            variants: rules,
             regime: None,
         },
         Stage {
             title:
-                "Stage 4a: robustness — faster network (0.5 ms round trip, 1 ms broker time; 10,000 clients, seed 1)",
+                "Stage 3a: robustness — faster network (0.5 ms round trip, 1 ms broker time; 10,000 clients, seed 1)",
             why: "The same knobs when the network is faster relative to the broker.",
             clients: 10_000,
             seeds: vec![1],
@@ -338,7 +321,7 @@ fn sweep(args: &Args) -> Result<(), String> {
             regime: Some((Duration::from_micros(500), ms(1))),
         },
         Stage {
-            title: "Stage 4b: robustness — slower brokers (1 ms round trip, 2 ms broker time; 10,000 clients, seed 1)",
+            title: "Stage 3b: robustness — slower brokers (1 ms round trip, 2 ms broker time; 10,000 clients, seed 1)",
             why: "The same knobs when brokers answer more slowly and with a longer tail.",
             clients: 10_000,
             seeds: vec![1],
@@ -353,7 +336,7 @@ fn sweep(args: &Args) -> Result<(), String> {
     let mut md = String::new();
     md.push_str("# Tuning the adaptive stagger in the fleet simulation\n\n");
     md.push_str(&format!(
-        "Regenerate with `{SWEEP_COMMAND}` (about 15 minutes on this 2-core machine). Same fleet and scenarios as \
+        "Regenerate with `{SWEEP_COMMAND}` (about five minutes on this 2-core machine). Same fleet and scenarios as \
          [fleet.md](fleet.md); each variant is the default policy with the knobs shown. Columns: \
          healthy attempts per refresh (target ≤ 1.05), p99 time to metadata ÷ the oracle's in the \
          hung scenarios (target ≤ 1.5), third-hung p99.9, storm p99 and peak broker load ÷ \
@@ -376,7 +359,7 @@ fn sweep(args: &Args) -> Result<(), String> {
             rows.extend(stage.variants.iter().map(|v| row(&results, v, &config)));
         }
         md.push_str(&format!("## {}\n\n{}\n\n", stage.title, stage.why));
-        md.push_str(&stage_table(&stage.variants, &rows, &old, &new));
+        md.push_str(&stage_table(&stage.variants, &rows, &new));
         all_rows.extend(rows);
     }
     let json = serde_json::to_string_pretty(&all_rows).map_err(|e| e.to_string())?;
@@ -386,10 +369,10 @@ fn sweep(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn stage_table(variants: &[Variant], rows: &[Row], old: &Variant, new: &Variant) -> String {
+fn stage_table(variants: &[Variant], rows: &[Row], new: &Variant) -> String {
     let mut out = String::from(
-        "| multiple | floor | quantile | burst | healthy attempts/refresh | one hung p99 ÷ oracle | third hung p99 ÷ oracle | third hung p99.9 | storm p99 | storm peak ÷ sequential | storm attempts/refresh | targets met |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| multiple | floor | patience | growth | burst | overtake | healthy attempts/refresh | one hung p99 ÷ oracle | third hung p99 ÷ oracle | third hung p99.9 | storm p99 | storm peak ÷ sequential | storm attempts/refresh | targets met |\n\
+         |---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for v in variants {
         let mine: Vec<&Row> = rows.iter().filter(|r| r.variant == v.name()).collect();
@@ -405,20 +388,7 @@ fn stage_table(variants: &[Variant], rows: &[Row], old: &Variant, new: &Variant)
                 format!("{lo}–{hi}")
             }
         };
-        let knobs = |x: &Variant| (x.multiple, x.floor_ms, x.quantile.to_bits());
-        let mark = if v == &BOLD {
-            " (alternative)"
-        } else if v == new {
-            " **(new default)**"
-        } else if knobs(v) == knobs(new) {
-            " (new knobs)"
-        } else if v == old {
-            " (old default)"
-        } else if knobs(v) == knobs(old) {
-            " (old knobs)"
-        } else {
-            ""
-        };
+        let mark = if v == new { " **(default)**" } else { "" };
         let met = {
             let lo = mine.iter().map(|r| r.targets_met).min().unwrap_or(0);
             let hi = mine.iter().map(|r| r.targets_met).max().unwrap_or(0);
@@ -430,12 +400,14 @@ fn stage_table(variants: &[Variant], rows: &[Row], old: &Variant, new: &Variant)
             }
         };
         out.push_str(&format!(
-            "| {}{} | {} ms | {} | {} | {} | {} | {} | {} ms | {} ms | {} | {} | {} |\n",
+            "| {}{} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} ms | {} ms | {} | {} | {} |\n",
             v.multiple,
             mark,
             v.floor_ms,
-            v.quantile,
+            v.patience,
+            v.growth,
             v.burst,
+            if v.cancel_silent { "on" } else { "off" },
             range(&|r| Some(r.healthy_attempts_per_refresh), 3),
             range(&|r| r.one_hung_p99_vs_oracle, 2),
             range(&|r| r.third_hung_p99_vs_oracle, 2),

@@ -99,6 +99,8 @@ pub struct Cluster {
     events: VecDeque<ClusterEvent>,
     /// Recent winning response times, for the adaptive stagger of later refreshes.
     estimator: Estimator,
+    /// Recent handshake times of fresh connections: stand in for a kept connection's.
+    handshakes: Estimator,
 }
 
 impl Cluster {
@@ -120,6 +122,7 @@ impl Cluster {
             hedge_millitokens: config.refresh.hedge_budget.burst as u64 * 1000,
             events: VecDeque::with_capacity(16),
             estimator: Estimator::new(),
+            handshakes: Estimator::new(),
         })
     }
 
@@ -223,11 +226,11 @@ impl Cluster {
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
-        let warm_stagger = match config.fanout.stagger {
-            Stagger::Adaptive(a) => self.estimator.quantile(a.quantile),
-            Stagger::Fixed(_) => None,
+        let (warm_stagger, handshake_hint) = match config.fanout.stagger {
+            Stagger::Adaptive(a) => (self.estimator.quantile(a.quantile), self.handshakes.quantile(a.quantile)),
+            Stagger::Fixed(_) => (None, None),
         };
-        let ctx = RefreshContext { epoch: self.epoch, hedge_tokens: self.hedge_tokens(), warm_stagger };
+        let ctx = RefreshContext { epoch: self.epoch, hedge_tokens: self.hedge_tokens(), warm_stagger, handshake_hint };
         // The config was validated in `new` and the book is never empty, so this succeeds;
         // should it not, report a failed refresh rather than panic.
         match Refresh::with_context(&config, &self.book, now, ctx) {
@@ -280,6 +283,9 @@ impl Cluster {
         for (_, a) in done.attempts() {
             if let (AttemptState::Won, Some(end)) = (a.state, a.ended_at) {
                 self.estimator.observe(end.saturating_since(a.started_at));
+            }
+            if let (false, Some(up)) = (a.kept, a.connected_at) {
+                self.handshakes.observe(up.saturating_since(a.started_at));
             }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());
             discovered_tried += discovered as u32;

@@ -19,61 +19,87 @@ pub enum Stagger {
     Adaptive(Adaptive),
 }
 
-/// Adaptive stagger: suspect a broker that accepted quickly but stays silent.
+/// Adaptive stagger: hedge against *silence*, not against slowness.
 ///
-/// While nothing is known, wait `cold` (RFC 8305's 250 ms Connection Attempt Delay). Once an
-/// attempt's transport handshake completes after `h`, its wait becomes
-/// `clamp(multiple · h, floor, ceiling)` from its start (Happy Eyeballs v3's idea). A
-/// long-lived [`crate::Cluster`] also feeds in a high quantile of recently observed response
-/// times, so later refreshes start from what this cluster really does.
+/// An attempt goes through three phases, and each has its own evidence:
+///
+/// 1. **Connecting.** Nothing is known about this broker yet. Wait `cold` (RFC 8305's
+///    250 ms Connection Attempt Delay) or, in a long-lived [`crate::Cluster`], the
+///    `quantile` of recently observed response times: a handshake slower than a whole
+///    answer usually is, is suspect.
+/// 2. **Connected, silent.** The handshake took `h`, which measures this path's round trip.
+///    The broker's first answer (ApiVersions for Kafka) needs one more round trip and almost
+///    no broker work, so a broker still silent `clamp(multiple · h, floor, ceiling)` after
+///    its handshake is probably hung: that is when the next attempt starts (Happy Eyeballs
+///    v3's idea, measured from the handshake rather than the start).
+/// 3. **Answering.** The broker answered something ([`crate::Input::Answered`]): it is
+///    alive and working on our request; what remains is queueing and broker work. Another
+///    broker would most likely queue us just the same — on a loaded cluster a hedge only
+///    adds load — so the next attempt waits `patience` times what an answer normally takes
+///    (the window's quantile, or this attempt's time to its first answer), from its start.
+///
+/// A reused connection (`kept`) has no handshake to learn from; the cluster's recent
+/// handshake times stand in for `h`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Adaptive {
     /// Delay while nothing is known about the attempt (default 250 ms, RFC 8305).
     pub cold: Duration,
-    /// Multiple of the handshake time after which a silent attempt is suspected (default 8).
+    /// A connected broker silent for `multiple` × its handshake time is suspected (default 2:
+    /// its first answer needs one round trip and almost no broker work; the fleet
+    /// simulation's tuning is in `docs/performance/tuning.md`).
     pub multiple: u32,
-    /// Lower clamp (default 10 ms): loopback handshakes are microseconds, answers are not.
+    /// Lower clamp on every wait (default 2 ms): loopback handshakes take microseconds, and
+    /// a broker's first answer is never that fast.
     pub floor: Duration,
     /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long.
     pub ceiling: Duration,
-    /// Quantile of recently observed response times (a [`crate::Cluster`]'s window) that a
-    /// later refresh waits for before suspecting an attempt (default 0.99: hedge only when
-    /// an answer is later than this cluster almost ever is).
+    /// Quantile of recently observed response times (a [`crate::Cluster`]'s window) used as
+    /// "what an answer normally takes" (default 0.99: later than this cluster almost ever is).
     pub quantile: f64,
+    /// An answering broker is hedged only after `patience` × what an answer normally takes
+    /// (default 16): its slowness is queueing, and hedging into queues is what turns a
+    /// failover into a storm.
+    pub patience: u32,
 }
 
 impl Default for Adaptive {
     fn default() -> Self {
         Adaptive {
             cold: Duration::from_millis(250),
-            multiple: 8,
-            floor: Duration::from_millis(10),
+            multiple: 2,
+            floor: Duration::from_millis(2),
             ceiling: Duration::from_secs(2),
             quantile: 0.99,
+            patience: 16,
         }
     }
 }
 
 impl Adaptive {
-    /// The wait for an attempt whose handshake took `handshake`.
-    pub fn after_handshake(&self, handshake: Duration) -> Duration {
-        let scaled = handshake.saturating_mul(self.multiple);
-        scaled.max(self.floor).min(self.ceiling.max(self.floor))
+    fn clamp(&self, d: Duration) -> Duration {
+        d.max(self.floor).min(self.ceiling.max(self.floor))
     }
 
-    /// The wait for an attempt, given what is known: its handshake time (if it connected)
-    /// and the recent response-time quantile (if a window exists). Never below `floor`
-    /// (which also bounds `cold`), never above `ceiling` once something is known; `cold`
-    /// only when nothing at all is known.
-    pub fn wait(&self, handshake: Option<Duration>, recent: Option<Duration>) -> Duration {
-        let top = self.ceiling.max(self.floor);
-        match (handshake, recent) {
-            (Some(h), Some(r)) => self.after_handshake(h).max(r).min(top),
-            (Some(h), None) => self.after_handshake(h),
-            (None, Some(r)) => r.max(self.floor).min(top),
-            (None, None) => self.cold.max(self.floor),
+    /// Phase 1: the wait from the start of an attempt whose handshake has not completed,
+    /// given the recent response-time quantile (if a window exists).
+    pub fn before_connect(&self, recent: Option<Duration>) -> Duration {
+        match recent {
+            Some(r) => self.clamp(r),
+            None => self.cold.max(self.floor),
         }
+    }
+
+    /// Phase 2: the wait, from the end of its handshake, for the first answer of an attempt
+    /// whose handshake took `handshake`.
+    pub fn after_handshake(&self, handshake: Duration) -> Duration {
+        self.clamp(handshake.saturating_mul(self.multiple))
+    }
+
+    /// Phase 3: the wait, from its start, for an attempt whose broker is answering, given
+    /// what an answer normally takes (`typical`).
+    pub fn while_answering(&self, typical: Duration) -> Duration {
+        self.clamp(typical.saturating_mul(self.patience))
     }
 }
 
@@ -81,7 +107,7 @@ impl Adaptive {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Growth {
-    /// `n` more at every tick (default `Linear(1)`: the gentlest fan-out).
+    /// `n` more at every tick (`Linear(1)` is the gentlest fan-out).
     Linear(u32),
     /// Tick k starts `initial · factor^k` attempts: reaches everyone fast on big clusters.
     Exponential(f64),
@@ -95,7 +121,9 @@ pub struct Fanout {
     pub initial: u32,
     /// Delay before the next attempt when none has answered (default adaptive).
     pub stagger: Stagger,
-    /// How the number of attempts per tick grows (default `Linear(1)`).
+    /// How many attempts start at each stagger tick (default `Linear(2)`: a silent broker
+    /// is evidence of a partial outage, and two fresh brokers per tick get past a run of
+    /// hung ones in half the ticks; the throttle still bounds what is in flight).
     pub growth: Growth,
     /// Throttle: at most this many attempts in flight (default 3). Bounds the load one
     /// client can put on a cluster during a failover.
@@ -113,6 +141,12 @@ pub struct Fanout {
     /// for a whole attempt timeout; with it, load stays bounded by the throttle and the
     /// refresh keeps moving.
     pub replace_when_full: bool,
+    /// When one attempt's broker starts answering, cancel every attempt whose broker has
+    /// said nothing yet (default true). The answering broker is alive and almost certainly
+    /// finishes first; the silent ones are hung or queued behind others, and left running
+    /// each would send its own metadata request once its broker caught up — during a
+    /// failover storm, that is exactly the extra load that keeps the storm going.
+    pub cancel_silent_on_answer: bool,
 }
 
 impl Default for Fanout {
@@ -120,11 +154,12 @@ impl Default for Fanout {
         Fanout {
             initial: 1,
             stagger: Stagger::Adaptive(Adaptive::default()),
-            growth: Growth::Linear(1),
+            growth: Growth::Linear(2),
             max_in_flight: 3,
             jitter: 0.2,
             next_on_failure: true,
             replace_when_full: true,
+            cancel_silent_on_answer: true,
         }
     }
 }
@@ -232,6 +267,7 @@ impl RefreshConfig {
     pub fn staggered() -> Self {
         let mut c = RefreshConfig::adaptive();
         c.fanout.stagger = Stagger::Fixed(Duration::from_millis(500));
+        c.fanout.growth = Growth::Linear(1);
         c
     }
 
@@ -299,6 +335,9 @@ impl RefreshConfig {
                 }
                 if a.multiple == 0 {
                     return Err(ConfigError::new("fanout.stagger.multiple", "must be at least 1"));
+                }
+                if a.patience == 0 {
+                    return Err(ConfigError::new("fanout.stagger.patience", "must be at least 1"));
                 }
                 if !(0.0..=1.0).contains(&a.quantile) {
                     return Err(ConfigError::new("fanout.stagger.quantile", "must be within [0, 1]"));
@@ -375,8 +414,12 @@ mod tests {
     #[test]
     fn adaptive_clamps_the_handshake_multiple() {
         let a = Adaptive::default();
-        assert_eq!(a.after_handshake(Duration::from_millis(1)), Duration::from_millis(10));
-        assert_eq!(a.after_handshake(Duration::from_millis(20)), Duration::from_millis(160));
-        assert_eq!(a.after_handshake(Duration::from_secs(5)), Duration::from_secs(2));
+        assert_eq!(a.after_handshake(Duration::from_micros(100)), Duration::from_millis(2), "floor");
+        assert_eq!(a.after_handshake(Duration::from_millis(20)), Duration::from_millis(40));
+        assert_eq!(a.after_handshake(Duration::from_secs(5)), Duration::from_secs(2), "ceiling");
+        assert_eq!(a.before_connect(None), Duration::from_millis(250), "cold");
+        assert_eq!(a.before_connect(Some(Duration::from_millis(8))), Duration::from_millis(8));
+        assert_eq!(a.while_answering(Duration::from_millis(8)), Duration::from_millis(128));
+        assert_eq!(a.while_answering(Duration::from_secs(1)), Duration::from_secs(2), "ceiling");
     }
 }

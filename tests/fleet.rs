@@ -125,8 +125,9 @@ fn hedges_stay_within_the_budget_in_a_storm() {
 ///   `staggered-500ms` is at least the oracle's in every scenario (common random numbers
 ///   give client `i`'s first attempt the same network and broker time under every
 ///   strategy, so on an idle cluster the two are equal, and queues only add);
-/// * where something is wrong (hung brokers, the storm), no core strategy but the
-///   broadcast gets within the oracle's p99;
+/// * where something is wrong (hung brokers, the storm), the one-at-a-time policies stay
+///   above the oracle's p99 (the adaptive default is not held to it: when a broker is silent
+///   it races two fresh brokers and keeps the faster, which can beat one oracle request);
 /// * the oracle never gives up and sends exactly one request per refresh.
 #[test]
 fn the_oracle_is_a_lower_bound_for_single_attempt_policies() {
@@ -150,7 +151,7 @@ fn the_oracle_is_a_lower_bound_for_single_attempt_policies() {
                 }
             }
             if s != FleetScenario::Healthy {
-                for name in ["sequential", "staggered-500ms", "adaptive"] {
+                for name in ["sequential", "staggered-500ms"] {
                     let p99 = report.result(s, name).unwrap().time_to_metadata.p99_ms.unwrap_or(f64::INFINITY);
                     assert!(p99 >= op.p99_ms.unwrap(), "seed {seed} {}: {name} p99 {p99} < oracle", s.name());
                 }
@@ -208,13 +209,14 @@ proptest! {
         }
     }
 
-    /// `Adaptive::wait` is `cold` (at least `floor`) when nothing is known and otherwise within
-    /// [floor, max(floor, ceiling)], never below what recent answers took (up to the
-    /// ceiling), and never below the scaled handshake (up to the ceiling).
+    /// Each phase's wait stays within [floor, max(floor, ceiling)]: before the handshake it is
+    /// `cold` (at least `floor`) when nothing is known and otherwise follows recent answers
+    /// up to the ceiling; after it, the scaled handshake; while answering, `patience` times
+    /// the typical answer — each clamped, never below the scaled value (up to the ceiling).
     #[test]
-    fn adaptive_wait_respects_its_clamps(
-        cold in 0u64..1_000_000, multiple in 1u32..50, floor in 0u64..100_000, extra in 0u64..3_000_000,
-        handshake in prop::option::of(0u64..1_000_000), recent in prop::option::of(0u64..5_000_000),
+    fn adaptive_waits_respect_their_clamps(
+        cold in 0u64..1_000_000, multiple in 1u32..50, patience in 1u32..50, floor in 0u64..100_000,
+        extra in 0u64..3_000_000, handshake in 0u64..1_000_000, recent in prop::option::of(0u64..5_000_000),
     ) {
         let a = Adaptive {
             cold: Duration::from_micros(cold),
@@ -222,21 +224,26 @@ proptest! {
             floor: Duration::from_micros(floor),
             ceiling: Duration::from_micros(floor + extra),
             quantile: 0.99,
+            patience,
         };
-        let (h, r) = (handshake.map(Duration::from_micros), recent.map(Duration::from_micros));
-        let w = a.wait(h, r);
-        match (h, r) {
-            (None, None) => prop_assert_eq!(w, a.cold.max(a.floor)),
-            _ => {
-                prop_assert!(w >= a.floor && w <= a.ceiling.max(a.floor), "{w:?} outside clamps");
-                if let Some(r) = r {
-                    prop_assert!(w >= r.min(a.ceiling));
-                }
-                if let Some(h) = h {
-                    prop_assert!(w >= (h * multiple).min(a.ceiling));
-                }
+        let top = a.ceiling.max(a.floor);
+        let r = recent.map(Duration::from_micros);
+        let before = a.before_connect(r);
+        match r {
+            None => prop_assert_eq!(before, a.cold.max(a.floor)),
+            Some(r) => {
+                prop_assert!(before >= a.floor && before <= top, "{before:?} outside clamps");
+                prop_assert!(before >= r.min(a.ceiling));
             }
         }
+        let h = Duration::from_micros(handshake);
+        let silent = a.after_handshake(h);
+        prop_assert!(silent >= a.floor && silent <= top, "{silent:?} outside clamps");
+        prop_assert!(silent >= (h * multiple).min(a.ceiling));
+        let typical = r.unwrap_or(h);
+        let answering = a.while_answering(typical);
+        prop_assert!(answering >= a.floor && answering <= top, "{answering:?} outside clamps");
+        prop_assert!(answering >= (typical * patience).min(a.ceiling));
     }
 }
 
@@ -270,7 +277,8 @@ enum Plan {
     Hang,
     /// Refused after 100 µs.
     Refuse,
-    /// Connects after 100 µs, answers this many µs after the attempt started.
+    /// Connects after 100 µs, answers ApiVersions one round trip (100 µs) later if that is
+    /// before its metadata, and answers with metadata this many µs after the attempt started.
     Answer(u64),
 }
 
@@ -339,6 +347,9 @@ impl Driver {
                             )),
                             Plan::Answer(after) => {
                                 self.pending.push((t + 100, attempt, Input::Connected { attempt }));
+                                if after > 200 {
+                                    self.pending.push((t + 200, attempt, Input::Answered { attempt }));
+                                }
                                 self.pending.push((
                                     t + after.max(101),
                                     attempt,
@@ -437,13 +448,18 @@ fn the_default_budget_refills_at_its_ratio() {
     assert_eq!(d.cluster.hedge_tokens(), budget.burst);
     d.plan = vec![Plan::Hang, Plan::Answer(2_000)];
     let (tokens, hedges, _, ok) = d.refresh();
-    assert!(ok && tokens == budget.burst && hedges == 1);
-    assert_eq!(d.cluster.hedge_tokens(), budget.burst - 1, "one spent, a tenth earned");
+    // The silent broker's tick starts two brokers at once (growth Linear(2)): two hedges.
+    assert!(ok && tokens == budget.burst && hedges == 2, "{tokens} tokens, {hedges} hedges");
+    assert_eq!(d.cluster.hedge_tokens(), budget.burst - 2, "two spent, a tenth earned");
     d.plan = vec![Plan::Answer(2_000)];
     for _ in 0..10 {
         d.refresh();
     }
-    assert_eq!(d.cluster.hedge_tokens(), budget.burst, "ten calm refreshes earn the token back");
+    assert_eq!(d.cluster.hedge_tokens(), budget.burst - 1, "ten calm refreshes earn one token back");
+    for _ in 0..10 {
+        d.refresh();
+    }
+    assert_eq!(d.cluster.hedge_tokens(), budget.burst, "and ten more the other, up to the burst");
 }
 
 #[test]

@@ -118,6 +118,7 @@ fn arb_knobs() -> impl Strategy<Value = RefreshConfig> {
                         jitter,
                         next_on_failure,
                         replace_when_full,
+                        cancel_silent_on_answer: seed & 1 == 0,
                     },
                     attempt_timeout: us(attempt_timeout),
                     deadline,
@@ -177,6 +178,7 @@ enum Answer {
 #[derive(Clone, Debug)]
 enum InputKind {
     Connected,
+    Answered,
     Response(Answer),
     /// The error, and whether it carries a detail text.
     Failed(ErrorKind, bool),
@@ -280,7 +282,8 @@ fn decode_input_kind(selector: u8, x: u64) -> InputKind {
     match selector % 8 {
         0..=2 => InputKind::Response(decode_answer(x)),
         3..=5 => InputKind::Failed(decode_error(x), (x >> 39) & 1 == 1),
-        _ => InputKind::Connected,
+        6 => InputKind::Connected,
+        _ => InputKind::Answered,
     }
 }
 
@@ -356,6 +359,7 @@ fn metadata(answer: &Answer) -> Metadata {
 fn make_input(kind: &InputKind, attempt: AttemptId) -> Input {
     match kind {
         InputKind::Connected => Input::Connected { attempt },
+        InputKind::Answered => Input::Answered { attempt },
         InputKind::Response(answer) => Input::Response { attempt, metadata: metadata(answer) },
         InputKind::Failed(kind, detail) => Input::Failed {
             attempt,
@@ -431,6 +435,8 @@ struct Live {
     broker: BrokerIndex,
     started_at: Instant,
     connected: bool,
+    /// The broker answered something (`Input::Answered`).
+    answered: bool,
 }
 
 /// Follows one refresh's command stream and the inputs that reached it.
@@ -457,6 +463,8 @@ struct Tracker {
     pending_valid: Option<(AttemptId, Metadata)>,
     pending_reject: Option<(AttemptId, AttemptError)>,
     fatal_input: bool,
+    /// The current call is an `Answered` input for an attempt in flight.
+    answered_input: bool,
     /// A `Cancel{Superseded}` was just seen: the next command must be its replacement.
     expect_replacement: bool,
     /// Attempts started in place of a superseded one (by a stagger tick).
@@ -487,6 +495,7 @@ impl Tracker {
             pending_valid: None,
             pending_reject: None,
             fatal_input: false,
+            answered_input: false,
             expect_replacement: false,
             superseding: Vec::new(),
             violations: Vec::new(),
@@ -510,6 +519,7 @@ impl Tracker {
         self.cancels_this_call.clear();
         self.terminal_this_call = None;
         self.fatal_input = false;
+        self.answered_input = false;
     }
 
     fn timeout_kind(live: &Live) -> ErrorKind {
@@ -568,7 +578,7 @@ impl Tracker {
                         format!("Connect {attempt} to {broker:?} while {other} to it in flight"),
                     );
                 }
-                self.live.insert(attempt, Live { broker, started_at: self.now, connected: false });
+                self.live.insert(attempt, Live { broker, started_at: self.now, connected: false, answered: false });
                 self.started.insert(attempt, broker);
                 self.issued.push(attempt);
             }
@@ -610,6 +620,18 @@ impl Tracker {
                         }
                         self.expect_replacement = true;
                         let detail = "superseded: no answer within the stagger delay while the throttle was full";
+                        self.failures.push((attempt, live.broker, AttemptError::with_detail(kind, detail)));
+                    }
+                    CancelReason::Overtaken => {
+                        // Only a silent attempt, only when an answer just arrived, and only while
+                        // another attempt's broker is answering.
+                        if live.answered {
+                            self.violate(Inv::Contract, format!("{attempt} overtaken although its broker answered"));
+                        }
+                        if !self.answered_input || !self.live.values().any(|l| l.answered) {
+                            self.violate(Inv::Contract, format!("{attempt} overtaken with no broker answering"));
+                        }
+                        let detail = "overtaken: no answer yet while another broker was answering";
                         self.failures.push((attempt, live.broker, AttemptError::with_detail(kind, detail)));
                     }
                     CancelReason::Lost | CancelReason::Fatal => {}
@@ -731,6 +753,14 @@ impl Tracker {
             Input::Connected { .. } => {
                 if let Some(live) = self.live.get_mut(&attempt) {
                     live.connected = true;
+                }
+            }
+            Input::Answered { .. } => {
+                if let Some(live) = self.live.get_mut(&attempt) {
+                    // An answer implies a connection, and a timeout after it is a response timeout.
+                    live.connected = true;
+                    live.answered = true;
+                    self.answered_input = true;
                 }
             }
             Input::Failed { error, .. } => {
@@ -1143,7 +1173,8 @@ fn mutate(c: &mut RefreshConfig, m: &Mutation) {
         Mutation::Exponential(x) => c.fanout.growth = Growth::Exponential(x),
         Mutation::Fixed(d) => c.fanout.stagger = Stagger::Fixed(d),
         Mutation::Adaptive(cold, multiple, floor, ceiling, quantile) => {
-            c.fanout.stagger = Stagger::Adaptive(Adaptive { cold, multiple, floor, ceiling, quantile })
+            c.fanout.stagger =
+                Stagger::Adaptive(Adaptive { cold, multiple, floor, ceiling, quantile, ..Adaptive::default() })
         }
         Mutation::AttemptTimeout(d) => c.attempt_timeout = d,
         Mutation::Deadline(d) => c.deadline = d,
@@ -1256,6 +1287,7 @@ impl ModelCase {
                 jitter: 0.0,
                 next_on_failure: true,
                 replace_when_full: self.replace_when_full,
+                cancel_silent_on_answer: true,
             },
             attempt_timeout: us(self.attempt_timeout),
             deadline: us(self.deadline),
@@ -1396,7 +1428,7 @@ fn run_world(case: &ModelCase) -> Vec<(u64, Norm)> {
 ///
 /// * a pass starts `initial` attempts on the next brokers in seed order (throttled);
 /// * while brokers remain, the next starts `stagger` after the latest start — if the
-///   throttle is full, only with `replace_when_full`, which first cancels the oldest attempt
+///   throttle is full, only with `replace_when_full`, which first cancels the newest attempt
 ///   (`Superseded`); a failure (reported, timed out, or an unusable answer) starts the next
 ///   at once;
 /// * a valid answer wins: the others are cancelled (`Lost`, in start order), then `Done`;
@@ -1478,8 +1510,9 @@ impl<'a> Model<'a> {
                         2 => {
                             m.stagger_at = None;
                             if m.throttle_full() && m.can_replace() {
-                                // The oldest attempt is past its stagger delay: make room.
-                                let (oldest, _) = m.in_flight.remove(0);
+                                // Every attempt is past its stagger delay and none answered (the
+                                // model sends no `Answered`): the newest makes room.
+                                let (oldest, _) = m.in_flight.pop().expect("the throttle is full");
                                 m.pending.retain(|&(_, x), _| x != oldest);
                                 let b = m.broker_of[oldest as usize];
                                 m.per_broker[b].1 = Some(ErrorKind::ConnectTimeout);

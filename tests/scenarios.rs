@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use stagger::{
     AttemptError, AttemptId, BrokerBook, BrokerIndex, BrokerMetadata, CancelReason, Cluster, ClusterConfig,
-    ClusterEvent, Command, ErrorKind, GiveUpReason, Input, Instant, Metadata, Refresh, RefreshConfig, Stagger,
+    ClusterEvent, Command, ErrorKind, GiveUpReason, Growth, Input, Instant, Metadata, Refresh, RefreshConfig, Stagger,
 };
 
 fn ms(n: u64) -> Instant {
@@ -36,9 +36,11 @@ fn no_jitter(mut c: RefreshConfig) -> RefreshConfig {
     c
 }
 
+/// A fixed stagger, one attempt per tick (the seed discussion's policy).
 fn fixed(stagger_ms: u64) -> RefreshConfig {
     let mut c = no_jitter(RefreshConfig::default());
     c.fanout.stagger = Stagger::Fixed(Duration::from_millis(stagger_ms));
+    c.fanout.growth = Growth::Linear(1);
     c
 }
 
@@ -117,6 +119,9 @@ fn all_healthy_means_exactly_one_attempt() {
     assert_eq!(run.connects().len(), 1);
     let a0 = run.attempt(0);
     run.input(us(300), Input::Connected { attempt: a0 });
+    // A live broker answers ApiVersions one round trip later; from then on it is answering,
+    // and the adaptive stagger is patient with it.
+    run.input(us(600), Input::Answered { attempt: a0 });
     let out = run.input(ms(2), response(a0));
     assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a0), "{out:?}");
     assert_eq!(run.connects().len(), 1);
@@ -157,14 +162,26 @@ fn jitter_only_shortens_the_stagger_delay_within_its_bound() {
     assert!(seen.len() > 10, "jitter spreads clients: {} distinct times", seen.len());
 }
 
+/// The `Connect`s of one tick: `(time, broker)` pairs.
+fn ticks(out: &[(Instant, Command)]) -> Vec<(Instant, BrokerIndex)> {
+    out.iter()
+        .filter_map(|(t, c)| match c {
+            Command::Connect { broker, .. } => Some((*t, *broker)),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
-fn adaptive_hedges_a_silent_broker_ten_ms_after_a_1ms_handshake() {
+fn adaptive_hedges_a_silent_broker_two_handshakes_after_a_1ms_handshake() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
     run.input(ms(1), Input::Connected { attempt: a0 });
-    // clamp(8 × 1 ms, 10 ms, 2 s) = 10 ms after the attempt started.
+    // Silent after connecting: clamp(2 × 1 ms, 2 ms, 2 s) = 2 ms after the handshake, and
+    // the tick starts two brokers (growth Linear(2)).
+    assert!(run.advance(us(2_999)).is_empty());
     let out = run.advance(ms(100));
-    assert!(matches!(out.first(), Some((t, Command::Connect { .. })) if *t == ms(10)), "{out:?}");
+    assert_eq!(ticks(&out)[..2], [(ms(3), BrokerIndex(1)), (ms(3), BrokerIndex(2))], "{out:?}");
 }
 
 #[test]
@@ -172,7 +189,7 @@ fn adaptive_waits_the_cold_250ms_for_a_broker_that_never_connects() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     assert!(run.advance(ms(249)).is_empty());
     let out = run.advance(ms(250));
-    assert!(matches!(&out[..], [(t, Command::Connect { .. })] if *t == ms(250)), "{out:?}");
+    assert_eq!(ticks(&out), [(ms(250), BrokerIndex(1)), (ms(250), BrokerIndex(2))], "{out:?}");
 }
 
 #[test]
@@ -180,8 +197,87 @@ fn adaptive_scales_with_a_slower_handshake() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
     run.input(ms(20), Input::Connected { attempt: a0 });
+    // 2 × 20 ms after the handshake.
     let out = run.advance(ms(1000));
-    assert!(matches!(out.first(), Some((t, Command::Connect { .. })) if *t == ms(160)), "{out:?}");
+    assert!(matches!(out.first(), Some((t, Command::Connect { .. })) if *t == ms(60)), "{out:?}");
+}
+
+#[test]
+fn adaptive_is_patient_with_an_answering_broker() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    let a0 = run.attempt(0);
+    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.input(ms(2), Input::Answered { attempt: a0 });
+    // Alive and working on the request: no window yet, so patience (16) × its 2 ms to the
+    // first answer, from its start — not the 3 ms a silent broker would get.
+    assert!(run.advance(us(31_999)).is_empty(), "no hedge while the broker is answering");
+    let out = run.advance(ms(32));
+    assert_eq!(ticks(&out).len(), 2, "{out:?}");
+    assert!(ticks(&out).iter().all(|(t, _)| *t == ms(32)));
+}
+
+#[test]
+fn adaptive_patience_follows_the_recent_window() {
+    let c = no_jitter(RefreshConfig::adaptive());
+    let refresh = Refresh::with_estimate(&c, &book(5), Instant::ZERO, Some(Duration::from_millis(5))).unwrap();
+    let mut run = Run { refresh, log: Vec::new() };
+    run.drain(Instant::ZERO);
+    let a0 = run.attempt(0);
+    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.input(ms(2), Input::Answered { attempt: a0 });
+    // Answers usually take 5 ms here: 16 × 5 ms = 80 ms from the start.
+    assert!(run.advance(us(79_999)).is_empty());
+    assert_eq!(ticks(&run.advance(ms(80))).len(), 2);
+}
+
+#[test]
+fn an_answer_overtakes_every_silent_attempt() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    let a0 = run.attempt(0);
+    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.advance(ms(3));
+    let (a1, a2) = (run.attempt(1), run.attempt(2));
+    run.input(ms(4), Input::Connected { attempt: a1 });
+    run.input(ms(4), Input::Connected { attempt: a2 });
+    // Broker 1 answers first: the hung broker 0 and the still silent broker 2 are cancelled,
+    // so only one metadata request is ever sent.
+    let out = run.input(ms(5), Input::Answered { attempt: a1 });
+    assert_eq!(
+        out,
+        [
+            Command::Cancel { attempt: a0, reason: CancelReason::Overtaken },
+            Command::Cancel { attempt: a2, reason: CancelReason::Overtaken },
+        ]
+    );
+    assert_eq!(run.refresh.in_flight(), 1);
+    assert_eq!(run.refresh.attempt(a1).unwrap().answered_at, Some(ms(5)));
+    let out = run.input(ms(6), response(a1));
+    assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a1), "{out:?}");
+}
+
+#[test]
+fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
+    let mut c = no_jitter(RefreshConfig::adaptive());
+    c.fanout.cancel_silent_on_answer = false;
+    let mut run = Run::new(c, 5);
+    let a0 = run.attempt(0);
+    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.advance(ms(3));
+    let a1 = run.attempt(1);
+    assert!(run.input(ms(5), Input::Answered { attempt: a1 }).is_empty());
+    assert_eq!(run.refresh.in_flight(), 3);
+    let out = run.input(ms(6), response(a1));
+    assert_eq!(out.iter().filter(|c| matches!(c, Command::Cancel { reason: CancelReason::Lost, .. })).count(), 2);
+}
+
+#[test]
+fn answers_for_unknown_or_finished_attempts_are_ignored() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 3);
+    let a0 = run.attempt(0);
+    assert!(run.input(ms(1), Input::Answered { attempt: AttemptId(a0.0 + 7) }).is_empty());
+    run.input(ms(1), failed(a0, ErrorKind::Refused));
+    assert!(run.input(ms(2), Input::Answered { attempt: a0 }).is_empty(), "a failed attempt stays failed");
+    assert_eq!(run.refresh.attempt(a0).unwrap().answered_at, None);
 }
 
 #[test]
@@ -521,19 +617,43 @@ fn cluster_rebootstraps_from_seeds_when_every_discovered_broker_failed() {
 }
 
 #[test]
-fn a_full_throttle_replaces_the_oldest_suspect_at_each_tick() {
+fn a_full_throttle_replaces_the_newest_silent_suspect_at_each_tick() {
     let mut run = Run::new(fixed(100), 10); // max_in_flight 3, replace_when_full by default
     let out = run.advance(ms(300));
-    let a0 = run.attempt(0);
+    let (a0, a2) = (run.attempt(0), run.attempt(2));
     assert_eq!(out.len(), 4, "{out:?}");
-    assert_eq!(out[2], (ms(300), Command::Cancel { attempt: a0, reason: CancelReason::Superseded }));
+    // The oldest keeps its place (in a queue it is the one closest to an answer).
+    assert_eq!(out[2], (ms(300), Command::Cancel { attempt: a2, reason: CancelReason::Superseded }));
     assert!(matches!(out[3], (t, Command::Connect { .. }) if t == ms(300)));
     assert_eq!(run.refresh.in_flight(), 3, "the throttle still holds");
+    // A broker that has answered something is not a silent suspect: the next tick skips it.
     let a3 = run.attempt(3);
-    let out = run.input(ms(301), response(a3));
+    run.input(ms(350), Input::Answered { attempt: a3 });
+    assert_eq!(run.refresh.in_flight(), 1, "its answer overtook the silent ones");
+    let out = run.input(ms(351), response(a3));
     assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
-    let info = run.refresh.attempt(a0).unwrap();
-    assert_eq!(info.state, stagger::AttemptState::Cancelled);
+    assert_eq!(run.refresh.attempt(a0).unwrap().state, stagger::AttemptState::Cancelled);
+}
+
+#[test]
+fn a_tick_never_supersedes_what_it_just_started() {
+    let mut c = fixed(100);
+    c.fanout.growth = Growth::Linear(2);
+    let mut run = Run::new(c, 10);
+    run.advance(ms(200));
+    // 0 ms: #0; 100 ms: #1, #2; 200 ms: the throttle is full, so the tick supersedes the
+    // newest suspects (#2, then #1) — never #3, which it has just started.
+    let cancelled: Vec<_> = run
+        .log
+        .iter()
+        .filter_map(|(t, c)| match c {
+            Command::Cancel { attempt, reason: CancelReason::Superseded } => Some((*t, attempt.number())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cancelled, [(ms(200), 2), (ms(200), 1)]);
+    assert_eq!(run.connects().len(), 5);
+    assert_eq!(run.refresh.in_flight(), 3);
 }
 
 #[test]
@@ -553,8 +673,10 @@ fn adaptive_default_gets_past_three_silent_brokers_without_exceeding_the_throttl
             let (started, a3, _) = connects[3];
             let out = run.input(started.saturating_add(Duration::from_millis(1)), response(a3));
             assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
-            // Silent brokers were hedged every 10 ms: the answer came 31 ms in.
-            assert_eq!(started, ms(30));
+            // The first broker was silent 2 ms after its 0.1 ms handshake (the floor): at
+            // 2.1 ms two more started; they were silent at 4.2 ms, when the tick superseded
+            // the newest suspect and started the fourth broker.
+            assert_eq!(started, us(4_200));
             return;
         }
         t = run.refresh.poll_timeout().unwrap();
@@ -579,4 +701,25 @@ fn error_kind_names_match_their_serde_tags() {
         let json = serde_json::to_value(kind).unwrap();
         assert_eq!(json["kind"], kind.name());
     }
+}
+
+#[test]
+fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
+    let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
+    let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
+    // First refresh: a fresh connection whose handshake takes 5 ms.
+    cluster.request_refresh(ms(0));
+    let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
+    cluster.handle_input(ms(5), Input::Connected { attempt });
+    cluster.handle_input(ms(10), Input::Answered { attempt });
+    cluster.handle_input(ms(11), response(attempt));
+    assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+    // Second refresh: the kept connection is "up" at once, so its handshake measures
+    // nothing; the cluster's recent 5 ms stands in: suspected 2 × 5 ms after connecting,
+    // not at the 2 ms floor.
+    cluster.request_refresh(ms(1_000));
+    let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
+    assert!(cluster.current().unwrap().attempt(attempt).unwrap().kept);
+    cluster.handle_input(ms(1_000), Input::Connected { attempt });
+    assert_eq!(cluster.poll_timeout(), Some(ms(1_010)), "{:?}", cluster.current().unwrap().next_timer());
 }

@@ -59,6 +59,8 @@ pub struct Exchange {
     metadata_version: Option<i16>,
     /// Whether the outcome has been produced (it may already have been taken).
     finished: bool,
+    /// Whether a complete response frame has arrived (the broker is alive).
+    answered: bool,
     /// The outcome, until taken.
     outcome: Option<Result<Metadata, AttemptError>>,
 }
@@ -93,6 +95,7 @@ impl Exchange {
             transmit: None,
             metadata_version: None,
             finished: false,
+            answered: false,
             outcome: None,
         };
         exchange.send_api_versions(API_VERSIONS_PREFERRED);
@@ -156,6 +159,13 @@ impl Exchange {
         self.finished
     }
 
+    /// Whether the broker has sent a complete response frame yet (for Kafka: the ApiVersions
+    /// answer). Report [`crate::Input::Answered`] when this turns true: it tells the adaptive
+    /// stagger that the broker is alive and merely busy, not hung.
+    pub fn has_answered(&self) -> bool {
+        self.answered
+    }
+
     /// Metadata API version negotiated (`None` until ApiVersions answered) — for logs/traces.
     pub fn metadata_version(&self) -> Option<i16> {
         self.metadata_version
@@ -170,6 +180,7 @@ impl Exchange {
     }
 
     fn handle_frame(&mut self, frame: Bytes) {
+        self.answered = true;
         let Some(InFlight { correlation_id, awaiting }) = self.in_flight.take() else { return };
         let result = match awaiting {
             Awaiting::ApiVersions { version } => read_api_versions(frame, correlation_id, version, self.max_frame_size)
@@ -505,8 +516,13 @@ mod tests {
         assert_eq!(&*request.client_software_name, "stagger");
         assert_eq!(&*request.client_software_version, env!("CARGO_PKG_VERSION"));
         assert!(exchange.poll_transmit().is_none(), "one request at a time");
+        assert!(!exchange.has_answered(), "nothing arrived yet");
 
-        exchange.handle_bytes(&response(header.correlation_id, 3, &api_versions((0, 13))));
+        let answer = response(header.correlation_id, 3, &api_versions((0, 13)));
+        exchange.handle_bytes(&answer[..answer.len() - 1]);
+        assert!(!exchange.has_answered(), "a partial frame is not an answer");
+        exchange.handle_bytes(&answer[answer.len() - 1..]);
+        assert!(exchange.has_answered(), "the ApiVersions answer proves the broker alive");
         assert_eq!(exchange.metadata_version(), Some(13));
         let (header, mut body) = take_request(&mut exchange);
         assert_eq!((header.request_api_key, header.request_api_version), (ApiKey::Metadata as i16, 13));

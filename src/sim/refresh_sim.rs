@@ -81,6 +81,9 @@ pub struct Span {
     pub start: Instant,
     /// When the simulator reported the transport up, if it did before the attempt ended.
     pub connected_at: Option<Instant>,
+    /// When the broker first answered (ApiVersions), if it did before the attempt ended.
+    #[serde(default)]
+    pub answered_at: Option<Instant>,
     /// When it ended, if it did.
     pub end: Option<Instant>,
     /// How it ended.
@@ -156,6 +159,15 @@ pub enum SimEvent {
         /// Its broker.
         broker: BrokerIndex,
     },
+    /// Input: the broker sent its first answer (ApiVersions): it is alive.
+    Answered {
+        /// When.
+        at: Instant,
+        /// Which attempt.
+        attempt: AttemptId,
+        /// Its broker.
+        broker: BrokerIndex,
+    },
     /// Input: the broker answered with metadata.
     Response {
         /// When.
@@ -207,6 +219,7 @@ impl SimEvent {
             | SimEvent::Done { at, .. }
             | SimEvent::GiveUp { at, .. }
             | SimEvent::Connected { at, .. }
+            | SimEvent::Answered { at, .. }
             | SimEvent::Response { at, .. }
             | SimEvent::Failed { at, .. }
             | SimEvent::Timer { at, .. }

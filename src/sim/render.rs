@@ -65,6 +65,7 @@ fn cancel_name(reason: CancelReason) -> &'static str {
         CancelReason::Fatal => "fatal",
         CancelReason::Rejected => "rejected",
         CancelReason::Superseded => "superseded",
+        CancelReason::Overtaken => "overtaken",
     }
 }
 

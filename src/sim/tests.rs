@@ -16,6 +16,10 @@ use crate::refresh::{AttemptState, CancelReason, Refresh};
 use crate::rng::Rng;
 use crate::trace::TraceEvent;
 
+fn us(n: u64) -> Duration {
+    Duration::from_micros(n)
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -189,18 +193,27 @@ fn healthy_cluster_needs_one_attempt() {
 fn hung_first_broker_is_overtaken_and_cancelled() {
     let scenario = Scenario::from_behaviors([BrokerBehavior::Hung, healthy(2), healthy(2)]);
     let report = run(&RefreshConfig::adaptive(), &scenario);
-    assert_eq!(report.winner(), Some(BrokerIndex(1)));
-    assert_eq!(report.attempts_started, 2);
-    assert_eq!(report.hedges, 1);
-    // Connected after 1 ms, so the wait is clamp(8 · 1 ms, 10 ms, 2 s) = 10 ms, minus up
-    // to 20 % jitter; then 3 ms for the second broker.
-    let t = report.time_to_metadata().unwrap();
-    assert!(t >= ms(11) && t <= ms(13), "{t:?}\n{}", report.render_timeline());
-    let hung = &lane(&report, 0).spans[0];
-    assert_eq!(hung.outcome, SpanOutcome::Cancelled { reason: CancelReason::Lost });
-    assert_eq!(hung.end, Some(Instant::ZERO.saturating_add(t)));
-    assert_eq!(report.requests_reached, 2);
-    assert!(report.render_timeline().contains("cancelled(lost)"));
+    let timeline = report.render_timeline();
+    assert_eq!(report.winner(), Some(BrokerIndex(1)), "{timeline}");
+    // Connected after 1 ms and silent: suspected clamp(2 · 1 ms, 2 ms, 2 s) = 2 ms after the
+    // handshake, minus up to 20 % jitter; the tick starts two brokers (growth Linear(2)).
+    assert_eq!(report.attempts_started, 3, "{timeline}");
+    assert_eq!(report.hedges, 2);
+    let hedged = lane(&report, 1).spans[0].start;
+    assert!(hedged >= at_ms(1).saturating_add(us(1_600)) && hedged <= at_ms(3), "{timeline}");
+    // Both hedges connect 1 ms later and their brokers answer ApiVersions after another
+    // 1 ms; broker 1's answer comes first (same instant, earlier attempt), so the still
+    // silent hung attempt and broker 2's attempt are overtaken; broker 1's metadata 1 ms on.
+    let answered = hedged.saturating_add(ms(2));
+    for b in [0, 2] {
+        let span = &lane(&report, b).spans[0];
+        assert_eq!(span.outcome, SpanOutcome::Cancelled { reason: CancelReason::Overtaken }, "{timeline}");
+        assert_eq!(span.end, Some(answered), "{timeline}");
+    }
+    assert_eq!(lane(&report, 1).spans[0].answered_at, Some(answered));
+    assert_eq!(report.time_to_metadata(), Some(answered.saturating_since(Instant::ZERO) + ms(1)), "{timeline}");
+    assert_eq!(report.requests_reached, 3);
+    assert!(timeline.contains("cancelled(overtaken)"));
 }
 
 #[test]
@@ -397,7 +410,7 @@ fn timeline_is_readable() {
     let report = run(&RefreshConfig::adaptive(), &example_scenario());
     let text = report.render_timeline();
     for needle in
-        ["broker-0", "broker-4", "hung", "refused", "slow 20ms-40ms", "won", "cancelled(lost)", "failed(refused)"]
+        ["broker-0", "broker-4", "hung", "refused", "slow 20ms-40ms", "won", "cancelled(overtaken)", "failed(refused)"]
     {
         assert!(text.contains(needle), "{needle:?} missing from\n{text}");
     }
@@ -447,7 +460,8 @@ fn cluster_prefers_the_previous_winner() {
     assert_eq!(report.error, None);
     assert_eq!(report.refreshes.len(), 2, "{}", report.render_summary());
     let (first, second) = (&report.refreshes[0], &report.refreshes[1]);
-    assert_eq!(first.brokers_tried, [BrokerIndex(0), BrokerIndex(1)]);
+    // The hung broker is hedged with two brokers at once (growth Linear(2)).
+    assert_eq!(first.brokers_tried, [BrokerIndex(0), BrokerIndex(1), BrokerIndex(2)]);
     let winner = first.winner().unwrap();
     assert_eq!(winner, BrokerIndex(1));
     assert_eq!(second.brokers_tried, [winner], "{}", report.render_summary());

@@ -19,6 +19,7 @@ use crate::time::Instant;
 #[derive(Clone, Debug)]
 enum Pending {
     Connected,
+    Answered,
     Response,
     Failed(AttemptError),
 }
@@ -104,6 +105,7 @@ impl<'a> World<'a> {
                 attempt,
                 start: now,
                 connected_at: None,
+                answered_at: None,
                 end: None,
                 outcome: SpanOutcome::InFlight,
                 pass: 0,
@@ -127,17 +129,25 @@ impl<'a> World<'a> {
         };
         let connected = now.saturating_add(sim.handshake);
         let mut push = |at: Instant, what: Pending| self.queue.push(at, Scheduled { attempt, broker, what });
+        // A live broker's first answer (ApiVersions) comes one round trip after the
+        // handshake (which took one round trip too), and never after its last word.
+        let round_trip = sim.handshake;
+        let answer_then = |push: &mut dyn FnMut(Instant, Pending), last: Instant| {
+            push(connected.saturating_add(round_trip).min(last), Pending::Answered);
+        };
         let closed = || AttemptError::with_detail(ErrorKind::Closed, "simulated: broker closed the connection");
         let refused = || AttemptError::with_detail(ErrorKind::Refused, "simulated: broker refuses connections");
         match &sim.behavior {
             BrokerBehavior::Healthy { rtt } => {
                 push(connected, Pending::Connected);
+                answer_then(&mut push, connected.saturating_add(*rtt));
                 push(connected.saturating_add(*rtt), Pending::Response);
             }
             BrokerBehavior::Slow { min, max } => {
                 let (lo, hi) = if min <= max { (*min, *max) } else { (*max, *min) };
                 let delay = lo + crate::time::scale(hi - lo, rng.unit());
                 push(connected, Pending::Connected);
+                answer_then(&mut push, connected.saturating_add(delay));
                 push(connected.saturating_add(delay), Pending::Response);
             }
             BrokerBehavior::Hung => push(connected, Pending::Connected),
@@ -146,6 +156,9 @@ impl<'a> World<'a> {
                 push(connected, Pending::Connected);
                 // NaN compares false: a NaN probability never fails.
                 let what = if rng.unit() < *p { Pending::Failed(closed()) } else { Pending::Response };
+                if matches!(what, Pending::Response) {
+                    answer_then(&mut push, connected.saturating_add(*rtt));
+                }
                 push(connected.saturating_add(*rtt), what);
             }
             BrokerBehavior::DiesAt { at, rtt } => {
@@ -157,6 +170,9 @@ impl<'a> World<'a> {
                 } else {
                     push(connected, Pending::Connected);
                     let answer = connected.saturating_add(*rtt);
+                    if connected.saturating_add(round_trip) < dies {
+                        answer_then(&mut push, answer);
+                    }
                     if answer < dies {
                         push(answer, Pending::Response);
                     } else {
@@ -213,6 +229,13 @@ impl<'a> World<'a> {
                     span.connected_at = Some(at);
                 }
                 Input::Connected { attempt }
+            }
+            Pending::Answered => {
+                self.events.push(SimEvent::Answered { at, attempt, broker });
+                if let Some(span) = self.span_mut(attempt) {
+                    span.answered_at = Some(at);
+                }
+                Input::Answered { attempt }
             }
             Pending::Response => {
                 self.events.push(SimEvent::Response { at, attempt, broker });

@@ -456,6 +456,9 @@ impl Engine {
                             self.tally_mut(|t| t.requests_sent += 1);
                         }
                         self.push(now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
+                        if self.clients[ci].cluster.is_some() {
+                            self.deliver(ci, Input::Answered { attempt });
+                        }
                     }
                 }
                 Ev::MetaArrive { client, attempt, broker, draw } => {
