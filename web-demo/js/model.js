@@ -152,13 +152,15 @@ export const KNOBS = [
   { key: "cold", label: "cold delay", kind: "ms", group: "fan-out", when: (k) => k.stagger === "adaptive",
     help: "wait while nothing is known (RFC 8305: 250 ms)" },
   { key: "mult", label: "× handshake", kind: "int", group: "fan-out", when: (k) => k.stagger === "adaptive",
-    help: "suspect a connected, silent broker after this multiple of its handshake" },
+    help: "suspect a connected, silent broker this multiple of its handshake after the handshake" },
   { key: "floor", label: "floor", kind: "ms", group: "fan-out", when: (k) => k.stagger === "adaptive",
     help: "lower clamp of the adaptive delay" },
   { key: "ceil", label: "ceiling", kind: "ms", group: "fan-out", when: (k) => k.stagger === "adaptive",
     help: "upper clamp of the adaptive delay" },
   { key: "q", label: "quantile", kind: "float", group: "fan-out", when: (k) => k.stagger === "adaptive",
     help: "quantile of recent response times a warm client waits for (Cluster only)" },
+  { key: "patience", label: "patience ×", kind: "int", group: "fan-out", when: (k) => k.stagger === "adaptive",
+    help: "once a broker is answering, hedge only after this multiple of what an answer takes, from the attempt's start" },
   { key: "growth", label: "growth", kind: "choice", choices: ["linear", "exponential"], group: "fan-out",
     help: "how many attempts start at each stagger tick" },
   { key: "gn", label: "per tick", kind: "int", group: "fan-out", when: (k) => k.growth === "linear",
@@ -172,7 +174,9 @@ export const KNOBS = [
   { key: "nof", label: "next on failure", kind: "bool", group: "fan-out",
     help: "a fast failure (refused) starts the next attempt at once" },
   { key: "rwf", label: "replace when full", kind: "bool", group: "fan-out",
-    help: "at a stagger tick with the throttle full, cancel the oldest attempt for the next broker" },
+    help: "at a stagger tick with the throttle full, cancel the newest silent attempt for the next broker" },
+  { key: "cso", label: "cancel silent on answer", kind: "bool", group: "fan-out",
+    help: "when one broker starts answering, cancel every attempt whose broker has said nothing (overtaken)" },
   { key: "timeout", label: "attempt timeout", kind: "ms", group: "limits",
     help: "one attempt: connect + ApiVersions + Metadata" },
   { key: "deadline", label: "deadline", kind: "ms", group: "limits",
@@ -187,7 +191,9 @@ export const KNOBS = [
   { key: "hburst", label: "hedge burst", kind: "int", group: "hedge budget", help: "bucket size (Cluster only)" },
 ];
 
-const ADAPTIVE_FALLBACK = { cold: 250, mult: 8, floor: 10, ceil: 2000, q: 0.99 };
+const ADAPTIVE_KEYS = ["cold", "mult", "floor", "ceil", "q", "patience"];
+/** The core's `Adaptive::default()`, for a fixed preset that has no adaptive values to show. */
+const ADAPTIVE_FALLBACK = { cold: 250, mult: 2, floor: 2, ceil: 2000, q: 0.99, patience: 16 };
 
 /** `RefreshConfig` → flat knobs (the seed travels separately). */
 export function knobsFromConfig(c, fallback = null) {
@@ -198,6 +204,7 @@ export function knobsFromConfig(c, fallback = null) {
     jitter: f.jitter,
     nof: f.next_on_failure,
     rwf: f.replace_when_full,
+    cso: f.cancel_silent_on_answer,
     timeout: ms(c.attempt_timeout),
     deadline: ms(c.deadline),
     retries: c.retry.retries,
@@ -209,7 +216,8 @@ export function knobsFromConfig(c, fallback = null) {
     fixed: 500,
     gn: 1,
     gx: 2,
-    ...(fallback ? pick(fallback, ["cold", "mult", "floor", "ceil", "q"]) : ADAPTIVE_FALLBACK),
+    ...ADAPTIVE_FALLBACK,
+    ...(fallback ? pick(fallback, ADAPTIVE_KEYS) : {}),
   };
   if ("fixed" in f.stagger) {
     k.stagger = "fixed";
@@ -217,7 +225,7 @@ export function knobsFromConfig(c, fallback = null) {
   } else {
     const a = f.stagger.adaptive;
     Object.assign(k, { stagger: "adaptive", cold: ms(a.cold), mult: a.multiple, floor: ms(a.floor),
-      ceil: ms(a.ceiling), q: a.quantile });
+      ceil: ms(a.ceiling), q: a.quantile, patience: a.patience });
   }
   if ("linear" in f.growth) Object.assign(k, { growth: "linear", gn: f.growth.linear });
   else Object.assign(k, { growth: "exponential", gx: f.growth.exponential });
@@ -240,7 +248,7 @@ export function configFromKnobs(k, seed, base = null) {
   const stagger = k.stagger === "fixed"
     ? { fixed: dur(k.fixed) }
     : { adaptive: { ...adaptive, cold: dur(k.cold), multiple: int(k.mult), floor: dur(k.floor), ceiling: dur(k.ceil),
-      quantile: Number(k.q) } };
+      quantile: Number(k.q), patience: int(k.patience) } };
   const growth = k.growth === "exponential" ? { exponential: Number(k.gx) } : { linear: int(k.gn) };
   return {
     ...b,
@@ -253,6 +261,7 @@ export function configFromKnobs(k, seed, base = null) {
       jitter: Number(k.jitter),
       next_on_failure: !!k.nof,
       replace_when_full: !!k.rwf,
+      cancel_silent_on_answer: !!k.cso,
     },
     attempt_timeout: dur(k.timeout),
     deadline: dur(k.deadline),

@@ -45,7 +45,7 @@ export function renderSummary(el, run, { giveUp = null, pending = false, note = 
     <dl class="stats">
       ${stat("time to metadata", done ? fmtUs(o.time_to_metadata.secs * 1e6 + o.time_to_metadata.nanos / 1000) : "—", "from the start of the refresh to Done", "ttm")}
       ${stat("attempts started", r.attempts_started, "Connect commands: the load this refresh put on the cluster", "started")}
-      ${stat("cancelled", r.attempts_cancelled, "attempts the core abandoned: lost the race, superseded, deadline", "cancelled")}
+      ${stat("cancelled", r.attempts_cancelled, "attempts the core abandoned: lost the race, overtaken by an answering broker, superseded, deadline", "cancelled")}
       ${stat("failed", r.attempts_failed, "refused, closed, timed out or answered unusable metadata", "failed")}
       ${stat("wasted", wasted, "attempts that did not produce the answer used", "wasted")}
       ${stat("requests reached brokers", r.requests_reached, "attempts whose connection a broker accepted: the load brokers felt", "reached")}
@@ -124,5 +124,5 @@ export function updateLog(el, t, follow) {
 /** "so far" counters at the cursor, for the line under the timeline. */
 export function progressText(run, t) {
   const c = countsAt(run, t);
-  return `at ${fmtUs(t)}: ${c.started} started · ${c.inflight} in flight · ${c.reached} reached a broker · ${c.failed} failed · ${c.cancelled} cancelled${c.won ? " · 1 won" : ""}`;
+  return `at ${fmtUs(t)}: ${c.started} started · ${c.inflight} in flight${c.answering ? ` (${c.answering} answering)` : ""} · ${c.reached} reached a broker · ${c.failed} failed · ${c.cancelled} cancelled${c.won ? " · 1 won" : ""}`;
 }

@@ -15,8 +15,12 @@ function esc(s) {
 export function describeConfig(c) {
   const f = c.fanout;
   const all = (n) => (n >= 4294967295 ? "all" : n);
-  const stagger = "fixed" in f.stagger ? `fixed ${ms(f.stagger.fixed)} ms` : `adaptive (cold ${ms(f.stagger.adaptive.cold)} ms)`;
-  return `stagger ${stagger}, initial ${all(f.initial)}, max in flight ${all(f.max_in_flight)}, jitter ${f.jitter}, `
+  const a = f.stagger.adaptive;
+  const stagger = "fixed" in f.stagger ? `fixed ${ms(f.stagger.fixed)} ms`
+    : `adaptive (cold ${ms(a.cold)} ms, ${a.multiple}× handshake, patience ${a.patience}×)`;
+  const growth = "linear" in f.growth ? `+${f.growth.linear}` : `×${f.growth.exponential}`;
+  return `stagger ${stagger}, initial ${all(f.initial)}, ${growth} per tick, max in flight ${all(f.max_in_flight)}, jitter ${f.jitter}, `
+    + `${f.cancel_silent_on_answer ? "an answer cancels silent attempts" : "silent attempts kept"}, `
     + `attempt timeout ${fmtUs(ms(c.attempt_timeout) * 1000)}, deadline ${fmtUs(ms(c.deadline) * 1000)}, retries ${c.retry.retries}, seed ${c.seed}`;
 }
 

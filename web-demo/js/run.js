@@ -31,6 +31,7 @@ export function runFromReport(report, config, { subs = [], kinds = [], eventText
         number: attemptNumber(s.attempt),
         start: s.start,
         connected: s.connected_at,
+        answered: s.answered_at ?? null,
         end: s.end,
         outcome: s.outcome,
         pass: s.pass,
@@ -54,17 +55,20 @@ export function stops(run) {
 
 /** Counters of a run as it stood at time t. */
 export function countsAt(run, t) {
-  let started = 0, inflight = 0, won = 0, failed = 0, cancelled = 0, reached = 0;
+  let started = 0, inflight = 0, won = 0, failed = 0, cancelled = 0, reached = 0, answering = 0;
   for (const lane of run.lanes) {
     for (const s of lane.spans) {
       if (s.start > t) continue;
       started++;
       if (s.connected != null && s.connected <= t) reached++;
-      if (s.end == null || s.end > t) inflight++;
+      if (s.end == null || s.end > t) {
+        inflight++;
+        if (s.answered != null && s.answered <= t) answering++;
+      }
       else if (s.outcome.type === "won") won++;
       else if (s.outcome.type === "failed") failed++;
       else if (s.outcome.type === "cancelled") cancelled++;
     }
   }
-  return { started, inflight, won, failed, cancelled, reached };
+  return { started, inflight, answering, won, failed, cancelled, reached };
 }

@@ -10,8 +10,9 @@ import { Player } from "./player.js";
 import { progressText, renderLog, renderSummary, updateLog } from "./panels.js";
 
 const PRESET_HELP = {
-  adaptive: "The default: one attempt; the next after an adaptive stagger delay — 250 ms while nothing is known, "
-    + "8× the handshake once a broker accepted but stays silent — at most 3 in flight, 20 % jitter.",
+  adaptive: "The default: one attempt; two more at each adaptive stagger tick — 250 ms while nothing is known, "
+    + "2× the handshake after it once a broker accepted but stays silent, 16× an answer's time once it answers. "
+    + "The first broker to answer cancels the silent ones (overtaken). At most 3 in flight, 20 % jitter.",
   sequential: "Sarama today: one broker at a time; the next only after the previous one failed or timed out.",
   "all-at-once": "Ask every broker at once: fast, but every client hits every broker at every failover.",
   staggered: "The seed discussion's proposal: another broker every 500 ms (fixed), 20 % jitter.",
@@ -25,6 +26,7 @@ const FIELD_TO_KNOB = {
   "fanout.initial": "initial", "fanout.max_in_flight": "inflight", "fanout.jitter": "jitter",
   "fanout.growth": "gn", "fanout.stagger": "fixed", "fanout.stagger.cold": "cold",
   "fanout.stagger.multiple": "mult", "fanout.stagger.quantile": "q", "fanout.stagger.floor": "floor",
+  "fanout.stagger.patience": "patience",
   attempt_timeout: "timeout", deadline: "deadline", "retry.multiplier": "bmult", "retry.initial": "backoff",
   "retry.retries": "retries", "hedge_budget.ratio": "hratio",
 };

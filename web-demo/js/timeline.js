@@ -24,6 +24,15 @@ export function outcomeWord(o) {
   }
 }
 
+/** Why the core cancelled an attempt, for its tooltip. */
+const CANCEL_HELP = {
+  lost: "another attempt won",
+  overtaken: "another broker started answering while this one had said nothing",
+  superseded: "the throttle was full at a stagger tick: it made room for the next broker",
+  deadline: "the refresh's deadline passed",
+  fatal: "another attempt hit a fatal error",
+};
+
 function kindWord(kind) {
   const k = kind && kind.kind;
   return ({
@@ -177,19 +186,32 @@ export function drawTimeline(el, run, t, opts = {}) {
       if (s.start > t) return;
       const ended = s.end != null && s.end <= t;
       const end = ended ? s.end : t;
-      const connected = s.connected != null && s.connected <= end ? s.connected : null;
+      // Three phases: connecting, connected but silent, answering (the broker's first answer
+      // came: it is alive). An attempt reported answered without connected counts as both.
+      const answered = s.answered != null && s.answered <= end ? s.answered : null;
+      const connected = s.connected != null && s.connected <= end ? s.connected : answered;
       const state = ended ? s.outcome.type : "inflight";
-      const word = ended ? outcomeWord(s.outcome) : (connected != null ? "awaiting answer" : "connecting");
+      const word = ended ? outcomeWord(s.outcome) : answered != null ? "answering" : connected != null ? "awaiting answer" : "connecting";
+      const reason = ended && s.outcome.type === "cancelled" ? s.outcome.reason : "";
       const tip = [`attempt #${s.number} → ${lane.name}${s.hedge ? " (hedge)" : ""}${s.pass ? `, pass ${s.pass + 1}` : ""}`,
         `started ${fmtUs(s.start)}`, connected != null ? `connected ${fmtUs(connected)}` : null,
-        ended ? `${outcomeWord(s.outcome)} at ${fmtUs(s.end)}${s.outcome.reason && s.outcome.type === "failed" ? ` — ${s.outcome.reason}` : ""}` : "in flight"]
+        answered != null ? `first answer ${fmtUs(answered)} (alive)` : connected != null ? "its broker said nothing" : null,
+        ended ? `${outcomeWord(s.outcome)} at ${fmtUs(s.end)}${s.outcome.reason && s.outcome.type === "failed" ? ` — ${s.outcome.reason}` : ""}${CANCEL_HELP[reason] ? ` — ${CANCEL_HELP[reason]}` : ""}` : "in flight"]
         .filter(Boolean).join("\n");
-      push(`<g class="span ${state}" data-lane="${i}" data-attempt="${s.number}" data-start="${s.start}" data-end="${ended ? s.end : ""}" data-connected="${connected ?? ""}" data-outcome="${state}">`);
+      push(`<g class="span ${state}${answered != null ? " has-answer" : ""}" data-lane="${i}" data-attempt="${s.number}" data-start="${s.start}" data-end="${ended ? s.end : ""}" data-connected="${connected ?? ""}" data-answered="${answered ?? ""}" data-outcome="${state}" data-reason="${esc(reason)}">`);
       const xs = x(s.start);
       const xc = connected != null ? x(connected) : x(end);
+      const xa = answered != null ? x(answered) : x(end);
       const xe = x(end);
       push(`<rect x="${xs}" y="${y}" width="${Math.max(1.5, xc - xs)}" height="${h}" class="seg connecting" fill="url(#${id}-hatch)"/>`);
-      if (connected != null) push(`<rect x="${xc}" y="${y}" width="${Math.max(1.5, xe - xc)}" height="${h}" class="seg awaiting"/>`);
+      if (connected != null && (answered == null || answered > connected)) {
+        push(`<rect x="${xc}" y="${y}" width="${Math.max(1.5, xa - xc)}" height="${h}" class="seg awaiting"/>`);
+      }
+      if (answered != null) {
+        // The answering phase: a deeper shade from the first answer on, and a mark where it came.
+        push(`<rect x="${xa}" y="${y}" width="${Math.max(1.5, xe - xa)}" height="${h}" class="seg answering"/>`);
+        push(`<line x1="${xa}" y1="${y - 3}" x2="${xa}" y2="${y + h + 3}" class="answer-mark"/>`);
+      }
       if (ended) {
         const glyph = { won: "✓", failed: "✗", cancelled: "⊘" }[state] || "";
         push(`<rect x="${xe - 1.5}" y="${y - 3}" width="3" height="${h + 6}" class="end-cap"/>`);

@@ -112,5 +112,8 @@ export async function spans(page, root = "#sim-timeline") {
       start: Number(g.dataset.start),
       end: g.dataset.end === "" ? null : Number(g.dataset.end),
       outcome: g.dataset.outcome,
+      // When the broker first answered (the answering phase), and why a cancelled one was.
+      answered: g.dataset.answered === "" ? null : Number(g.dataset.answered),
+      reason: g.dataset.reason || null,
     })));
 }

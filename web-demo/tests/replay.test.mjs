@@ -41,8 +41,16 @@ test("the fixture trace, opened with the file picker, replays without divergence
   const v = await verdict(page);
   assert.equal(v.kind, "match", v.text);
   assert.match(v.text, /No divergence/);
+  // The simulator's story (make_fixtures.rs, adaptive default): the tick after broker-0's
+  // silence starts broker-1 (refuses) and broker-2 together; the refusal starts broker-3 at
+  // once; broker-2's first answer overtakes the silent broker-0 and broker-3; broker-2 wins.
   const all = await spans(page, "#rp-timeline");
-  assert.deepEqual(all.map((s) => [s.lane, s.outcome]), [[0, "cancelled"], [1, "failed"], [2, "won"]]);
+  assert.deepEqual(all.map((s) => [s.lane, s.outcome, s.reason]),
+    [[0, "cancelled", "overtaken"], [1, "failed", null], [2, "won", null], [3, "cancelled", "overtaken"]]);
+  const winner = all[2];
+  assert.equal(all[1].start, winner.start, "two attempts on one stagger tick");
+  assert.ok(winner.answered > winner.start && winner.answered < winner.end, "the winner's answering phase is drawn");
+  assert.ok([all[0], all[3]].every((s) => s.end === winner.answered), "overtaken at the winner's first answer");
   assert.match(await page.innerText("#rp-summary .headline"), /Metadata in .* from broker-2/);
   await page.keyboard.press("Home");
   await page.keyboard.press("ArrowRight");

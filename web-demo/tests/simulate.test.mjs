@@ -57,7 +57,13 @@ test("a hung first broker: the second attempt starts at the stagger delay and br
   assert.deepEqual(ticks, [500_000], "one stagger tick, at 500 ms");
   assert.equal(second.outcome, "won");
   assert.equal(second.end, 500_000 + 1_000 + 5_000, "connected after 1 ms, answered 5 ms later");
-  assert.equal(first.outcome, "cancelled", "the hung attempt loses and is cancelled");
+  // Its first answer (ApiVersions) comes one handshake after it connected, and cancels the
+  // hung attempt, still silent, there and then.
+  assert.equal(second.answered, 500_000 + 1_000 + 1_000, "first answer one round trip after connecting");
+  assert.equal(first.outcome, "cancelled", "the hung attempt is cancelled");
+  assert.equal(first.reason, "overtaken", "by broker-1's first answer, not by its win");
+  assert.equal(first.end, second.answered);
+  assert.equal(first.answered, null, "a hung broker never answers");
   assert.equal(all.filter((s) => s.lane === 2).length, 0, "broker-2 is never bothered");
   const headline = page.locator("#sim-summary .headline");
   assert.equal(await headline.getAttribute("data-winner"), "broker-1");
@@ -66,16 +72,27 @@ test("a hung first broker: the second attempt starts at the stagger delay and br
   await screenshot(page, "simulate-hung-first-staggered-1280x800");
 
   // The default (adaptive) policy: broker-0 accepted in 1 ms and stays silent, so it is
-  // suspected after clamp(8 × 1 ms, 10 ms, 2 s) = 10 ms, minus up to 20 % jitter.
+  // suspected clamp(2 × 1 ms, 2 ms, 2 s) = 2 ms after its handshake, minus up to 20 %
+  // jitter: the tick comes 1 ms + [1.6, 2] ms in, and starts two attempts (Linear(2)).
   await page.click('#sim-presets [data-preset="adaptive"]');
   await playToEnd(page);
   all = await spans(page);
   const tick = await page.$$eval("#sim-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at)));
   const hedge = all.find((s) => s.lane === 1);
+  const third = all.find((s) => s.lane === 2);
   assert.equal(tick.length, 1);
   assert.equal(hedge.start, tick[0], "the second attempt starts on the stagger tick");
-  assert.ok(hedge.start >= 8_000 && hedge.start <= 10_000, `stagger delay ${hedge.start} µs within 10 ms − 20 %`);
+  assert.equal(third?.start, tick[0], "and so does the third: two attempts per tick");
+  assert.ok(hedge.start >= 2_600 && hedge.start <= 3_000, `stagger tick at ${hedge.start} µs: 1 ms + 2 ms − up to 20 %`);
+  // Both connect 1 ms after the tick and would answer 1 ms later; broker-1's answer, first,
+  // cancels whatever is still silent (broker-0 and broker-2), and its metadata wins 5 ms
+  // after it connected.
   assert.equal(hedge.outcome, "won");
+  assert.equal(hedge.answered, tick[0] + 2_000);
+  assert.equal(hedge.end, tick[0] + 1_000 + 5_000);
+  for (const silent of [all.find((s) => s.lane === 0), third]) {
+    assert.deepEqual([silent.outcome, silent.reason, silent.end], ["cancelled", "overtaken", hedge.answered], JSON.stringify(silent));
+  }
   assert.equal(await headline.getAttribute("data-winner"), "broker-1");
   await screenshot(page, "simulate-hung-first-adaptive-1280x800");
   assert.deepEqual(page.errors, []);
@@ -152,6 +169,101 @@ test("a permalink restores the same run: cluster, policy, seed and cursor", asyn
   await again.keyboard.press("End");
   await page.keyboard.press("End");
   assert.deepEqual(await spans(again), await spans(page));
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(again.errors, []);
+  await page.close();
+  await again.close();
+});
+
+test("the timeline draws the answering phase and the attempts it overtakes", async () => {
+  // Adaptive, no jitter: broker-0 hung (1 ms handshake), brokers 1 and 2 healthy. From the
+  // model: broker-0 connects at 1 ms and is suspected 2 × 1 ms later; the tick at 3 ms starts
+  // broker-1 and broker-2, both connect at 4 ms; broker-1 answers first at 5 ms (one more
+  // round trip), which cancels broker-0 and broker-2 (still silent) as overtaken; broker-1's
+  // metadata comes 5 ms after it connected, at 9 ms. The cursor sits at 7 ms, mid-answer.
+  const page = await open(browser.context, `${server.url}#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0&t=7000`);
+  const at7 = await spans(page);
+  const answering = at7.find((s) => s.lane === 1);
+  assert.deepEqual([answering.start, answering.answered, answering.end, answering.outcome], [3_000, 5_000, null, "inflight"]);
+  const g = '#sim-timeline g.span[data-lane="1"]';
+  assert.equal(await page.$$eval(`${g} rect.seg.answering`, (r) => r.length), 1, "the answering phase is drawn");
+  assert.equal(await page.$$eval(`${g} line.answer-mark`, (l) => l.length), 1, "with a mark at the first answer");
+  assert.match(await page.textContent(`${g} .span-text`), /#1 answering/);
+  // The answering segment runs from the first answer to the cursor, after the silent one.
+  const geometry = await page.$eval(g, (el) => {
+    const box = (sel) => { const r = el.querySelector(sel); return [Number(r.getAttribute("x")), Number(r.getAttribute("width"))]; };
+    return { awaiting: box("rect.seg.awaiting"), answering: box("rect.seg.answering"),
+      mark: Number(el.querySelector("line.answer-mark").getAttribute("x1")) };
+  });
+  assert.ok(Math.abs(geometry.awaiting[0] + geometry.awaiting[1] - geometry.answering[0]) < 0.01, JSON.stringify(geometry));
+  assert.equal(geometry.mark, geometry.answering[0]);
+  for (const lane of [0, 2]) {
+    const s = at7.find((x) => x.lane === lane);
+    assert.deepEqual([s.outcome, s.reason, s.end, s.answered], ["cancelled", "overtaken", 5_000, null], `lane ${lane}`);
+    assert.equal(await page.$$eval(`#sim-timeline g.span[data-lane="${lane}"] rect.seg.answering`, (r) => r.length), 0);
+    assert.match(await page.textContent(`#sim-timeline g.span[data-lane="${lane}"] .span-text`), /cancelled: overtaken/);
+  }
+  assert.match(await page.textContent("#sim-progress"), /1 in flight \(1 answering\)/);
+  // Before the answer (4.5 ms) broker-1 is connected and silent: no answering phase yet.
+  await page.locator("body").focus();
+  await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0&t=4500"; });
+  await page.waitForFunction(() => document.querySelector("#sim-timeline svg")?.dataset.t === "4500");
+  assert.equal(await page.$$eval(`${g} rect.seg.answering`, (r) => r.length), 0);
+  assert.match(await page.textContent(`${g} .span-text`), /#1 awaiting answer/);
+  // The log says it in words, answer first, then the cancellations it caused.
+  const log = await page.$$eval("#sim-log li span", (s) => s.map((e) => e.textContent));
+  const i = log.indexOf("#1 answered ← broker-1 (first answer: alive)");
+  assert.ok(i > 0, log.join("\n"));
+  assert.deepEqual(log.slice(i + 1, i + 3), ["cancel #0 on broker-0 (overtaken)", "cancel #2 on broker-2 (overtaken)"]);
+  assert.ok(log.includes("#1 metadata ← broker-1"), log.join("\n"));
+  assert.equal(await page.$$eval(".legend .lg.answering", (l) => l.length), 1, "the legend names the phase");
+  await page.keyboard.press("End");
+  await screenshot(page, "simulate-answering-overtaken-1280x800");
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("patience and cancel-silent-on-answer are knobs, and travel in the permalink", async () => {
+  // broker-0 is slow (metadata 100 ms after connecting) but answers ApiVersions at 2 ms (its
+  // connect at 1 ms plus one round trip): it is answering, so the next attempt waits
+  // patience × that 2 ms from its start. Patience 16: a tick at 32 ms, broker-1 (healthy,
+  // 5 ms) connects at 33 ms and wins at 38 ms. Patience 64 (128 ms): no tick before
+  // broker-0's metadata at 101 ms, one attempt in all.
+  const page = await open(browser.context, `${server.url}#b=slow:100-100,healthy:5&preset=adaptive&jitter=0`);
+  assert.equal(await page.inputValue("#knob-patience"), "16", "the core's default");
+  assert.equal(await page.isChecked("#knob-cso"), true, "the core's default");
+  await page.keyboard.press("End");
+  let all = await spans(page);
+  assert.deepEqual(await page.$$eval("#sim-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at))), [32_000]);
+  assert.deepEqual(all.map((s) => [s.lane, s.start, s.answered, s.end, s.outcome]),
+    [[0, 0, 2_000, 38_000, "cancelled"], [1, 32_000, 34_000, 38_000, "won"]]);
+  await setKnob(page, "patience", 64);
+  await page.keyboard.press("End");
+  all = await spans(page);
+  assert.deepEqual(all.map((s) => [s.lane, s.start, s.end, s.outcome]), [[0, 0, 101_000, "won"]]);
+  assert.equal(await page.$$eval("#sim-timeline g.tick-stagger", (g) => g.length), 0);
+
+  // Without cancelling silent attempts (hung first, no jitter): broker-1's first answer at
+  // 5 ms leaves broker-0 and broker-2 running; they are cancelled as lost when it wins at 9 ms.
+  await page.$eval("#knob-patience", (el) => el.blur()); // a focused input keeps what is typed in it
+  await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0"; });
+  await page.waitForFunction(() => document.querySelector("#knob-patience")?.value === "16");
+  await page.uncheck("#knob-cso");
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("cso") === "0");
+  await page.keyboard.press("End");
+  all = await spans(page);
+  assert.deepEqual(all.map((s) => [s.lane, s.end, s.outcome, s.reason]),
+    [[0, 9_000, "cancelled", "lost"], [1, 9_000, "won", null], [2, 9_000, "cancelled", "lost"]]);
+  await setKnob(page, "patience", 40);
+  await page.click("#sim-permalink");
+  const link = await page.evaluate(() => location.href);
+  assert.match(link, /[#&]patience=40(&|$)/);
+  assert.match(link, /[#&]cso=0(&|$)/);
+  const again = await open(browser.context, link);
+  assert.equal(await again.inputValue("#knob-patience"), "40");
+  assert.equal(await again.isChecked("#knob-cso"), false);
+  await again.keyboard.press("End");
+  assert.deepEqual(await spans(again), all, "the same run from the link");
   assert.deepEqual(page.errors, []);
   assert.deepEqual(again.errors, []);
   await page.close();

@@ -41,7 +41,8 @@ pub enum WebEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         url: Option<&'a str>,
     },
-    /// The adapter fed the core an input (a socket opened, answered or failed).
+    /// The adapter fed the core an input (a socket opened, its broker first answered, the
+    /// metadata arrived, or the attempt failed).
     Input {
         /// Microseconds since the start.
         at: Instant,
@@ -120,6 +121,16 @@ mod tests {
         let cancel = Command::Cancel { attempt, reason: CancelReason::Lost };
         let event = WebEvent::Command { at, at_ms: millis(at), command: &cancel, url: None };
         assert_trace_shape(&event, TraceEvent::Command { at, command: cancel.clone() });
+
+        let answered = Input::Answered { attempt };
+        let event = WebEvent::Input { at, at_ms: millis(at), input: &answered };
+        assert_trace_shape(&event, TraceEvent::Input { at, input: answered.clone() });
+        assert_eq!(serde_json::to_value(&event).unwrap()["input"], json!({ "answered": { "attempt": 1 } }));
+
+        let overtaken = Command::Cancel { attempt, reason: CancelReason::Overtaken };
+        let event = WebEvent::Command { at, at_ms: millis(at), command: &overtaken, url: None };
+        assert_trace_shape(&event, TraceEvent::Command { at, command: overtaken.clone() });
+        assert_eq!(serde_json::to_value(&event).unwrap()["command"]["cancel"]["reason"], json!("overtaken"));
 
         let failed = Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) };
         let event = WebEvent::Input { at, at_ms: millis(at), input: &failed };

@@ -152,7 +152,7 @@ after(async () => {
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 });
 
-test("metadata past a hung first broker and a refused second one; the hung attempt is cancelled", { timeout: TEST_TIMEOUT }, async () => {
+test("metadata past a hung first broker and a refused second one; the hung attempt is overtaken", { timeout: TEST_TIMEOUT }, async () => {
   const bed = await Testbed.start(["--brokers", "4", "--hung", "1", "--down", "1"]);
   try {
     const [hung, down, healthy] = bed.info.brokers;
@@ -170,32 +170,68 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     assert.deepEqual(topics, bed.info.topics.map((t) => [t.name, t.partitions]).sort());
 
     // The story, as onEvent told it: hung broker connected but silent, hedged after the
-    // stagger delay; the down broker refused; the next answered and won; the hung one lost.
+    // stagger delay (two attempts per tick); the down broker refused; the healthy one
+    // answered ApiVersions, which cancelled the still-silent hung one (overtaken), then
+    // its metadata won.
     const events = run.events;
+    if (process.env.STAGGER_DEBUG) for (const e of events) console.log(`${e.at_ms.toFixed(1)} ${e.type} ${JSON.stringify(e.command ?? e.input ?? e.timer ?? "").slice(0, 120)}`);
     assert.equal(events[0].type, "start");
     assert.deepEqual(events[0].brokers.map((b) => b.url), bootstrap);
     const connects = commands(events, "connect");
     assert.deepEqual(connects.slice(0, 3).map((c) => c.url), [hung.ws, down.ws, healthy.ws]);
     const [first, second, third] = connects.map((c) => c.attempt);
     assert.ok(inputs(events, "connected").some((i) => i.attempt === first), "the hung broker's socket opened");
+    // The default policy starts two attempts per stagger tick: the down and the healthy
+    // broker at once, on the tick.
+    assert.equal(connects[1].at_ms, connects[2].at_ms, "two attempts start on one stagger tick");
+    assert.ok(events.some((e) => e.type === "timeout" && e.timer === "stagger" && e.at_ms === connects[1].at_ms), "on the tick");
+    // So the down broker's bridge refusing (502) races the healthy broker's first answer:
+    // its attempt fails as refused if the refusal comes first, and is otherwise overtaken by
+    // that answer. (The all-down test below checks the refusal itself deterministically.)
     const refused = inputs(events, "failed").find((i) => i.attempt === second);
-    assert.equal(refused?.error.kind.kind, "refused", JSON.stringify(refused));
+    const downCancel = commands(events, "cancel").find((c) => c.attempt === second);
+    if (refused) {
+      assert.equal(refused.error.kind.kind, "refused", JSON.stringify(refused));
+      assert.equal(downCancel, undefined, "a failed attempt is not also cancelled");
+    } else {
+      assert.equal(downCancel?.reason, "overtaken", `the down broker's attempt: ${JSON.stringify(downCancel)}`);
+    }
     assert.ok(inputs(events, "response").some((i) => i.attempt === third), "the healthy broker answered");
-    const cancel = commands(events, "cancel").find((c) => c.attempt === first);
-    assert.equal(cancel?.reason, "lost", "the hung attempt is cancelled as the loser");
     const done = commands(events, "done");
     assert.equal(done.length, 1);
     assert.equal(done[0].attempt, third);
+
+    // The adapter reports Answered once per attempt, when the exchange's first complete frame
+    // (the ApiVersions response) arrives: the winner's comes after its socket opened and
+    // before its metadata, and the hung and the refused broker never answer.
+    const indexOf = (pred) => events.findIndex(pred);
+    const answered = events.filter((e) => e.type === "input" && e.input.answered);
+    assert.equal(answered.filter((e) => e.input.answered.attempt === third).length, 1, "the winner answered exactly once");
+    assert.ok(!answered.some((e) => [first, second].includes(e.input.answered.attempt)), JSON.stringify(answered));
+    const opened = indexOf((e) => e.input?.connected?.attempt === third);
+    const answer = indexOf((e) => e.input?.answered?.attempt === third);
+    const response = indexOf((e) => e.input?.response?.attempt === third);
+    const won = indexOf((e) => e.command?.done);
+    assert.ok(opened >= 0 && opened < answer && answer < response && response < won,
+      `connected (${opened}) < answered (${answer}) < response (${response}) < done (${won})`);
+    // The answer, not the win, is what cancels the silent hung attempt: its Cancel comes
+    // right after the winner's Answered, before the metadata arrived.
+    const cancel = commands(events, "cancel").find((c) => c.attempt === first);
+    assert.equal(cancel?.reason, "overtaken", "the hung attempt is cancelled when another broker answers");
+    const cancelled = indexOf((e) => e.command?.cancel?.attempt === first);
+    assert.ok(answer < cancelled && cancelled < response, `answered (${answer}) < cancel (${cancelled}) < response (${response})`);
+    assert.equal(cancel.at_ms, events[answer].at_ms, "cancelled in the same step as the answer");
+    for (const c of commands(events, "cancel").filter((c) => c.reason === "overtaken")) {
+      assert.equal(c.at_ms, events[answer].at_ms, `every overtaken attempt is cancelled at the answer: ${JSON.stringify(c)}`);
+    }
     assert.ok(!events.some((e) => e.type === "timeout" && e.timer === "attempt_timeout"), "no attempt had to time out");
     assert.ok(events.every((e, i) => i === 0 || e.at_ms >= events[i - 1].at_ms), "event times never go back");
     assert.equal(events.at(-1).command?.done?.attempt, third, "Done is the last event");
-    if (process.env.STAGGER_DEBUG) for (const e of events) console.log(`${e.at_ms.toFixed(1)} ${e.type} ${JSON.stringify(e.command ?? e.input ?? e.timer ?? "").slice(0, 120)}`);
     console.log(`metadata after ${done[0].at_ms.toFixed(1)} ms (hedge at ${connects[1].at_ms.toFixed(1)} ms)`);
 
     // Cancel and Done closed every socket: the bridges see no connection left.
     await bed.until((s) => openSockets(s) === 0, 5_000, "all sockets closed after the refresh");
-    const stats = await bed.stats();
-    assert.ok(stats[0].upgraded >= 1 && stats[1].target_failures >= 1, JSON.stringify(stats));
+    await bed.until((s) => s[0].upgraded >= 1 && s[1].target_failures >= 1, 5_000, "the hung broker upgraded, the down one failed");
   } finally {
     await bed.stop();
   }
@@ -254,6 +290,7 @@ test("abort closes every socket and rejects with an AbortError", { timeout: TEST
     assert.equal(abort?.closed.length, 3, JSON.stringify(abort));
     assert.equal(run.events.at(-1).type, "abort", "nothing follows the abort");
     assert.equal(commands(run.events, "cancel").length, 0, "the core never cancelled: the abort closed them");
+    assert.equal(inputs(run.events, "answered").length, 0, "hung brokers accept and never answer");
     // The bridges see every connection closed, and the mock's TCP connections with them.
     const stats = await bed.until((s) => openSockets(s) === 0, 5_000, "every socket closed after abort");
     assert.deepEqual(stats.map((s) => s.accepted), [1, 1, 1]);
@@ -324,7 +361,8 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
     assert.ok(run.metadata.brokers.length === 3, JSON.stringify(run.metadata.brokers));
     const [first, second] = commands(run.events, "connect").map((c) => c.attempt);
     assert.equal(commands(run.events, "done")[0]?.attempt, second, "the healthy broker behind websockify won");
-    assert.equal(commands(run.events, "cancel").find((c) => c.attempt === first)?.reason, "lost");
+    assert.deepEqual(inputs(run.events, "answered").map((a) => a.attempt), [second], "only the healthy broker answered");
+    assert.equal(commands(run.events, "cancel").find((c) => c.attempt === first)?.reason, "overtaken");
   } finally {
     for (const p of proxies) p.child.kill();
     await bed.stop();

@@ -66,8 +66,11 @@ pub fn sim_event(e: &SimEvent, addresses: &[String]) -> String {
         SimEvent::Connected { attempt: a, broker, .. } => {
             format!("{} connected to {}", attempt(*a), name(*broker, &names))
         }
+        SimEvent::Answered { attempt: a, broker, .. } => {
+            format!("{} answered ← {} (first answer: alive)", attempt(*a), name(*broker, &names))
+        }
         SimEvent::Response { attempt: a, broker, .. } => {
-            format!("{} answered by {}", attempt(*a), name(*broker, &names))
+            format!("{} metadata ← {}", attempt(*a), name(*broker, &names))
         }
         SimEvent::Failed { attempt: a, broker, error, .. } => {
             format!("{} failed on {}: {error}", attempt(*a), name(*broker, &names))

@@ -163,6 +163,12 @@ impl View {
                     span.connected_at.get_or_insert(at);
                 }
             }
+            Input::Answered { .. } => {
+                self.events.push(SimEvent::Answered { at, attempt, broker });
+                if let Some(span) = self.span_mut(attempt).filter(|_| live) {
+                    span.answered_at.get_or_insert(at);
+                }
+            }
             Input::Response { metadata, .. } => {
                 self.events.push(SimEvent::Response { at, attempt, broker });
                 if let Some(error) = metadata.rejection() {
@@ -193,6 +199,7 @@ impl View {
                             attempt,
                             start: at,
                             connected_at: None,
+                            answered_at: None,
                             end: None,
                             outcome: SpanOutcome::InFlight,
                             pass: info.map_or(0, |i| i.pass),

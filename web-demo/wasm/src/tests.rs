@@ -67,6 +67,45 @@ fn simulate_hung_first_broker_hedges_after_the_stagger_delay() {
 }
 
 #[test]
+fn simulate_adaptive_answering_overtakes_the_silent_attempts() {
+    // The adaptive default without jitter, so every time follows from the model: broker-0
+    // accepts after its 1 ms handshake and stays silent; suspected max(2 × 1 ms, 2 ms) = 2 ms
+    // after the handshake (3 ms in), when the tick starts two attempts (Linear(2)). Both
+    // connect at 4 ms and answer ApiVersions one handshake later, at 5 ms: the first answer
+    // (broker-1's, started first) cancels everything still silent — the hung attempt and
+    // broker-2's, whose answer had not come yet — as overtaken. Metadata at 4 + 5 = 9 ms.
+    let scenario = serde_json::to_string(&hung_first()).unwrap();
+    let mut config = RefreshConfig::default();
+    config.fanout.jitter = 0.0;
+    let answer = parse(simulate(&scenario, &serde_json::to_string(&config).unwrap()));
+    let report = &answer["report"];
+    assert_eq!(report["outcome"]["winner"], 1, "{answer}");
+    let span = |lane: usize| &report["lanes"][lane]["spans"][0];
+    assert_eq!((span(1)["start"].as_u64(), span(2)["start"].as_u64()), (Some(3_000), Some(3_000)), "two per tick");
+    assert_eq!(span(1)["answered_at"], 5_000);
+    assert_eq!(span(1)["end"], 9_000);
+    assert_eq!(span(1)["outcome"]["type"], "won");
+    for lane in [0, 2] {
+        assert_eq!(span(lane)["answered_at"], Value::Null, "lane {lane} never answered");
+        assert_eq!(span(lane)["end"], 5_000, "lane {lane} ends at the first answer");
+        assert_eq!(span(lane)["outcome"], json!({ "type": "cancelled", "reason": "overtaken" }), "lane {lane}");
+    }
+    let text: Vec<&str> = answer["event_text"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let answered = text.iter().position(|t| *t == "#1 answered ← broker-1 (first answer: alive)").expect("{text:?}");
+    assert_eq!(text[answered + 1], "cancel #0 on broker-0 (overtaken)", "{text:?}");
+    assert_eq!(text[answered + 2], "cancel #2 on broker-2 (overtaken)", "{text:?}");
+    assert!(text.contains(&"#1 metadata ← broker-1"), "{text:?}");
+    // The trace replays to the same picture, answering phase included.
+    let trace = serde_json::to_string(&report["trace"]).unwrap();
+    let replayed = parse(replay(&trace));
+    assert_eq!(replayed["verdict"], "match", "{replayed}");
+    for lane in 0..3 {
+        assert_eq!(replayed["report"]["lanes"][lane]["spans"], report["lanes"][lane]["spans"], "lane {lane}");
+    }
+    assert_eq!(replayed["event_text"], answer["event_text"]);
+}
+
+#[test]
 fn simulate_reports_bad_input_as_json() {
     assert!(parse(simulate("{}", "{}")).get("error").is_some());
     let empty = serde_json::to_string(&Scenario::new(vec![])).unwrap();

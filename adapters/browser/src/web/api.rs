@@ -16,12 +16,20 @@ const TYPES: &'static str = r#"
 /** A duration, as serde writes Rust's `core::time::Duration`. */
 export interface Duration { secs: number; nanos: number }
 
-/** Adaptive stagger (the default): suspect a broker that accepted quickly but stays silent. */
-export interface AdaptiveStagger { cold: Duration; multiple: number; floor: Duration; ceiling: Duration; quantile: number }
+/** Adaptive stagger (the default): hedge against silence, not slowness. Connecting: wait `cold` (or the
+ *  `quantile` of recent answers); connected but silent: `clamp(multiple × handshake, floor, ceiling)` after
+ *  the handshake; answering: `patience` × what an answer normally takes, from the attempt's start. */
+export interface AdaptiveStagger {
+  cold: Duration; multiple: number; floor: Duration; ceiling: Duration; quantile: number; patience: number;
+}
 export type Stagger = { fixed: Duration } | { adaptive: AdaptiveStagger };
 export type Growth = { linear: number } | { exponential: number };
 export interface Fanout {
   initial: number; stagger: Stagger; growth: Growth; max_in_flight: number; jitter: number; next_on_failure: boolean;
+  /** At a stagger tick with the throttle full, cancel the newest silent attempt for the next broker. */
+  replace_when_full: boolean;
+  /** When one broker starts answering, cancel every attempt whose broker has said nothing (`overtaken`). */
+  cancel_silent_on_answer: boolean;
 }
 export interface Backoff { retries: number; initial: Duration; multiplier: number; cap: Duration }
 export interface HedgeBudget { ratio: number; burst: number }
@@ -73,7 +81,7 @@ export interface RefreshFailure extends Error { refreshError: RefreshErrorInfo; 
 /** What `refresh()` rejects with (or `validateConfig()` throws) for bad options (`name === "ConfigError"`). */
 export interface ConfigFailure extends Error { field: string; problem: string }
 
-export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded";
+export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded" | "overtaken";
 export type TimerKind = "stagger" | "attempt_timeout" | "backoff" | "deadline";
 export type Command =
   | { connect: { attempt: number; broker: number } }
@@ -82,6 +90,8 @@ export type Command =
   | { give_up: RefreshErrorInfo };
 export type Input =
   | { connected: { attempt: number } }
+  /** The broker's first answer on this attempt (ApiVersions, even an error one): it is alive. */
+  | { answered: { attempt: number } }
   | { response: { attempt: number; metadata: Metadata } }
   | { failed: { attempt: number; error: AttemptError } };
 /** Times: `at` in µs and `at_ms` in ms since the refresh started. `command`, `input` and

@@ -225,16 +225,26 @@ impl Driver {
         let Some(i) = self.socket(attempt) else { return };
         let socket = &mut self.sockets[i];
         let Some(exchange) = socket.exchange.as_mut() else { return };
-        let outcome = match data.dyn_ref::<ArrayBuffer>() {
+        let (answered, outcome) = match data.dyn_ref::<ArrayBuffer>() {
             Some(buffer) => {
+                let before = exchange.has_answered();
                 exchange.handle_bytes(&Uint8Array::new(buffer).to_vec());
-                send(&socket.ws, exchange).err().map(Err).or_else(|| exchange.poll_outcome())
+                // The broker's first complete frame (ApiVersions, even an error one): it is
+                // alive. Reported once, and before whatever else this message settles.
+                let answered = !before && exchange.has_answered();
+                (answered, send(&socket.ws, exchange).err().map(Err).or_else(|| exchange.poll_outcome()))
             }
-            None => Some(Err(AttemptError::with_detail(
-                ErrorKind::Protocol,
-                "the bridge sent a text message; Kafka bytes must come as binary messages",
-            ))),
+            None => (
+                false,
+                Some(Err(AttemptError::with_detail(
+                    ErrorKind::Protocol,
+                    "the bridge sent a text message; Kafka bytes must come as binary messages",
+                ))),
+            ),
         };
+        if answered {
+            self.feed(Input::Answered { attempt });
+        }
         match outcome {
             None => {}
             Some(Ok(metadata)) => {
