@@ -98,6 +98,11 @@ impl Input {
     }
 }
 
+/// Error detail of an attempt superseded to make room in a full throttle.
+const SUPERSEDED_FULL: &str = "superseded: no answer within the stagger delay while the throttle was full";
+/// Error detail of an attempt superseded because no hedge budget was left to add one.
+const SUPERSEDED_NO_BUDGET: &str = "superseded: no answer within the stagger delay and no hedge budget left";
+
 /// Why the core asks the adapter to abandon an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -297,6 +302,8 @@ pub struct Refresh {
     kept: Vec<bool>,
     /// In-flight attempts whose broker has answered something.
     answering: u32,
+    /// Replacements made without hedge budget; each doubles the next stagger delay.
+    unbudgeted: u32,
     /// The latest failure: its attempt and candidate position (the error itself lives in
     /// `outcomes`, so recording a failure never copies it).
     last_failure: Option<(u32, usize)>,
@@ -384,6 +391,7 @@ impl Refresh {
             handshake_hint: ctx.handshake_hint,
             kept,
             answering: 0,
+            unbudgeted: 0,
             last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),
             finished: false,
@@ -589,15 +597,42 @@ impl Refresh {
         };
         // Attempts from this tick are not suspects yet: never supersede them.
         let suspects = self.attempts.len() as u32;
+        let started = self.stats.started;
         for _ in 0..want {
+            if self.in_flight > 0 && self.hedge_tokens == 0 {
+                self.replace_without_budget(now, suspects);
+                break;
+            }
             if self.throttle_full() && self.can_replace() {
-                self.supersede_newest_silent(now, suspects);
+                self.supersede_newest_silent(now, suspects, SUPERSEDED_FULL, false);
             }
             if !self.launch(now, false) {
                 break;
             }
         }
         self.arm_stagger();
+        if self.stats.started == started {
+            // Nothing could start (no budget, and no silent suspect to replace): the tick
+            // would fire again at once. Wait for an input to change the picture instead.
+            self.stagger_at = None;
+        }
+    }
+
+    /// Out of hedge budget, a tick may not add an attempt, but the refresh must not sit on
+    /// a suspect for a whole attempt timeout either: it replaces the newest silent suspect
+    /// with the next broker (the load in flight stays the same), and each such replacement
+    /// doubles the next stagger delay, so a client that is out of budget in a storm probes
+    /// a handful of brokers, not one every few milliseconds.
+    fn replace_without_budget(&mut self, now: Instant, suspects: u32) {
+        if !self.config.fanout.replace_when_full || self.cursor >= self.candidates.len() {
+            return;
+        }
+        // Only a silent suspect: an answering broker is busy on our request, and replacing
+        // it would throw away a metadata request already sent.
+        if self.supersede_newest_silent(now, suspects, SUPERSEDED_NO_BUDGET, true) {
+            self.launch(now, true);
+            self.unbudgeted = self.unbudgeted.saturating_add(1);
+        }
     }
 
     fn throttle_full(&self) -> bool {
@@ -612,8 +647,8 @@ impl Refresh {
             && (self.in_flight <= 1 || self.hedge_tokens > 0)
     }
 
-    /// Makes room in a full throttle: cancels the newest suspect (attempt number below
-    /// `suspects`) whose broker has said
+    /// Makes room: cancels the newest suspect (attempt number below `suspects`) whose
+    /// broker has said
     /// nothing (or the newest at all, if every broker is answering).
     ///
     /// Why the newest: silent attempts are all suspects, but they are not worth the same.
@@ -621,7 +656,13 @@ impl Refresh {
     /// cluster, a failover storm) is worth more the earlier it queued. Keeping the oldest
     /// keeps the client on the broker it was first assigned to, which is what keeps a
     /// storm's load where it was balanced.
-    fn supersede_newest_silent(&mut self, now: Instant, suspects: u32) {
+    fn supersede_newest_silent(
+        &mut self,
+        now: Instant,
+        suspects: u32,
+        detail: &'static str,
+        silent_only: bool,
+    ) -> bool {
         let live = |n: &&u32| **n < suspects && self.attempts[**n as usize].info.state == AttemptState::InFlight;
         let silent = self
             .timeout_queue
@@ -629,12 +670,13 @@ impl Refresh {
             .rev()
             .filter(live)
             .find(|&&n| self.attempts[n as usize].info.answered_at.is_none());
-        let Some(&n) = silent.or_else(|| self.timeout_queue.iter().rev().find(live)) else { return };
+        let any = || if silent_only { None } else { self.timeout_queue.iter().rev().find(live) };
+        let Some(&n) = silent.or_else(any) else { return false };
         let kind = self.timeout_kind(n);
-        let detail = "superseded: no answer within the stagger delay while the throttle was full";
         self.record_error(now, n, AttemptError::with_detail(kind, detail));
         self.end_attempt(now, n, AttemptState::Cancelled);
         self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Superseded });
+        true
     }
 
     fn on_backoff(&mut self, now: Instant) {
@@ -778,14 +820,17 @@ impl Refresh {
         true
     }
 
-    /// Arms the stagger timer if its tick could start something: candidates remain, the
-    /// throttle has room, and a hedge could be paid for (or nothing is in flight).
+    /// Arms the stagger timer if its tick could start something: candidates remain, and
+    /// either the throttle has room and a hedge could be paid for (or nothing is in flight),
+    /// or — out of budget — a silent suspect could be replaced in place.
     fn arm_stagger(&mut self) {
         let can_launch = !self.finished
             && self.backoff_at.is_none()
             && self.cursor < self.candidates.len()
-            && (self.in_flight < self.config.fanout.max_in_flight || self.can_replace())
-            && (self.in_flight == 0 || self.hedge_tokens > 0);
+            && (((self.in_flight < self.config.fanout.max_in_flight || self.can_replace())
+                && (self.in_flight == 0 || self.hedge_tokens > 0))
+                // Out of budget, a tick can still replace a silent suspect in place.
+                || (self.in_flight > 0 && self.config.fanout.replace_when_full && self.answering == 0));
         self.stagger_at = match (can_launch, self.latest) {
             (true, Some(n)) => Some(self.stagger_deadline(n)),
             _ => None,
@@ -812,7 +857,8 @@ impl Refresh {
                 None => (info.started_at, a.before_connect(self.warm_stagger)),
             },
         };
-        from.saturating_add(scale(delay, self.jitter_factor))
+        let backoff = 2f64.powi(self.unbudgeted.min(20) as i32);
+        from.saturating_add(scale(delay, self.jitter_factor * backoff))
     }
 
     /// The handshake time that stands for attempt `info`'s round trip: its own, or the

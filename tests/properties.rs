@@ -465,6 +465,10 @@ struct Tracker {
     fatal_input: bool,
     /// The current call is an `Answered` input for an attempt in flight.
     answered_input: bool,
+    /// Whole hedge tokens the refresh started with (`None`: a bare refresh, unlimited).
+    budget: Option<u32>,
+    /// An attempt superseded this call although the throttle was not full.
+    unbudgeted_supersede: Option<AttemptId>,
     /// A `Cancel{Superseded}` was just seen: the next command must be its replacement.
     expect_replacement: bool,
     /// Attempts started in place of a superseded one (by a stagger tick).
@@ -496,6 +500,8 @@ impl Tracker {
             pending_reject: None,
             fatal_input: false,
             answered_input: false,
+            budget: None,
+            unbudgeted_supersede: None,
             expect_replacement: false,
             superseding: Vec::new(),
             violations: Vec::new(),
@@ -613,13 +619,26 @@ impl Tracker {
                         self.failures.push((attempt, live.broker, error));
                     }
                     CancelReason::Superseded => {
-                        // Only to make room in a full throttle, and the replacement follows.
-                        if self.live.len() as u64 + 1 < self.max_in_flight as u64 {
+                        // Only to make room in a full throttle — or, once the hedge budget is
+                        // spent, to replace a silent suspect (checked in `after_call`) — and
+                        // the replacement follows.
+                        let full = self.live.len() as u64 + 1 >= self.max_in_flight as u64;
+                        if !full && self.budget.is_none() {
                             let n = self.live.len() + 1;
                             self.violate(Inv::Throttle, format!("{attempt} superseded with only {n} in flight"));
                         }
+                        if !full {
+                            self.unbudgeted_supersede = Some(attempt);
+                            if live.answered {
+                                self.violate(Inv::Contract, format!("{attempt} answered, yet replaced without budget"));
+                            }
+                        }
                         self.expect_replacement = true;
-                        let detail = "superseded: no answer within the stagger delay while the throttle was full";
+                        let detail = if full {
+                            "superseded: no answer within the stagger delay while the throttle was full"
+                        } else {
+                            "superseded: no answer within the stagger delay and no hedge budget left"
+                        };
                         self.failures.push((attempt, live.broker, AttemptError::with_detail(kind, detail)));
                     }
                     CancelReason::Overtaken => {
@@ -796,6 +815,15 @@ impl Tracker {
     fn after_call(&mut self, r: &Refresh, just_started: bool) {
         if std::mem::take(&mut self.expect_replacement) {
             self.violate(Inv::Contract, "Cancel{Superseded} was the last command of the call: no replacement");
+        }
+        if let Some(a) = self.unbudgeted_supersede.take() {
+            let (hedges, budget) = (r.stats().hedges, self.budget.unwrap_or(u32::MAX));
+            if hedges < budget {
+                self.violate(
+                    Inv::Throttle,
+                    format!("{a} superseded below the throttle with budget left ({hedges} of {budget} hedges spent)"),
+                );
+            }
         }
         let cancels = std::mem::take(&mut self.cancels_this_call);
         if cancels.contains(&CancelReason::Lost) && !matches!(self.terminal_this_call, Some(Command::Done { .. })) {
@@ -1990,6 +2018,7 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
                 started_now = true;
                 tokens_at_start.insert(e, cluster.hedge_tokens());
                 let mut tr = Tracker::new(r.config(), None, e, r.started_at());
+                tr.budget = Some(tokens_at_start[&e]);
                 let commands: Vec<Command> = events
                     .iter()
                     .filter_map(|ev| match ev {

@@ -555,11 +555,18 @@ fn cluster_with_an_empty_hedge_budget_holds_extra_attempts_back() {
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
     cluster.request_refresh(ms(0));
     assert_eq!(events(&mut cluster).len(), 1);
-    // No stagger tick fires while the hung first attempt is in flight.
-    assert_eq!(cluster.poll_timeout(), Some(ms(10_000)), "next wake-up is the attempt timeout");
-    cluster.handle_timeout(ms(10_000));
+    // The tick may not add an attempt, but it replaces the silent one in place (one in
+    // flight, as before), and the next tick waits twice as long.
+    assert_eq!(cluster.poll_timeout(), Some(ms(100)));
+    cluster.handle_timeout(ms(100));
     let ev = events(&mut cluster);
-    assert!(matches!(ev[..], [ClusterEvent::Cancel { .. }, ClusterEvent::Connect { .. }]), "{ev:?}");
+    assert!(
+        matches!(ev[..], [ClusterEvent::Cancel { reason: CancelReason::Superseded, .. }, ClusterEvent::Connect { .. }]),
+        "{ev:?}"
+    );
+    assert_eq!(cluster.current().unwrap().in_flight(), 1);
+    assert_eq!(cluster.current().unwrap().stats().hedges, 0, "no extra attempt was paid for");
+    assert_eq!(cluster.poll_timeout(), Some(ms(300)), "100 ms doubled, from the replacement's start");
 }
 
 #[test]
@@ -572,7 +579,16 @@ fn cluster_hedge_budget_allows_hedges_while_tokens_last() {
     cluster.handle_timeout(ms(100));
     let ev = events(&mut cluster);
     assert!(matches!(ev[..], [ClusterEvent::Connect { .. }]), "one hedge paid by the token: {ev:?}");
-    assert_eq!(cluster.poll_timeout(), Some(ms(10_000)), "budget spent: no further stagger tick");
+    assert_eq!(cluster.current().unwrap().in_flight(), 2);
+    // Budget spent: the next tick replaces the newest silent suspect instead of adding one.
+    assert_eq!(cluster.poll_timeout(), Some(ms(200)));
+    cluster.handle_timeout(ms(200));
+    let ev = events(&mut cluster);
+    assert!(
+        matches!(ev[..], [ClusterEvent::Cancel { reason: CancelReason::Superseded, .. }, ClusterEvent::Connect { .. }]),
+        "{ev:?}"
+    );
+    assert_eq!(cluster.current().unwrap().in_flight(), 2, "no extra load without budget");
 }
 
 #[test]
@@ -722,4 +738,43 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     assert!(cluster.current().unwrap().attempt(attempt).unwrap().kept);
     cluster.handle_input(ms(1_000), Input::Connected { attempt });
     assert_eq!(cluster.poll_timeout(), Some(ms(1_010)), "{:?}", cluster.current().unwrap().next_timer());
+}
+
+#[test]
+fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
+    let mut refresh = no_jitter(RefreshConfig::adaptive());
+    refresh.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 0 };
+    let config = ClusterConfig { refresh, ..ClusterConfig::default() };
+    let mut cluster = Cluster::new(config, book(5), Instant::ZERO).unwrap();
+    cluster.request_refresh(ms(0));
+    let connect = |ev: &[ClusterEvent]| match ev {
+        [.., ClusterEvent::Connect { attempt, .. }] => *attempt,
+        other => panic!("expected a Connect last: {other:?}"),
+    };
+    let mut attempt = connect(&events(&mut cluster));
+    // Each silent broker connects 1 ms after its start; with no budget the tick replaces it
+    // (in flight stays 1) instead of adding a hedge, and each replacement doubles the next
+    // wait: 2 ms after the first handshake, then 4 ms, then 8 ms.
+    let mut start = 0;
+    for (k, wait) in [2, 4, 8].into_iter().enumerate() {
+        cluster.handle_input(ms(start + 1), Input::Connected { attempt });
+        let tick = start + 1 + wait;
+        assert_eq!(cluster.poll_timeout(), Some(ms(tick)), "replacement {k}");
+        cluster.handle_timeout(ms(tick));
+        let ev = events(&mut cluster);
+        assert!(
+            matches!(ev[0], ClusterEvent::Cancel { attempt: a, reason: CancelReason::Superseded } if a == attempt),
+            "{ev:?}"
+        );
+        attempt = connect(&ev);
+        assert_eq!(cluster.current().unwrap().in_flight(), 1, "no extra load without budget");
+        start = tick;
+    }
+    assert_eq!(cluster.current().unwrap().stats().hedges, 0);
+    // Once a broker answers, nothing is replaced any more: it is busy, not hung.
+    cluster.handle_input(ms(start + 1), Input::Connected { attempt });
+    cluster.handle_input(ms(start + 2), Input::Answered { attempt });
+    assert_eq!(cluster.current().unwrap().next_timer().map(|(_, k)| k), Some(stagger::TimerKind::AttemptTimeout));
+    cluster.handle_input(ms(start + 3), response(attempt));
+    assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
 }
