@@ -128,12 +128,22 @@ fn join(ids: &[i32]) -> String {
     ids.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// One line per attempt: who, when, how it ended.
+/// One line per attempt: who, when it started, when its broker first answered (`—` if it
+/// never did: refused, hung, or cancelled before it said anything), when and how it ended.
 pub fn attempts(outcome_attempts: &[stagger_tokio::AttemptReport]) -> String {
     let mut out = String::new();
+    let at = |d: Option<std::time::Duration>| {
+        d.map(|d| format!("{:>9.1} ms", ms(d))).unwrap_or_else(|| "        —   ".into())
+    };
     for a in outcome_attempts {
-        let end = a.ended.map(|d| format!("{:>9.1} ms", ms(d))).unwrap_or_else(|| "        —   ".into());
-        let _ = writeln!(out, "  {:<24} start {:>9.1} ms  end {end}  {}", a.broker, ms(a.started), a.outcome);
+        let (answered, end) = (at(a.answered), at(a.ended));
+        let _ = writeln!(
+            out,
+            "  {:<24} start {:>9.1} ms  answered {answered}  end {end}  {}",
+            a.broker,
+            ms(a.started),
+            a.outcome
+        );
     }
     out
 }
@@ -141,4 +151,44 @@ pub fn attempts(outcome_attempts: &[stagger_tokio::AttemptReport]) -> String {
 /// Milliseconds with a fraction, for display.
 pub fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use stagger::{AttemptId, CancelReason};
+    use stagger_tokio::{AttemptOutcome, AttemptReport, RefreshReport};
+
+    use super::*;
+
+    fn report(n: u64, answered: Option<u64>, outcome: AttemptOutcome) -> AttemptReport {
+        AttemptReport {
+            attempt: AttemptId(n),
+            broker: format!("b{n}:9092"),
+            started: Duration::from_millis(n),
+            connected: Some(Duration::from_millis(n + 1)),
+            answered: answered.map(Duration::from_millis),
+            ended: Some(Duration::from_millis(9)),
+            outcome,
+        }
+    }
+
+    #[test]
+    fn plain_and_json_attempts_show_answers_and_overtaken_attempts() {
+        let rows = [
+            report(0, None, AttemptOutcome::Cancelled(CancelReason::Overtaken)),
+            report(1, Some(3), AttemptOutcome::Won),
+        ];
+        let text = attempts(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("answered         —") && lines[0].ends_with("cancelled (overtaken)"), "{text}");
+        assert!(lines[1].contains("answered       3.0 ms") && lines[1].ends_with("won"), "{text}");
+        let json = serde_json::to_value(RefreshReport { elapsed: None, winner: None, attempts: &rows }).unwrap();
+        let attempts = json["attempts"].as_array().unwrap();
+        assert_eq!(attempts[0]["reason"], "overtaken");
+        assert!(attempts[0]["answered_ms"].is_null());
+        assert_eq!(attempts[1]["answered_ms"], 3.0);
+        assert_eq!(attempts[1]["connected_ms"], 2.0);
+    }
 }

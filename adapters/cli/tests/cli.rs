@@ -81,6 +81,14 @@ fn json_output_has_the_documented_shape_and_topic_filter_works() {
     let attempts = refresh["attempts"].as_array().unwrap();
     assert_eq!(attempts[0]["outcome"], "won");
     assert!(attempts[0]["started_ms"].is_number() && attempts[0]["ended_ms"].is_number());
+    // The broker's first answer (ApiVersions) is reported between connection and end.
+    let (connected, answered, ended) =
+        (attempts[0]["connected_ms"].as_f64(), attempts[0]["answered_ms"].as_f64(), attempts[0]["ended_ms"].as_f64());
+    assert!(
+        connected.is_some() && answered.is_some() && connected <= answered && answered <= ended,
+        "{:?}",
+        attempts[0]
+    );
 }
 
 #[test]
@@ -94,6 +102,10 @@ fn a_hung_first_broker_still_gives_metadata_and_is_cancelled() {
     let attempts = doc["refresh"]["attempts"].as_array().unwrap();
     assert_eq!(attempts[0]["broker"], m.addresses[0].as_str());
     assert_eq!(attempts[0]["outcome"], "cancelled", "{attempts:?}");
+    // It had said nothing when a later broker answered: overtaken (the default
+    // `fanout.cancel_silent_on_answer`), not left to lose to the winner.
+    assert_eq!(attempts[0]["reason"], "overtaken", "{attempts:?}");
+    assert!(attempts[0]["answered_ms"].is_null() && attempts[0]["connected_ms"].is_number(), "{attempts:?}");
     assert_ne!(doc["refresh"]["winner"], m.addresses[0].as_str());
 }
 

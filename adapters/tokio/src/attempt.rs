@@ -48,6 +48,10 @@ pub(crate) struct Answer {
 pub(crate) enum Progress {
     /// The transport came up (`Input::Connected`).
     Connected,
+    /// The broker sent its first complete answer on this attempt (`Input::Answered`): it is
+    /// alive. Reported at most once per attempt, and always before its `Finished`, even when
+    /// the same read completed the exchange.
+    Answered,
     /// The attempt ended (`Input::Response` or `Input::Failed`).
     Finished(Result<Answer, AttemptError>),
 }
@@ -62,6 +66,8 @@ enum Conn {
 
 enum Step {
     Connected(Conn),
+    /// The broker's first answer arrived; the conversation goes on from here.
+    Answered(Box<Conversation>),
     Finished(Result<Answer, AttemptError>),
 }
 
@@ -144,10 +150,15 @@ impl AttemptSet {
                         self.opened += 1;
                     }
                     let ctx = self.ctx.clone();
-                    self.push(attempt, address.clone(), async move {
-                        (attempt, Step::Finished(converse(&ctx, &address, conn).await))
-                    });
+                    self.push(attempt, address.clone(), async move { (attempt, converse(&ctx, &address, conn).await) });
                     return (attempt, Progress::Connected);
+                }
+                Step::Answered(conversation) => {
+                    let Some(address) = self.live.get(&attempt).map(|l| l.address.clone()) else { continue };
+                    // The rest of the exchange runs on; the driver reports `Answered` now,
+                    // so it reaches the core before whatever the exchange ends with.
+                    self.push(attempt, address, async move { (attempt, conversation.finish().await) });
+                    return (attempt, Progress::Answered);
                 }
                 Step::Finished(result) => {
                     if self.live.remove(&attempt).is_none() {
@@ -191,61 +202,137 @@ async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
     Err(last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: no address"))))
 }
 
-/// TLS handshake (for a fresh connection, when configured), then the exchange.
-async fn converse(ctx: &AttemptContext, address: &str, conn: Conn) -> Result<Answer, AttemptError> {
+/// TLS handshake (for a fresh connection, when configured), then the exchange up to the
+/// broker's first answer (or its end, if it ends before one).
+async fn converse(ctx: &AttemptContext, address: &str, conn: Conn) -> Step {
     let transport = match (conn, &ctx.tls) {
         (Conn::Kept(transport), _) => transport,
         (Conn::Fresh(tcp), None) => Transport::Tcp(tcp),
-        (Conn::Fresh(tcp), Some(tls)) => tls.handshake(tcp, address).await?,
+        (Conn::Fresh(tcp), Some(tls)) => match tls.handshake(tcp, address).await {
+            Ok(transport) => transport,
+            Err(e) => return Step::Finished(Err(e)),
+        },
     };
-    exchange(transport, &ctx.exchange).await
+    Box::new(Conversation::new(transport, &ctx.exchange)).until_answered().await
 }
 
-/// Runs one ApiVersions + Metadata exchange on `transport`.
-async fn exchange(mut transport: Transport, config: &ExchangeConfig) -> Result<Answer, AttemptError> {
-    let mut exchange = Exchange::new(config);
-    let mut buf = vec![0u8; READ_BUFFER];
-    let mut eof = false;
-    // The first bytes received, to recognise a TLS broker answering a plaintext request.
-    let mut head = [0u8; 3];
-    let mut received = 0;
-    loop {
-        while let Some(frame) = exchange.poll_transmit() {
-            transport.write_all(&frame).await.map_err(|e| io_error(&e))?;
+/// One ApiVersions + Metadata exchange on a transport, resumable at the broker's first
+/// answer so the driver can report it (`Input::Answered`) while the exchange goes on.
+struct Conversation {
+    transport: Transport,
+    exchange: Exchange,
+    buf: Vec<u8>,
+    eof: bool,
+    /// The first bytes received, to recognise a TLS broker answering a plaintext request.
+    head: [u8; 3],
+    received: usize,
+    /// A failure found while stopping at the first answer, reported after it.
+    failed: Option<AttemptError>,
+}
+
+impl Conversation {
+    fn new(transport: Transport, config: &ExchangeConfig) -> Self {
+        Conversation {
+            transport,
+            exchange: Exchange::new(config),
+            buf: vec![0u8; READ_BUFFER],
+            eof: false,
+            head: [0u8; 3],
+            received: 0,
+            failed: None,
         }
-        transport.flush().await.map_err(|e| io_error(&e))?;
-        if let Some(outcome) = exchange.poll_outcome() {
-            let version = exchange.metadata_version();
-            return match outcome {
-                Ok(metadata) => Ok(Answer { metadata, version, transport }),
-                Err(e) if matches!(transport, Transport::Tcp(_)) && looks_like_tls(&head[..received.min(3)]) => {
-                    Err(AttemptError::with_detail(
-                        ErrorKind::Tls,
-                        format!(
-                            "the broker answered with a TLS record ({}): it expects TLS on this port, \
-                             and this connection is plaintext (configure TLS)",
-                            e.detail
-                        ),
-                    ))
-                }
-                Err(e) => Err(e),
-            };
+    }
+
+    /// Runs until the broker's first complete answer ([`Exchange::has_answered`]), then
+    /// hands the conversation back as [`Step::Answered`]; or until the end, if the exchange
+    /// ends without any answer (an I/O error, a close, a frame that cannot be read).
+    async fn until_answered(mut self: Box<Self>) -> Step {
+        match self.run(true).await {
+            Some(outcome) => Step::Finished(self.conclude(outcome)),
+            None => Step::Answered(self),
         }
-        if eof {
-            // The exchange must conclude at end of stream; never spin if it does not.
-            return Err(AttemptError::with_detail(ErrorKind::Closed, "connection closed before a complete answer"));
+    }
+
+    /// Runs the rest of the exchange to its outcome.
+    async fn finish(mut self: Box<Self>) -> Step {
+        match self.run(false).await {
+            Some(outcome) => Step::Finished(self.conclude(outcome)),
+            // Unreachable: without a stop at the first answer, `run` only ends with an outcome.
+            None => Step::Finished(Err(AttemptError::with_detail(ErrorKind::Protocol, "exchange stopped early"))),
         }
-        let n = transport.read(&mut buf).await.map_err(|e| io_error(&e))?;
-        if n == 0 {
-            eof = true;
-            exchange.handle_eof();
-        } else {
-            if received < head.len() {
-                let take = (head.len() - received).min(n);
-                head[received..received + take].copy_from_slice(&buf[..take]);
+    }
+
+    /// The exchange loop. Returns `None` when `stop_at_answer` is set and the broker has
+    /// just answered for the first time (after this answer's follow-up request, if any, was
+    /// sent: reporting never delays the exchange), otherwise the exchange's outcome.
+    async fn run(&mut self, stop_at_answer: bool) -> Option<Result<Metadata, AttemptError>> {
+        loop {
+            if let Some(e) = self.failed.take() {
+                return Some(Err(e));
             }
-            received += n;
-            exchange.handle_bytes(&buf[..n]);
+            let sent = self.transmit().await;
+            if stop_at_answer && self.exchange.has_answered() {
+                // Even if sending the follow-up failed, the broker did answer: report that
+                // first, the failure next.
+                self.failed = sent.err();
+                return None;
+            }
+            if let Err(e) = sent {
+                return Some(Err(e));
+            }
+            if let Some(outcome) = self.exchange.poll_outcome() {
+                return Some(outcome);
+            }
+            if self.eof {
+                // The exchange must conclude at end of stream; never spin if it does not.
+                let detail = "connection closed before a complete answer";
+                return Some(Err(AttemptError::with_detail(ErrorKind::Closed, detail)));
+            }
+            let n = match self.transport.read(&mut self.buf).await {
+                Ok(n) => n,
+                Err(e) => return Some(Err(io_error(&e))),
+            };
+            if n == 0 {
+                self.eof = true;
+                self.exchange.handle_eof();
+            } else {
+                if self.received < self.head.len() {
+                    let take = (self.head.len() - self.received).min(n);
+                    self.head[self.received..self.received + take].copy_from_slice(&self.buf[..take]);
+                }
+                self.received += n;
+                self.exchange.handle_bytes(&self.buf[..n]);
+            }
+        }
+    }
+
+    /// Writes whatever the exchange wants sent.
+    async fn transmit(&mut self) -> Result<(), AttemptError> {
+        while let Some(frame) = self.exchange.poll_transmit() {
+            self.transport.write_all(&frame).await.map_err(|e| io_error(&e))?;
+        }
+        self.transport.flush().await.map_err(|e| io_error(&e))
+    }
+
+    /// Turns the exchange's outcome into the attempt's, naming a TLS broker for what it is.
+    fn conclude(self: Box<Self>, outcome: Result<Metadata, AttemptError>) -> Result<Answer, AttemptError> {
+        let version = self.exchange.metadata_version();
+        match outcome {
+            Ok(metadata) => Ok(Answer { metadata, version, transport: self.transport }),
+            Err(e)
+                if matches!(self.transport, Transport::Tcp(_))
+                    && looks_like_tls(&self.head[..self.received.min(3)]) =>
+            {
+                Err(AttemptError::with_detail(
+                    ErrorKind::Tls,
+                    format!(
+                        "the broker answered with a TLS record ({}): it expects TLS on this port, \
+                         and this connection is plaintext (configure TLS)",
+                        e.detail
+                    ),
+                ))
+            }
+            Err(e) => Err(e),
         }
     }
 }

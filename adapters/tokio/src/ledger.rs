@@ -22,6 +22,8 @@ pub(crate) type Observer<'a> = &'a mut dyn FnMut(&Event);
 #[derive(Debug)]
 pub(crate) enum Reported {
     Connected,
+    /// The broker's first answer on the attempt (`Input::Answered`).
+    Answered,
     Failed(AttemptError),
     /// A metadata answer; `rejection` is why it cannot win, if it cannot.
     Response {
@@ -95,6 +97,18 @@ impl Ledger {
                     }
                 }
             }
+            Reported::Answered => {
+                let elapsed = self.offset(now);
+                if let Some(r) = self.in_flight(attempt) {
+                    if r.answered.is_none() {
+                        r.answered = Some(elapsed);
+                        // As in the core: an answer proves the transport is up.
+                        r.connected.get_or_insert(elapsed);
+                        let broker = r.broker.clone();
+                        observer(&Event { elapsed, kind: EventKind::Answered { attempt, broker } });
+                    }
+                }
+            }
             Reported::Failed(error) => {
                 let elapsed = self.offset(now);
                 if let Some(r) = self.in_flight(attempt) {
@@ -118,6 +132,7 @@ impl Ledger {
                     broker: address.to_owned(),
                     started: elapsed,
                     connected: None,
+                    answered: None,
                     ended: None,
                     outcome: AttemptOutcome::InFlight,
                 });
@@ -142,8 +157,8 @@ impl Ledger {
                 let Some(r) = self.in_flight(attempt) else { return };
                 r.ended = Some(elapsed);
                 // As in the core: a timed-out or rejected attempt *failed* (and its
-                // connection is closed); lost, superseded, deadline and fatal ones were
-                // *cancelled*.
+                // connection is closed); lost, superseded, overtaken, deadline and fatal
+                // ones were *cancelled*.
                 let failure = match reason {
                     CancelReason::TimedOut => Some(AttemptError::new(match r.connected {
                         Some(_) => ErrorKind::ResponseTimeout,
@@ -152,7 +167,12 @@ impl Ledger {
                     CancelReason::Rejected => Some(
                         rejection.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Protocol, "answer rejected")),
                     ),
-                    _ => None,
+                    // Listed one by one, so a new reason has to be placed here on purpose.
+                    CancelReason::Lost
+                    | CancelReason::Superseded
+                    | CancelReason::Overtaken
+                    | CancelReason::Deadline
+                    | CancelReason::Fatal => None,
                 };
                 let broker = r.broker.clone();
                 let kind = match failure {

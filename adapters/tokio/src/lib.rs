@@ -3,8 +3,8 @@
 //! The core ([`stagger::Refresh`], [`stagger::Cluster`]) decides which broker to ask and
 //! when; it never touches a socket or a clock. This crate is the thin layer that does: it
 //! resolves and connects, runs the sans-IO Kafka exchange ([`stagger::kafka::Exchange`]) on
-//! each connection, feeds results and tokio time back to the core, and closes whatever the
-//! core cancels. It adds no timeouts of its own: attempt timeouts, the stagger, backoff and
+//! each connection, feeds its progress (connected, the broker's first answer, the response
+//! or failure) and tokio time back to the core, and closes whatever the core cancels. It adds no timeouts of its own: attempt timeouts, the stagger, backoff and
 //! the deadline are all the core's timers.
 //!
 //! * [`refresh`] / [`refresh_with`]: one refresh episode, with per-attempt reports, live

@@ -42,6 +42,18 @@ pub enum EventKind {
         /// The broker's `host:port`.
         broker: String,
     },
+    /// The broker sent its first complete answer on this attempt (for Kafka, the
+    /// ApiVersions response, even an error one): it is alive and working on the request.
+    /// From here the core's adaptive stagger waits patiently instead of suspecting a hang,
+    /// and (with `fanout.cancel_silent_on_answer`) the attempts whose brokers have said
+    /// nothing yet are cancelled as `overtaken`. At most once per attempt, always between
+    /// its `Connected` and its end.
+    Answered {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// The broker's `host:port`.
+        broker: String,
+    },
     /// The attempt failed: an I/O or protocol error, its attempt timeout (kind
     /// `ConnectTimeout`/`ResponseTimeout`), or an answer that cannot win.
     Failed {
@@ -52,8 +64,9 @@ pub enum EventKind {
         /// Why.
         error: AttemptError,
     },
-    /// The core cancelled the attempt (another won, the deadline passed, a fatal error
-    /// elsewhere) and its connection was closed.
+    /// The core cancelled the attempt (another won, another broker answered first, the
+    /// throttle needed room, the deadline passed, a fatal error elsewhere) and its
+    /// connection was closed.
     Cancelled {
         /// Which attempt.
         attempt: AttemptId,
@@ -84,7 +97,8 @@ pub enum AttemptOutcome {
     Won,
     /// It failed: I/O, protocol, TLS, its attempt timeout, or an answer that cannot win.
     Failed(AttemptError),
-    /// The core cancelled it (lost the race, deadline, fatal error elsewhere).
+    /// The core cancelled it (lost the race, overtaken by a broker that answered first,
+    /// superseded, deadline, fatal error elsewhere).
     Cancelled(CancelReason),
     /// Still running when the refresh ended (only for attempts of a refresh that was not
     /// driven to its end).
@@ -116,8 +130,8 @@ impl std::fmt::Display for AttemptOutcome {
 
 /// One attempt of a refresh, start to end.
 ///
-/// Serialises as `{attempt, broker, started_ms, connected_ms, ended_ms, outcome, error?,
-/// error_kind?, reason?}` — the shape of the CLI's `--json` attempt rows.
+/// Serialises as `{attempt, broker, started_ms, connected_ms, answered_ms, ended_ms, outcome,
+/// error?, error_kind?, reason?}` — the shape of the CLI's `--json` attempt rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttemptReport {
     /// The core's id for it.
@@ -128,6 +142,10 @@ pub struct AttemptReport {
     pub started: Duration,
     /// When its transport came up, if it did.
     pub connected: Option<Duration>,
+    /// When its broker first answered (ApiVersions), if it did before the attempt ended:
+    /// tells a hung broker (connected, never answered) from a slow one (answered, then
+    /// took its time), which is what the adaptive stagger acts on.
+    pub answered: Option<Duration>,
     /// When it ended, if it did.
     pub ended: Option<Duration>,
     /// How it ended.
@@ -136,11 +154,12 @@ pub struct AttemptReport {
 
 impl Serialize for AttemptReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("AttemptReport", 9)?;
+        let mut s = serializer.serialize_struct("AttemptReport", 10)?;
         s.serialize_field("attempt", &self.attempt.number())?;
         s.serialize_field("broker", &self.broker)?;
         s.serialize_field("started_ms", &ms(self.started))?;
         s.serialize_field("connected_ms", &self.connected.map(ms))?;
+        s.serialize_field("answered_ms", &self.answered.map(ms))?;
         s.serialize_field("ended_ms", &self.ended.map(ms))?;
         s.serialize_field("outcome", self.outcome.name())?;
         match &self.outcome {

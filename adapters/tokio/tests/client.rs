@@ -6,17 +6,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::bounded;
+use common::fake::{FakeBroker, Script};
 use common::mock::Mock;
 use common::sockets::sockets_to;
-use stagger::{Adaptive, ClusterConfig, Stagger};
+use stagger::{Adaptive, ClusterConfig, Growth, Stagger};
 use stagger_tokio::{Client, ClientOptions, Error};
 
 /// Default policy, but a silent connected broker is suspected after 100 ms rather than
-/// 10 ms, so a kept connection surely answers before any hedge even on a busy machine.
+/// a few handshake times, so a kept connection surely answers before any hedge even on a
+/// busy machine; and one broker per stagger tick, so which broker follows the hung one is
+/// known.
 fn config() -> ClusterConfig {
     let mut config = ClusterConfig::default();
     config.refresh.fanout.stagger =
         Stagger::Adaptive(Adaptive { floor: Duration::from_millis(100), ..Adaptive::default() });
+    config.refresh.fanout.growth = Growth::Linear(1);
     config
 }
 
@@ -36,7 +40,8 @@ async fn concurrent_refreshes_share_one_refresh_then_the_cache_and_the_kept_conn
         let stats = client.stats();
         assert_eq!(stats.refreshes, 1, "single flight: {stats:?}");
         assert_eq!(a.brokers.len(), 5);
-        // The hung broker 1 was tried first and lost to broker 2, whose connection is kept.
+        // The hung broker 1 was tried first and was overtaken by broker 2, whose connection
+        // is kept.
         assert_eq!(stats.kept.as_deref(), Some(mock.address(2).as_str()), "{stats:?}");
 
         // Fresh metadata comes from the cache: no new refresh.
@@ -58,6 +63,55 @@ async fn concurrent_refreshes_share_one_refresh_then_the_cache_and_the_kept_conn
         assert_eq!(sockets_to(&mock.ports()), 1, "only the kept connection is open");
         client.close().await;
         assert_eq!(sockets_to(&mock.ports()), 0);
+    })
+    .await;
+}
+
+/// A broker that answers ApiVersions at once but takes its time over Metadata is alive and
+/// busy. The client reports its first answer to the core — on a fresh connection and on
+/// the kept one alike — so the core waits for it patiently instead of hedging to another
+/// broker: each refresh is one attempt, the idle broker is never contacted, and the busy
+/// broker's connection is kept and reused.
+///
+/// Were the answer not reported, the busy broker would look hung: it would be suspected
+/// `floor` after its handshake (300 ms, before its 600 ms Metadata answer) and the idle
+/// broker asked, and win.
+#[tokio::test]
+async fn a_busy_broker_that_answered_gets_patience_on_fresh_and_kept_connections() {
+    bounded(async {
+        let busy = FakeBroker::start(Script::SlowMetadata(Duration::from_millis(600))).await;
+        let idle = FakeBroker::start(Script::Healthy).await;
+        let mut config = ClusterConfig::default();
+        // Explicit knobs: silent brokers are suspected 300 ms after their handshake;
+        // answering ones only at the ceiling (30 s), whatever an answer normally takes.
+        config.refresh.fanout.stagger = Stagger::Adaptive(Adaptive {
+            cold: Duration::from_secs(5),
+            multiple: 2,
+            floor: Duration::from_millis(300),
+            ceiling: Duration::from_secs(30),
+            quantile: 0.99,
+            patience: u32::MAX,
+        });
+        config.refresh.fanout.growth = Growth::Linear(1);
+        config.refresh.fanout.jitter = 0.0;
+        config.refresh.attempt_timeout = Duration::from_secs(40);
+        let seeds = [busy.address.clone(), idle.address.clone()];
+        let client = Client::new(config, &seeds, ClientOptions::default()).unwrap();
+
+        // A fresh connection: one attempt, to the busy broker, which wins and is kept.
+        client.refresh().await.expect("refresh");
+        let first = client.stats();
+        assert_eq!((first.refreshes, first.attempts, first.connections_opened), (1, 1, 1), "{first:?}");
+        assert_eq!(first.kept.as_deref(), Some(busy.address.as_str()), "{first:?}");
+
+        // The kept connection: one attempt on it, no new connection, no hedge.
+        client.refresh().await.expect("refresh");
+        let second = client.stats();
+        assert_eq!((second.refreshes, second.attempts), (2, 2), "{second:?}");
+        assert_eq!((second.connections_opened, second.connections_reused), (1, 1), "{second:?}");
+        assert_eq!(second.kept, first.kept, "{second:?}");
+        assert_eq!((busy.accepted(), idle.accepted()), (1, 0), "the idle broker was never contacted");
+        client.close().await;
     })
     .await;
 }

@@ -1,7 +1,8 @@
 //! The fault matrix on real loopback sockets, through the tokio adapter (`docs/faults.md`
 //! lists it). For every fault a broker or the network can commit:
 //! * its attempt fails with the expected [`ErrorKind`] (and its socket is closed when the
-//!   refresh returns);
+//!   refresh returns), and is reported `answered` exactly when the broker sent a complete
+//!   frame before failing;
 //! * a refresh with a healthy broker after it still succeeds — except for the fatal
 //!   credential errors, which end the refresh at once by design (every broker would refuse
 //!   the same credentials), without asking the healthy one;
@@ -22,8 +23,8 @@ use common::fake::{FakeBroker, Script};
 use common::mock::Mock;
 use common::proxy::{Fault as ProxyFault, Proxy};
 use common::sockets::{sockets_to, Refusing, Unanswered};
-use stagger::{CancelReason, ErrorKind, GiveUpReason, RefreshConfig, Stagger};
-use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions, RefreshOutcome};
+use stagger::{Adaptive, CancelReason, ErrorKind, GiveUpReason, Growth, RefreshConfig, Stagger, TimerKind};
+use stagger_tokio::{refresh_with, AttemptOutcome, Error, EventKind, RefreshOptions, RefreshOutcome};
 
 /// One row of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +32,7 @@ enum Fault {
     Refused,
     ConnectNeverAnswered,
     AcceptedButSilent,
+    ApiVersionsThenSilent,
     ClosesAtOnce,
     ClosesMidFrame,
     Garbage,
@@ -51,10 +53,11 @@ const SASL_AUTHENTICATION_FAILED: i16 = 58;
 const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 
 impl Fault {
-    const ALL: [Fault; 14] = [
+    const ALL: [Fault; 15] = [
         Fault::Refused,
         Fault::ConnectNeverAnswered,
         Fault::AcceptedButSilent,
+        Fault::ApiVersionsThenSilent,
         Fault::ClosesAtOnce,
         Fault::ClosesMidFrame,
         Fault::Garbage,
@@ -73,7 +76,7 @@ impl Fault {
         match self {
             Fault::Refused => ErrorKind::Refused,
             Fault::ConnectNeverAnswered => ErrorKind::ConnectTimeout,
-            Fault::AcceptedButSilent | Fault::SlowDrip => ErrorKind::ResponseTimeout,
+            Fault::AcceptedButSilent | Fault::ApiVersionsThenSilent | Fault::SlowDrip => ErrorKind::ResponseTimeout,
             Fault::ClosesAtOnce | Fault::ClosesMidFrame => ErrorKind::Closed,
             Fault::Garbage | Fault::WrongCorrelationId => ErrorKind::Protocol,
             Fault::OversizeLength => ErrorKind::FrameTooLarge,
@@ -90,7 +93,9 @@ impl Fault {
         match self {
             Fault::Refused => "refused",
             Fault::ConnectNeverAnswered => "connect timed out",
-            Fault::AcceptedButSilent | Fault::SlowDrip => "no response before the attempt timeout",
+            Fault::AcceptedButSilent | Fault::ApiVersionsThenSilent | Fault::SlowDrip => {
+                "no response before the attempt timeout"
+            }
             // A clean EOF, or a reset when our request was still unread at the close.
             Fault::ClosesAtOnce => "connection closed by the broker",
             Fault::ClosesMidFrame => "closed mid-frame",
@@ -107,6 +112,30 @@ impl Fault {
 
     fn fatal(self) -> bool {
         self.expected().is_fatal()
+    }
+
+    /// Whether the broker sends a complete response frame before the attempt fails, so the
+    /// adapter must report it `Answered` (the core then treats it as alive, not hung).
+    fn answers(self) -> bool {
+        match self {
+            Fault::Refused
+            | Fault::ConnectNeverAnswered
+            | Fault::AcceptedButSilent
+            | Fault::ClosesAtOnce
+            | Fault::ClosesMidFrame
+            | Fault::OversizeLength
+            // One byte per 100 ms: not a whole frame before the 300 ms attempt timeout.
+            | Fault::SlowDrip => false,
+            // A well-framed frame of garbage is a frame: the broker said something.
+            Fault::Garbage
+            | Fault::ApiVersionsThenSilent
+            | Fault::WrongCorrelationId
+            | Fault::ApiVersionsError
+            | Fault::NoBrokers
+            | Fault::MetadataTopLevelError
+            | Fault::AuthenticationFailure
+            | Fault::AuthorizationFailure => true,
+        }
     }
 }
 
@@ -155,6 +184,7 @@ impl Lab {
             Fault::Garbage => keep_proxy(proxy(ProxyFault::Garbage).await),
             Fault::OversizeLength => keep_proxy(proxy(ProxyFault::OversizeLength).await),
             Fault::SlowDrip => keep_proxy(proxy(ProxyFault::SlowDrip(Duration::from_millis(100))).await),
+            Fault::ApiVersionsThenSilent => keep_fake(fake(Script::ApiVersionsThenSilent).await),
             Fault::WrongCorrelationId => keep_fake(fake(Script::WrongCorrelationId).await),
             Fault::ApiVersionsError => keep_fake(fake(Script::ApiVersionsError(UNKNOWN_SERVER_ERROR)).await),
             Fault::NoBrokers => keep_fake(fake(Script::NoBrokers).await),
@@ -215,6 +245,7 @@ async fn row(fault: Fault) {
         assert_eq!(core.reason, GiveUpReason::Fatal, "{fault:?}: {error}");
         assert_eq!(attempts.len(), 1, "{fault:?}: only the faulty broker was asked: {attempts:?}");
         assert_eq!(failure(&attempts[0].outcome).map(|e| e.kind), Some(expected), "{fault:?}");
+        assert_eq!(attempts[0].answered.is_some(), fault.answers(), "{fault:?}: {:?}", attempts[0]);
         let healthy = core.brokers.iter().find(|b| *b.address == lab.healthy()).expect("healthy broker listed");
         assert_eq!(healthy.attempts, 0, "{fault:?}: {error}");
         assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
@@ -226,7 +257,9 @@ async fn row(fault: Fault) {
         let error = failure(&first.outcome).unwrap_or_else(|| panic!("{fault:?}: {first:?}"));
         assert_eq!(error.kind, expected, "{fault:?}: {error}");
         assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
+        assert_eq!(first.answered.is_some(), fault.answers(), "{fault:?}: {first:?}");
         assert_eq!(outcome.attempts[1].outcome, AttemptOutcome::Won, "{fault:?}");
+        assert!(outcome.attempts[1].answered.is_some(), "{fault:?}: the healthy broker answered");
     }
     assert_eq!(
         sockets_to(&[port(&faulty.address)]),
@@ -244,6 +277,7 @@ async fn row(fault: Fault) {
     assert_eq!(core.last_error.as_ref().map(|(_, _, e)| e.kind), Some(expected), "{fault:?}");
     assert_eq!(attempts.len(), 1);
     assert_eq!(failure(&attempts[0].outcome).map(|e| e.kind), Some(expected), "{fault:?}");
+    assert_eq!(attempts[0].answered.is_some(), fault.answers(), "{fault:?}: {:?}", attempts[0]);
     assert!(error.to_string().contains(&faulty.address), "{error}");
     assert_eq!(sockets_to(&[port(&faulty.address)]), faulty.baseline, "{fault:?}");
 }
@@ -261,6 +295,11 @@ async fn connect_never_answered() {
 #[tokio::test]
 async fn accepted_but_silent() {
     bounded(row(Fault::AcceptedButSilent)).await;
+}
+
+#[tokio::test]
+async fn api_versions_answered_then_silent() {
+    bounded(row(Fault::ApiVersionsThenSilent)).await;
 }
 
 #[tokio::test]
@@ -341,6 +380,7 @@ async fn only_faulty_brokers_give_up_with_every_brokers_error() {
             assert_eq!(listed.last_error.as_ref().map(|e| e.kind), Some(fault.expected()), "{fault:?}: {text}");
             assert_eq!(report.broker, broker.address);
             assert_eq!(failure(&report.outcome).map(|e| e.kind), Some(fault.expected()), "{fault:?}");
+            assert_eq!(report.answered.is_some(), fault.answers(), "{fault:?}: {report:?}");
             assert!(text.contains(&broker.address), "{text}");
             assert_eq!(sockets_to(&[port(&broker.address)]), broker.baseline, "{fault:?}");
         }
@@ -362,6 +402,10 @@ async fn a_fatal_answer_cancels_every_attempt_in_flight() {
         let seeds = [silent.address.clone(), unanswered.address.clone(), auth.address.clone()];
         let mut config = RefreshConfig::all_at_once();
         config.attempt_timeout = Duration::from_secs(30);
+        // The failing broker's ApiVersions answer is an answer: by default it would cancel
+        // the silent attempts as `overtaken` before its fatal error arrives. Without that,
+        // the fatal error itself must cancel them.
+        config.fanout.cancel_silent_on_answer = false;
         let options = RefreshOptions { config, ..RefreshOptions::default() };
         let error = refresh_with(&options, &seeds, |_| {}).await.expect_err("fatal");
         let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
@@ -375,6 +419,99 @@ async fn a_fatal_answer_cancels_every_attempt_in_flight() {
             assert_eq!(by_broker(&faulty.address).outcome, AttemptOutcome::Cancelled(CancelReason::Fatal));
             assert_eq!(sockets_to(&[port(&faulty.address)]), faulty.baseline);
         }
+    })
+    .await;
+}
+
+/// A broker that answers ApiVersions and then never answers Metadata (alive, then stuck),
+/// after a hung one and before a healthy one, under the adaptive stagger:
+/// * the adapter reports its first answer (`answered`, an `Answered` event);
+/// * that answer overtakes the hung attempt started before it: with
+///   `fanout.cancel_silent_on_answer` it is cancelled as `overtaken`, in that very call;
+/// * the answering broker gets patience, not the few-handshakes delay of a silent one: the
+///   next broker starts only `while_answering(its time to answer)` after its start;
+/// * the healthy broker then wins, and the stuck attempt is cancelled as `lost`;
+/// * without `cancel_silent_on_answer`, the hung attempt stays in flight until the win.
+#[tokio::test]
+async fn a_broker_stuck_after_api_versions_overtakes_silent_ones_and_the_next_wins_after_patience() {
+    bounded(async {
+        let lab = Lab::start();
+        let hung = lab.mock.address(1);
+        let stuck = lab.faulty(Fault::ApiVersionsThenSilent).await;
+        let seeds = [hung.clone(), stuck.address.clone(), lab.healthy()];
+        // Explicit knobs: a connected silent broker is suspected 300 ms after its handshake
+        // (a margin for the answers on a busy machine), an answering one after 4 × its time
+        // to answer (clamped to the same floor), no jitter, one broker per tick.
+        let adaptive = Adaptive {
+            cold: Duration::from_secs(5),
+            multiple: 2,
+            floor: Duration::from_millis(300),
+            ceiling: Duration::from_secs(2),
+            quantile: 0.99,
+            patience: 4,
+        };
+        for cancel_silent in [true, false] {
+            let mut config = RefreshConfig::adaptive();
+            config.fanout.stagger = Stagger::Adaptive(adaptive);
+            config.fanout.growth = Growth::Linear(1);
+            config.fanout.max_in_flight = 3;
+            config.fanout.jitter = 0.0;
+            config.fanout.cancel_silent_on_answer = cancel_silent;
+            config.attempt_timeout = Duration::from_secs(30);
+            config.retry.retries = 0;
+            let options = RefreshOptions { config, ..RefreshOptions::default() };
+            let mut events = Vec::new();
+            let outcome = refresh_with(&options, &seeds, |e| events.push(e.clone())).await.expect("refresh");
+            let a = &outcome.attempts;
+            let case = format!("cancel_silent_on_answer = {cancel_silent}: {a:#?}");
+            assert_eq!(outcome.winner, lab.healthy(), "{case}");
+            assert_eq!(a.iter().map(|a| a.broker.as_str()).collect::<Vec<_>>(), seeds, "{case}");
+
+            // The hung broker: connected, never answered.
+            assert!(a[0].connected.is_some() && a[0].answered.is_none(), "{case}");
+            // The stuck broker answered (ApiVersions), reported between Connected and its end.
+            let answered = a[1].answered.expect("the stuck broker answered ApiVersions");
+            assert!(a[1].connected.is_some_and(|c| c <= answered), "{case}");
+            let position = |f: &dyn Fn(&EventKind) -> bool| {
+                events.iter().position(|e| f(&e.kind)).unwrap_or_else(|| panic!("missing event: {events:#?}"))
+            };
+            let is = |n: u32| move |attempt: &stagger::AttemptId| attempt.number() == n;
+            let connected1 = position(&|k| matches!(k, EventKind::Connected { attempt, .. } if is(1)(attempt)));
+            let answered1 = position(&|k| matches!(k, EventKind::Answered { attempt, .. } if is(1)(attempt)));
+            let started2 = position(&|k| matches!(k, EventKind::Started { attempt, .. } if is(2)(attempt)));
+            assert!(connected1 < answered1 && answered1 < started2, "{events:#?}");
+            let answers = events.iter().filter(|e| matches!(&e.kind, EventKind::Answered { attempt, .. } if is(1)(attempt)));
+            assert_eq!(answers.count(), 1, "reported once: {events:#?}");
+            // Patience: the healthy broker was started by the stagger timer, no sooner than
+            // the answering wait of the stuck attempt (same clock readings as the core).
+            let typical = answered - a[1].started;
+            assert!(a[2].started >= a[1].started + adaptive.while_answering(typical), "{case}");
+            let before_start2 = &events[..started2];
+            assert!(
+                matches!(before_start2.last().map(|e| &e.kind), Some(EventKind::Timer { timer: TimerKind::Stagger })),
+                "{events:#?}"
+            );
+            assert!(
+                !events.iter().any(|e| matches!(e.kind, EventKind::Timer { timer: TimerKind::AttemptTimeout })),
+                "{events:#?}"
+            );
+            // The healthy broker won; the stuck attempt lost to it.
+            assert_eq!(a[2].outcome, AttemptOutcome::Won, "{case}");
+            assert_eq!(a[1].outcome, AttemptOutcome::Cancelled(CancelReason::Lost), "{case}");
+            assert_eq!(a[1].ended, a[2].ended, "{case}");
+            if cancel_silent {
+                assert_eq!(a[0].outcome, AttemptOutcome::Cancelled(CancelReason::Overtaken), "{case}");
+                assert_eq!(a[0].ended, Some(answered), "overtaken in the call that saw the answer: {case}");
+                let overtaken = position(&|k| {
+                    matches!(k, EventKind::Cancelled { attempt, reason: CancelReason::Overtaken, .. } if is(0)(attempt))
+                });
+                assert_eq!(overtaken, answered1 + 1, "{events:#?}");
+            } else {
+                assert_eq!(a[0].outcome, AttemptOutcome::Cancelled(CancelReason::Lost), "{case}");
+                assert_eq!(a[0].ended, a[2].ended, "{case}");
+            }
+        }
+        assert_eq!(sockets_to(&[port(&stuck.address)]), stuck.baseline, "the stuck attempt's socket is closed");
     })
     .await;
 }

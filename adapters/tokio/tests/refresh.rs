@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::bounded;
 use common::mock::Mock;
-use stagger::{Adaptive, CancelReason, ErrorKind, RefreshConfig, Stagger, TimerKind};
+use stagger::{Adaptive, CancelReason, ErrorKind, Growth, RefreshConfig, Stagger, TimerKind};
 use stagger_tokio::{refresh, refresh_with, AttemptOutcome, Event, EventKind, RefreshOptions};
 
 fn failed_kind(outcome: &AttemptOutcome) -> Option<ErrorKind> {
@@ -80,28 +80,47 @@ async fn hung_brokers_first_lose_to_a_healthy_one_and_are_cancelled_not_timed_ou
         mock.hang(2);
         let seeds = mock.seeds(&[1, 2, 3, 4, 5]);
         // The default policy, with room for every broker in flight: on a busy machine the
-        // healthy broker may take longer than the 10 ms stagger to answer, and a full
-        // throttle would then *supersede* the oldest hung attempt instead of letting it lose.
+        // healthy broker may take longer than its stagger delay to answer, and a full
+        // throttle would then *supersede* a hung attempt instead of letting it be overtaken.
         let mut options = RefreshOptions::default();
         options.config.fanout.max_in_flight = 5;
         let mut events: Vec<Event> = Vec::new();
         let outcome = refresh_with(&options, &seeds, |e| events.push(e.clone())).await.expect("refresh");
 
         let attempts = &outcome.attempts;
-        for (i, id) in [(0, 1), (1, 2)] {
-            assert_eq!(attempts[i].broker, mock.address(id));
-            assert!(attempts[i].connected.is_some(), "the hung broker accepted the connection");
-            assert_eq!(attempts[i].outcome, AttemptOutcome::Cancelled(CancelReason::Lost), "{:?}", attempts[i]);
-        }
+        assert_eq!(attempts[0].broker, mock.address(1));
+        assert!(attempts[0].connected.is_some(), "the hung broker accepted the connection");
+        // When a healthy broker first answered, the hung broker 1 had said nothing and had
+        // started before it: it was cancelled as overtaken (`fanout.cancel_silent_on_answer`),
+        // in that very call.
+        let first_answer = attempts.iter().filter_map(|a| a.answered).min().expect("a broker answered");
+        assert_eq!(attempts[0].answered, None, "a hung broker never answers: {attempts:#?}");
+        assert_eq!(attempts[0].outcome, AttemptOutcome::Cancelled(CancelReason::Overtaken), "{attempts:#?}");
+        assert_eq!(attempts[0].ended, Some(first_answer), "cancelled in the call that saw the first answer");
+        assert_eq!(attempts[1].broker, mock.address(2));
+        assert_eq!(attempts[1].answered, None, "a hung broker never answers: {attempts:#?}");
         // One healthy broker won (normally broker 3; a later hedge may beat it on a slow
-        // machine); every other attempt lost and was cancelled when the winner answered.
+        // machine). Every other attempt — hung broker 2 included, whatever the timing — was
+        // cancelled, never timed out: overtaken when a broker answered while it was silent
+        // and a suspect (started before the answering one, or past its own stagger delay;
+        // broker 2 starts in the same tick as broker 3, so it may be either), or lost when
+        // the winner's metadata came.
         let won: Vec<_> = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Won).collect();
         assert_eq!(won.len(), 1, "{attempts:#?}");
         assert_eq!(outcome.winner, won[0].broker);
         assert!(mock.seeds(&[3, 4, 5]).contains(&outcome.winner));
+        let answers: Vec<_> = attempts.iter().filter_map(|a| a.answered).collect();
         for a in attempts.iter().filter(|a| a.outcome != AttemptOutcome::Won) {
-            assert_eq!(a.outcome, AttemptOutcome::Cancelled(CancelReason::Lost), "{a:?}");
-            assert_eq!(a.ended, won[0].ended, "cancelled in the call that saw the winner");
+            match a.outcome {
+                AttemptOutcome::Cancelled(CancelReason::Overtaken) => {
+                    assert!(a.answered.is_none(), "only silent attempts are overtaken: {a:?}");
+                    assert!(answers.contains(&a.ended.unwrap()), "overtaken in the call of an answer: {a:?}");
+                }
+                AttemptOutcome::Cancelled(CancelReason::Lost) => {
+                    assert_eq!(a.ended, won[0].ended, "cancelled in the call that saw the winner")
+                }
+                _ => panic!("neither overtaken nor lost: {a:?}"),
+            }
         }
         // The hedges were started by the stagger timer; no attempt timeout ever fired.
         let timers: Vec<TimerKind> = events
@@ -111,13 +130,80 @@ async fn hung_brokers_first_lose_to_a_healthy_one_and_are_cancelled_not_timed_ou
                 _ => None,
             })
             .collect();
-        assert!(timers.len() >= 2 && timers.iter().all(|t| *t == TimerKind::Stagger), "{events:#?}");
+        assert!(!timers.is_empty() && timers.iter().all(|t| *t == TimerKind::Stagger), "{events:#?}");
         // Events serialise flat, for a line-per-event JSON log.
         let first = serde_json::to_value(&events[0]).unwrap();
         assert_eq!(first["event"], "started");
         assert_eq!(first["broker"], mock.address(1));
         assert_eq!(first["elapsed_ms"], 0.0);
+        let answered = events.iter().find(|e| matches!(e.kind, EventKind::Answered { .. })).expect("an answer");
+        assert_eq!(serde_json::to_value(answered).unwrap()["event"], "answered");
         assert!(outcome.elapsed < RefreshConfig::default().attempt_timeout);
+    })
+    .await;
+}
+
+/// The adapter reports a broker's first answer (ApiVersions) to the core and in its events:
+/// on the winning attempt it comes after `Connected` and before `Won`, exactly once, and the
+/// report's times agree with the events. The recorded trace, which now carries the
+/// `Answered` input, replays through the core to the same commands.
+#[tokio::test]
+async fn the_winning_attempt_reports_its_first_answer_between_connected_and_the_win() {
+    bounded(async {
+        let mock = Mock::start(3, &[("alpha", 3)]);
+        mock.hang(1);
+        let seeds = mock.seeds(&[1, 2, 3]);
+        // A hung broker first, then healthy ones, one at a time; a generous floor so the
+        // healthy broker surely answers before it would be suspected.
+        let mut options = RefreshOptions { record_trace: true, ..RefreshOptions::default() };
+        let adaptive = Adaptive { floor: Duration::from_millis(100), ..Adaptive::default() };
+        options.config.fanout.stagger = Stagger::Adaptive(adaptive);
+        options.config.fanout.growth = Growth::Linear(1);
+        let mut events: Vec<Event> = Vec::new();
+        let outcome = refresh_with(&options, &seeds, |e| events.push(e.clone())).await.expect("refresh");
+
+        assert_eq!(outcome.winner, mock.address(2));
+        let winner = outcome.attempts.iter().find(|a| a.outcome == AttemptOutcome::Won).expect("a winner");
+        let of_winner: Vec<&Event> = events
+            .iter()
+            .filter(|e| match &e.kind {
+                EventKind::Started { attempt, .. }
+                | EventKind::Connected { attempt, .. }
+                | EventKind::Answered { attempt, .. }
+                | EventKind::Failed { attempt, .. }
+                | EventKind::Cancelled { attempt, .. }
+                | EventKind::Won { attempt, .. } => *attempt == winner.attempt,
+                EventKind::Timer { .. } => false,
+            })
+            .collect();
+        let kinds: Vec<&str> = of_winner
+            .iter()
+            .map(|e| match e.kind {
+                EventKind::Started { .. } => "started",
+                EventKind::Connected { .. } => "connected",
+                EventKind::Answered { .. } => "answered",
+                EventKind::Won { .. } => "won",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["started", "connected", "answered", "won"], "{events:#?}");
+        let at = |i: usize| Some(of_winner[i].elapsed);
+        assert_eq!((winner.connected, winner.answered, winner.ended), (at(1), at(2), at(3)));
+        assert!(winner.connected <= winner.answered && winner.answered <= winner.ended, "{winner:?}");
+        // The hung broker was connected and never answered; the answer overtook it.
+        let hung = &outcome.attempts[0];
+        assert!(hung.connected.is_some() && hung.answered.is_none(), "{hung:?}");
+        assert_eq!(hung.outcome, AttemptOutcome::Cancelled(CancelReason::Overtaken));
+        assert_eq!(hung.ended, winner.answered);
+        // The report serialises the answer time next to the others.
+        let json = serde_json::to_value(outcome.report()).unwrap();
+        let row = &json["attempts"][winner.attempt.number() as usize];
+        assert_eq!(row["answered_ms"].as_f64(), winner.answered.map(|d| d.as_micros() as f64 / 1000.0));
+        assert!(json["attempts"][0]["answered_ms"].is_null());
+        assert_eq!(json["attempts"][0]["reason"], "overtaken");
+        // The trace holds the Answered inputs and replays to exactly the same commands.
+        let trace = outcome.trace.expect("trace recorded");
+        trace.replay().expect("valid config").expect("replay matches");
     })
     .await;
 }

@@ -28,6 +28,7 @@ fn tls_error(result: Result<stagger_tokio::RefreshOutcome, Error>) -> String {
     assert_eq!(last.kind, ErrorKind::Tls, "{last}");
     assert!(matches!(&attempts[0].outcome, AttemptOutcome::Failed(e) if e.kind == ErrorKind::Tls));
     assert!(attempts[0].connected.is_some(), "TCP was up; TLS failed");
+    assert!(attempts[0].answered.is_none(), "no Kafka answer without a TLS session");
     last.detail.into_owned()
 }
 
@@ -38,6 +39,7 @@ async fn tls_with_the_ca_succeeds() {
         let tls = TlsOptions { ca_file: Some("ca.pem".into()), ..TlsOptions::default() };
         let outcome = refresh_through_tls(tls).await.expect("refresh over TLS");
         assert_eq!(outcome.attempts[0].outcome, AttemptOutcome::Won);
+        assert!(outcome.attempts[0].answered.is_some(), "the first answer over TLS is reported too");
         assert_eq!(outcome.metadata.brokers.len(), 1);
     })
     .await;

@@ -1,6 +1,7 @@
 //! A scripted fake Kafka broker on 127.0.0.1, for the protocol-level faults neither the mock
 //! nor the fault proxy can produce: a wrong correlation id, an ApiVersions error, metadata
-//! with no brokers or with a top-level error, a broker that refuses our credentials.
+//! with no brokers or with a top-level error, a broker that refuses our credentials, and
+//! brokers that answer ApiVersions at once but Metadata late or never (alive, then stuck).
 //!
 //! It speaks just enough Kafka — it reads request frames, decodes their headers, and answers
 //! ApiVersions and Metadata — and every answer is encoded by the `kafka-protocol` crate, so
@@ -40,6 +41,13 @@ pub enum Script {
     /// hour's round-trip time, but with the OS's default accept backlog rather than the
     /// mock's 5, so hundreds of clients can connect at once).
     Silent,
+    /// Answers ApiVersions at once, then never answers Metadata: a broker that is alive
+    /// (its network thread reads and answers) but stuck behind a lock or a full request
+    /// queue. The mock cannot do this: its round-trip time delays every answer alike.
+    ApiVersionsThenSilent,
+    /// Answers ApiVersions at once and Metadata (like `Healthy`) only after this delay: a
+    /// busy broker, alive and working.
+    SlowMetadata(std::time::Duration),
 }
 
 /// A running fake broker; dropping it stops the listener and every connection it serves.
@@ -114,6 +122,11 @@ async fn serve(mut stream: TcpStream, script: Script, port: u16) -> io::Result<(
             (ApiKey::Metadata, Script::NoBrokers) => encode(id, version, &MetadataResponse::default()),
             (ApiKey::Metadata, Script::MetadataError(code)) => {
                 encode(id, version, &cluster(port).with_error_code(code))
+            }
+            (ApiKey::Metadata, Script::ApiVersionsThenSilent) => continue,
+            (ApiKey::Metadata, Script::SlowMetadata(delay)) => {
+                tokio::time::sleep(delay).await;
+                encode(id, version, &cluster(port))
             }
             (ApiKey::Metadata, _) => encode(id, version, &cluster(port)),
             _ => return Ok(()),
