@@ -38,6 +38,33 @@ pub struct PolicyArgs {
     /// Seed of the core's PRNG (jitter, broker order): same seed, same decisions.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Adaptive: suspect a connected, silent broker after N × its handshake time.
+    #[arg(long, value_name = "N")]
+    pub multiple: Option<u32>,
+    /// Adaptive: lower bound on every wait (e.g. 2ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub floor: Option<Duration>,
+    /// Adaptive: upper bound on every wait (e.g. 2s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ceiling: Option<Duration>,
+    /// Adaptive: wait before a handshake when nothing is known (e.g. 250ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub cold: Option<Duration>,
+    /// Adaptive: an answering broker is hedged after N × what an answer normally takes.
+    #[arg(long, value_name = "N")]
+    pub patience: Option<u32>,
+    /// Adaptive: quantile of recent answer times used as "normal" (0..1).
+    #[arg(long, value_name = "Q")]
+    pub quantile: Option<f64>,
+    /// Do not start the next broker at once after a fast failure; wait for the stagger tick.
+    #[arg(long)]
+    pub no_next_on_failure: bool,
+    /// With the throttle full, wait instead of replacing the newest silent suspect.
+    #[arg(long)]
+    pub no_replace_when_full: bool,
+    /// Keep silent attempts running when another broker starts answering.
+    #[arg(long)]
+    pub no_cancel_silent: bool,
 }
 
 impl PolicyArgs {
@@ -76,9 +103,55 @@ impl PolicyArgs {
         if let Some(n) = self.retries {
             c.retry.retries = n;
         }
+        self.apply_adaptive(&mut c)?;
+        c.fanout.next_on_failure &= !self.no_next_on_failure;
+        c.fanout.replace_when_full &= !self.no_replace_when_full;
+        c.fanout.cancel_silent_on_answer &= !self.no_cancel_silent;
         c.seed = self.seed.unwrap_or_else(seed_from_clock);
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
+    }
+}
+
+impl PolicyArgs {
+    /// The adaptive-stagger flags; an error if any is given with a fixed stagger, where they
+    /// would silently do nothing.
+    fn apply_adaptive(&self, c: &mut RefreshConfig) -> Result<(), String> {
+        let given = [
+            ("--multiple", self.multiple.is_some()),
+            ("--floor", self.floor.is_some()),
+            ("--ceiling", self.ceiling.is_some()),
+            ("--cold", self.cold.is_some()),
+            ("--patience", self.patience.is_some()),
+            ("--quantile", self.quantile.is_some()),
+        ];
+        let Stagger::Adaptive(a) = &mut c.fanout.stagger else {
+            return match given.iter().find(|(_, set)| *set) {
+                Some((flag, _)) => {
+                    Err(format!("{flag} tunes the adaptive stagger, but this policy's stagger is fixed"))
+                }
+                None => Ok(()),
+            };
+        };
+        if let Some(n) = self.multiple {
+            a.multiple = n;
+        }
+        if let Some(d) = self.floor {
+            a.floor = d;
+        }
+        if let Some(d) = self.ceiling {
+            a.ceiling = d;
+        }
+        if let Some(d) = self.cold {
+            a.cold = d;
+        }
+        if let Some(n) = self.patience {
+            a.patience = n;
+        }
+        if let Some(q) = self.quantile {
+            a.quantile = q;
+        }
+        Ok(())
     }
 }
 
@@ -132,6 +205,26 @@ mod tests {
         assert!(bad.to_config().unwrap_err().contains("fanout.jitter"));
         let bad = PolicyArgs { preset: Some("fast".into()), ..PolicyArgs::default() };
         assert!(bad.to_config().unwrap_err().contains("unknown preset"));
+    }
+
+    #[test]
+    fn adaptive_flags_and_switches_reach_the_config() {
+        let args = PolicyArgs {
+            multiple: Some(3),
+            floor: Some(Duration::from_millis(5)),
+            patience: Some(8),
+            no_cancel_silent: true,
+            no_replace_when_full: true,
+            ..PolicyArgs::default()
+        };
+        let c = args.to_config().unwrap();
+        let Stagger::Adaptive(a) = c.fanout.stagger else { panic!("adaptive by default") };
+        assert_eq!((a.multiple, a.floor, a.patience), (3, Duration::from_millis(5), 8));
+        assert!(!c.fanout.cancel_silent_on_answer && !c.fanout.replace_when_full && c.fanout.next_on_failure);
+        let fixed = PolicyArgs { preset: Some("staggered".into()), patience: Some(8), ..PolicyArgs::default() };
+        assert!(fixed.to_config().unwrap_err().contains("--patience tunes the adaptive stagger"));
+        let bad = PolicyArgs { multiple: Some(0), ..PolicyArgs::default() };
+        assert!(bad.to_config().unwrap_err().contains("fanout.stagger.multiple"));
     }
 
     #[test]
