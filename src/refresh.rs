@@ -10,7 +10,14 @@
 //! Cost per input is O(1) amortised in the number of brokers: attempts live in a `Vec`
 //! indexed by attempt number, attempt timeouts in a FIFO (every attempt has the same
 //! timeout, so expiry order is start order), and every buffer is sized at construction, so
-//! steady-state inputs do not allocate.
+//! steady-state inputs do not allocate. (An [`Input::Answered`] and a supersede look over the
+//! attempts still queued: O(attempts in flight), a handful.)
+//!
+//! Report [`Input::Connected`] when an attempt's transport is up and [`Input::Answered`] when
+//! its broker first answers: the adaptive stagger hedges a broker that connected but stays
+//! silent within a few handshake times, and one that is answering only after a long patience
+//! (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
+//! (`fanout.cancel_silent_on_answer`), so each refresh sends one metadata request.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;

@@ -6,7 +6,7 @@
 //! be run here against simulated ones, thousands of times a second, with no sockets, no
 //! clock and no threads. That is what the scenario tests, the fleet simulation and the
 //! in-browser visualiser build on. Everything here is `no_std` + `alloc`: time is an
-//! [`Instant`](crate::Instant) counted from zero, and every random draw comes from the
+//! [`Instant`] counted from zero, and every random draw comes from the
 //! scenario's seed, so the same scenario and config give the same [`Report`], byte for byte.
 //!
 //! ```
