@@ -6,7 +6,7 @@
 //! Options: `--out DIR` (default `docs/performance`), `--clients N`, `--brokers N`,
 //! `--seed N`, `--threads N` (default: available cores), `--rtt-ms X` and `--service-ms X`
 //! (the network round trip and the mean broker time per Metadata request; default 1 and 1),
-//! `--sweep` (instead: the tuning sweep of the adaptive knobs, about five minutes; writes
+//! `--sweep` (instead: the tuning sweep of the adaptive knobs, about ten minutes; writes
 //! `tuning.md` and `tuning.json`).
 //!
 //! Everything is virtual time in the core's simulator; threads only run independent
@@ -336,7 +336,7 @@ fn sweep(args: &Args) -> Result<(), String> {
     let mut md = String::new();
     md.push_str("# Tuning the adaptive stagger in the fleet simulation\n\n");
     md.push_str(&format!(
-        "Regenerate with `{SWEEP_COMMAND}` (about five minutes on this 2-core machine). Same fleet and scenarios as \
+        "Regenerate with `{SWEEP_COMMAND}` (about ten minutes on this 2-core machine with one thread, less with two). Same fleet and scenarios as \
          [fleet.md](fleet.md); each variant is the default policy with the knobs shown. Columns: \
          healthy attempts per refresh (target ≤ 1.05), p99 time to metadata ÷ the oracle's in the \
          hung scenarios (target ≤ 1.5), third-hung p99.9, storm p99 and peak broker load ÷ \
