@@ -864,7 +864,7 @@ impl Refresh {
                 None => (info.started_at, a.before_connect(self.warm_stagger)),
             },
         };
-        let backoff = 2f64.powi(self.unbudgeted.min(20) as i32);
+        let backoff = (1u32 << self.unbudgeted.min(20)) as f64;
         from.saturating_add(scale(delay, self.jitter_factor * backoff))
     }
 
