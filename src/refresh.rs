@@ -107,6 +107,8 @@ impl Input {
 
 /// Error detail of an attempt superseded to make room in a full throttle.
 const SUPERSEDED_FULL: &str = "superseded: no answer within the stagger delay while the throttle was full";
+/// Error detail of an attempt cancelled because another broker started answering first.
+const OVERTAKEN: &str = "overtaken: no answer yet while another broker was answering";
 /// Error detail of an attempt superseded because no hedge budget was left to add one.
 const SUPERSEDED_NO_BUDGET: &str = "superseded: no answer within the stagger delay and no hedge budget left";
 
@@ -122,8 +124,9 @@ pub enum CancelReason {
     Deadline,
     /// Another attempt hit a fatal (authentication/authorisation) error.
     Fatal,
-    /// The throttle was full at a stagger tick: this, the newest silent (suspected) attempt, made
-    /// room for the next broker (`fanout.replace_when_full`).
+    /// A stagger tick cancelled this, the newest silent suspect, to start the next broker in
+    /// its place: the throttle was full (`fanout.replace_when_full`), or the hedge budget was
+    /// spent (the load in flight stays the same).
     Superseded,
     /// The broker answered, but with metadata that cannot win (no brokers, top-level error).
     Rejected,
@@ -654,9 +657,9 @@ impl Refresh {
             && (self.in_flight <= 1 || self.hedge_tokens > 0)
     }
 
-    /// Makes room: cancels the newest suspect (attempt number below `suspects`) whose
-    /// broker has said
-    /// nothing (or the newest at all, if every broker is answering).
+    /// Makes room: cancels the newest suspect (attempt number below `suspects`) whose broker
+    /// has said nothing — or, unless `silent_only`, the newest suspect at all when every
+    /// broker is answering. Returns whether it cancelled one.
     ///
     /// Why the newest: silent attempts are all suspects, but they are not worth the same.
     /// A hung broker's attempt is worthless whatever its age; a merely queued one (a loaded
@@ -745,8 +748,7 @@ impl Refresh {
             let info = &self.attempts[n as usize].info;
             if info.state == AttemptState::InFlight && info.answered_at.is_none() {
                 let kind = self.timeout_kind(n);
-                let detail = "overtaken: no answer yet while another broker was answering";
-                self.record_error(now, n, AttemptError::with_detail(kind, detail));
+                self.record_error(now, n, AttemptError::with_detail(kind, OVERTAKEN));
                 self.mark_ended(now, n, AttemptState::Cancelled);
                 self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Overtaken });
             }
