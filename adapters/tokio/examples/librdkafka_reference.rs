@@ -57,7 +57,11 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+#[path = "common/blackhole.rs"]
+mod blackhole;
+
+use blackhole::{blackhole, Blackhole};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 
 /// The mock cluster type `realsockets` uses, so the brokers behave the same.
@@ -171,37 +175,6 @@ impl Scenario {
     fn faulty(&self, i: usize) -> bool {
         self.seeds[i].role != Role::Healthy
     }
-}
-
-/// A listener whose TCP handshake never completes for new clients (as in `realsockets`).
-struct Blackhole {
-    /// Where librdkafka is sent.
-    address: SocketAddr,
-    /// The listener itself (backlog 1, never accepting).
-    _listener: TcpListener,
-    /// The connections that fill its accept queue; they must stay open.
-    _fill: Vec<TcpStream>,
-}
-
-/// Binds a loopback listener with backlog 1, never accepts, and fills its accept queue so the
-/// kernel drops further SYNs; verifies that a connect then really hangs.
-async fn blackhole() -> Res<Blackhole> {
-    let socket = TcpSocket::new_v4()?;
-    socket.bind("127.0.0.1:0".parse()?)?;
-    let listener = socket.listen(1)?;
-    let address = listener.local_addr()?;
-    let mut fill = Vec::new();
-    for _ in 0..8 {
-        match tokio::time::timeout(Duration::from_millis(200), TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => fill.push(stream),
-            Ok(Err(e)) => return Err(format!("filling the blackhole's accept queue: {e}").into()),
-            Err(_) => break, // this SYN was dropped: the queue is full
-        }
-    }
-    if let Ok(result) = tokio::time::timeout(Duration::from_millis(500), TcpStream::connect(address)).await {
-        return Err(format!("blackhole check: connect did not hang ({result:?})").into());
-    }
-    Ok(Blackhole { address, _listener: listener, _fill: fill })
 }
 
 /// The (proxy local port, broker port) pairs of the proxies' upstream connections in the

@@ -27,7 +27,6 @@
 //! ```
 
 use std::error::Error;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,7 +34,10 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 use stagger::RefreshConfig;
 use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions, RefreshOutcome};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+#[path = "common/blackhole.rs"]
+mod blackhole;
+
+use blackhole::{blackhole, Blackhole};
 use tokio::task::JoinSet;
 
 type Mock = MockCluster<'static, DefaultProducerContext>;
@@ -80,38 +82,6 @@ impl Scenario {
             Fault::Refusing | Fault::NoHandshake => (self.k + 1, 1),
         }
     }
-}
-
-/// A listener whose TCP handshake never completes for new clients.
-struct Blackhole {
-    address: SocketAddr,
-    queued: usize,
-    _listener: TcpListener,
-    /// The connections that fill its accept queue; they must stay open.
-    _fill: Vec<TcpStream>,
-}
-
-/// Binds a loopback listener with backlog 1, never accepts, and fills its accept queue (Linux
-/// keeps backlog + 1 = 2 there) so the kernel drops further SYNs. Verifies that a connect then
-/// really hangs. (`TcpSocket::listen(backlog)` is tokio's wrapper over socket2's `listen`.)
-async fn blackhole() -> Res<Blackhole> {
-    let socket = TcpSocket::new_v4()?;
-    socket.bind("127.0.0.1:0".parse()?)?;
-    let listener = socket.listen(1)?;
-    let address = listener.local_addr()?;
-    let mut fill = Vec::new();
-    for _ in 0..8 {
-        match tokio::time::timeout(Duration::from_millis(200), TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => fill.push(stream),
-            Ok(Err(e)) => return Err(format!("filling the blackhole's accept queue: {e}").into()),
-            Err(_) => break, // this SYN was dropped: the queue is full
-        }
-    }
-    let probe = Instant::now();
-    if let Ok(result) = tokio::time::timeout(Duration::from_millis(500), TcpStream::connect(address)).await {
-        return Err(format!("blackhole check: connect did not hang ({result:?}, {:?})", probe.elapsed()).into());
-    }
-    Ok(Blackhole { address, queued: fill.len(), _listener: listener, _fill: fill })
 }
 
 /// A fresh mock cluster with `faulty` of its brokers (lowest node ids) made `fault`; returns it
