@@ -123,18 +123,28 @@ impl BrokerBook {
         for e in &mut self.entries {
             e.node_id = None;
         }
+        // Entries sorted by address, and one reused buffer for each listed broker's address:
+        // O(B log B) per winning answer with two allocations, not O(B²) with one per broker.
+        let mut sorted: Vec<u32> = (0..self.entries.len() as u32).collect();
+        sorted.sort_unstable_by(|&a, &b| self.entries[a as usize].address.cmp(&self.entries[b as usize].address));
+        let mut address = String::new();
         for b in &metadata.brokers {
-            let address = b.address();
-            match self.find(&address) {
-                Some(i) => self.entries[i.0 as usize].node_id = Some(b.node_id),
-                None => self.entries.push(BrokerEntry {
-                    address: Arc::from(address.as_str()),
-                    is_seed: false,
-                    node_id: Some(b.node_id),
-                    connected: false,
-                    failure_score: 0,
-                    scored_at: Instant::ZERO,
-                }),
+            address.clear();
+            b.write_address(&mut address);
+            match sorted.binary_search_by(|&i| (*self.entries[i as usize].address).cmp(address.as_str())) {
+                Ok(pos) => self.entries[sorted[pos] as usize].node_id = Some(b.node_id),
+                Err(pos) => {
+                    // Kept in the index, so an address listed twice stays one entry.
+                    sorted.insert(pos, self.entries.len() as u32);
+                    self.entries.push(BrokerEntry {
+                        address: Arc::from(address.as_str()),
+                        is_seed: false,
+                        node_id: Some(b.node_id),
+                        connected: false,
+                        failure_score: 0,
+                        scored_at: Instant::ZERO,
+                    });
+                }
             }
         }
     }
@@ -300,6 +310,22 @@ mod tests {
         assert!(BrokerBook::new(["::1:9092"]).is_err());
         assert!(BrokerBook::new(["[::1]:9092"]).is_ok());
         assert_eq!(BrokerBook::new(["a:1", "a:1", " a:1 "]).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn metadata_updates_match_addresses_exactly_once() {
+        let mut book = BrokerBook::new(["b:9092", "[::1]:9092"]).unwrap();
+        let mut m = meta(&[(1, "a"), (2, "b"), (3, "::1"), (4, "a")]);
+        m.brokers[3].node_id = 5; // the same address listed twice (malformed, but seen)
+        book.update_from_metadata(&m);
+        let addresses: Vec<&str> = book.iter().map(|(_, e)| &*e.address).collect();
+        assert_eq!(addresses, ["b:9092", "[::1]:9092", "a:9092"], "seeds matched, one new entry");
+        let ids: Vec<Option<i32>> = book.iter().map(|(_, e)| e.node_id).collect();
+        assert_eq!(ids, [Some(2), Some(3), Some(5)], "the last listing of a duplicate wins");
+        book.update_from_metadata(&meta(&[(7, "a")]));
+        let ids: Vec<Option<i32>> = book.iter().map(|(_, e)| e.node_id).collect();
+        assert_eq!(ids, [None, None, Some(7)], "brokers no longer listed stop being discovered");
+        assert_eq!(book.len(), 3, "indices are stable: nothing is removed");
     }
 
     #[test]

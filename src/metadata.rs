@@ -40,11 +40,20 @@ pub struct BrokerMetadata {
 impl BrokerMetadata {
     /// `host:port`, bracketing IPv6 literals, as used in broker books and errors.
     pub fn address(&self) -> String {
-        if self.host.contains(':') && !self.host.starts_with('[') {
-            alloc::format!("[{}]:{}", self.host, self.port)
+        let mut out = String::new();
+        self.write_address(&mut out);
+        out
+    }
+
+    /// Appends [`BrokerMetadata::address`] to `out` (lets a caller reuse one buffer).
+    pub fn write_address(&self, out: &mut String) {
+        use core::fmt::Write;
+        // Writing to a String cannot fail.
+        let _ = if self.host.contains(':') && !self.host.starts_with('[') {
+            write!(out, "[{}]:{}", self.host, self.port)
         } else {
-            alloc::format!("{}:{}", self.host, self.port)
-        }
+            write!(out, "{}:{}", self.host, self.port)
+        };
     }
 }
 
