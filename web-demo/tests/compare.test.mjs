@@ -1,23 +1,15 @@
 // Compare mode: many seeds per preset, CDFs beside load, in under two seconds.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, open, screenshot } from "./harness.mjs";
+import { demoSession, open, screenshot } from "./harness.mjs";
 
-let server, browser;
-before(async () => {
-  server = await serve();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const session = demoSession();
 
 for (const [w, h] of [[1280, 800], [390, 844]]) {
   test(`the compare panel draws 500 seeds per preset in under two seconds (${w}×${h})`, async () => {
     // `stagger demo`'s cluster (two hung, one down, three healthy) with a jittery slow one.
-    const page = await open(browser.context, `${server.url}#b=hung,hung,refused,healthy:5,slow:20-60,healthy:5&view=compare`, { width: w, height: h });
+    const page = await open(session.browser.context, `${session.server.url}#b=hung,hung,refused,healthy:5,slow:20-60,healthy:5&view=compare`, { width: w, height: h });
     await page.waitForSelector("#cmp-status[data-elapsed-ms]", { timeout: 30_000 });
     const elapsed = Number(await page.getAttribute("#cmp-status", "data-elapsed-ms"));
     assert.ok(elapsed < 2000, `took ${elapsed} ms`);
@@ -39,7 +31,7 @@ for (const [w, h] of [[1280, 800], [390, 844]]) {
 }
 
 test("a modified policy is compared too", async () => {
-  const page = await open(browser.context, `${server.url}#b=hung,healthy:5&jitter=0.5`);
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5&jitter=0.5`);
   await page.click("#tab-compare");
   await page.waitForSelector("#cmp-status[data-elapsed-ms]");
   const series = await page.$$eval("#cmp-cdf path.cdf", (ps) => ps.map((p) => p.dataset.series));

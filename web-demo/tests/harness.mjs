@@ -2,6 +2,7 @@
 // server-side logic, so any static server will do) and Debian's Chromium driven by
 // playwright-core. Never downloads a browser.
 
+import { before, after } from "node:test";
 import { createServer } from "node:http";
 import { readFile, mkdir } from "node:fs/promises";
 import { existsSync } from "node:fs";
@@ -51,6 +52,23 @@ export async function serve(dir = DIST) {
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   const { port } = server.address();
   return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+/**
+ * Serves the built site and launches Chromium once for a test file (registers its
+ * `before`/`after` hooks); the returned object's `server` and `browser` are set once up.
+ */
+export function demoSession() {
+  const session = {};
+  before(async () => {
+    session.server = await serve();
+    session.browser = await launch();
+  });
+  after(async () => {
+    await session.browser?.close();
+    await session.server?.close();
+  });
+  return session;
 }
 
 /** Debian's Chromium, headless, with a fresh profile; resolves to `{browser, close}`. */

@@ -1,20 +1,12 @@
 // Replay mode: open recorded traces (file picker, drag-and-drop) and check the verdict.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { serve, launch, open, screenshot, spans, FIXTURES } from "./harness.mjs";
+import { demoSession, open, screenshot, spans, FIXTURES } from "./harness.mjs";
 
-let server, browser;
-before(async () => {
-  server = await serve();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const session = demoSession();
 
 /** Drops `text` as a file named `name` on the drop zone, as a person dragging a file would. */
 async function drop(page, name, text) {
@@ -36,7 +28,7 @@ async function verdict(page, previous = null) {
 }
 
 test("the fixture trace, opened with the file picker, replays without divergence", async () => {
-  const page = await open(browser.context, `${server.url}#view=replay`);
+  const page = await open(session.browser.context, `${session.server.url}#view=replay`);
   await page.setInputFiles("#rp-file", join(FIXTURES, "hung-refused-healthy.trace.json"));
   const v = await verdict(page);
   assert.equal(v.kind, "match", v.text);
@@ -62,7 +54,7 @@ test("the fixture trace, opened with the file picker, replays without divergence
 });
 
 test("drag and drop: a give-up trace replays, and a tampered one is called out", async () => {
-  const page = await open(browser.context, `${server.url}#view=replay`, { width: 390, height: 844 });
+  const page = await open(session.browser.context, `${session.server.url}#view=replay`, { width: 390, height: 844 });
   const text = readFileSync(join(FIXTURES, "all-down-gives-up.trace.json"), "utf8");
   await drop(page, "all-down-gives-up.trace.json", text);
   let v = await verdict(page);
@@ -94,7 +86,7 @@ test("drag and drop: a give-up trace replays, and a tampered one is called out",
 });
 
 test("a simulated run opens in Replay and matches", async () => {
-  const page = await open(browser.context, `${server.url}#b=hung,flaky:50:5,slow:10-90,healthy:3&seed=9`);
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,flaky:50:5,slow:10-90,healthy:3&seed=9`);
   const simulated = await spans(page);
   await page.click("#sim-to-replay");
   const v = await verdict(page);
@@ -106,7 +98,7 @@ test("a simulated run opens in Replay and matches", async () => {
 });
 
 test("a trace recorded by `stagger metadata --trace` (the example button) replays without divergence", async () => {
-  const page = await open(browser.context, `${server.url}#view=replay`);
+  const page = await open(session.browser.context, `${session.server.url}#view=replay`);
   await page.click('[data-fixture="cli-hung-down-healthy.trace.json"]');
   const v = await verdict(page);
   assert.equal(v.kind, "match", v.text);

@@ -1,19 +1,11 @@
 // Simulate mode in real headless Chromium: a hung first broker, the stagger at work,
 // playback, the keyboard, and a permalink that restores the same run.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, open, screenshot, spans } from "./harness.mjs";
+import { demoSession, open, screenshot, spans } from "./harness.mjs";
 
-let server, browser;
-before(async () => {
-  server = await serve();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const session = demoSession();
 
 /** Clicks the lane label of broker `i` until its behaviour is `kind`. */
 async function makeBroker(page, i, kind) {
@@ -39,7 +31,7 @@ async function playToEnd(page) {
 
 test("a hung first broker: the second attempt starts at the stagger delay and broker 2 answers", async () => {
   // Three healthy brokers to start from (the default cluster is `stagger demo`'s six).
-  const page = await open(browser.context, `${server.url}#b=healthy:5,healthy:5,healthy:5`);
+  const page = await open(session.browser.context, `${session.server.url}#b=healthy:5,healthy:5,healthy:5`);
   // "Broker 1" is the first broker, broker-0; "broker 2" is the second, broker-1.
   await makeBroker(page, 0, "hung");
   assert.equal(await page.$eval("#sim-timeline .lane-label[data-lane='0'] .lane-sub", (t) => t.textContent), "hung");
@@ -100,7 +92,7 @@ test("a hung first broker: the second attempt starts at the stagger delay and br
 });
 
 test("keyboard: space plays and pauses, arrows step from event to event", async () => {
-  const page = await open(browser.context, `${server.url}#b=hung,refused,healthy:5`);
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,refused,healthy:5`);
   await page.locator("body").focus();
   await page.keyboard.press("Home");
   assert.match(await page.textContent("#sim-player .clock"), /^t = 0 ms/);
@@ -131,7 +123,7 @@ test("keyboard: space plays and pauses, arrows step from event to event", async 
 });
 
 test("a permalink restores the same run: cluster, policy, seed and cursor", async () => {
-  const page = await open(browser.context, server.url);
+  const page = await open(session.browser.context, session.server.url);
   // Something other than the defaults everywhere.
   await page.click("#sim-more");
   await makeBroker(page, 6, "slow");
@@ -154,7 +146,7 @@ test("a permalink restores the same run: cluster, policy, seed and cursor", asyn
     log: await page.innerText("#sim-log"),
   };
 
-  const again = await open(browser.context, link);
+  const again = await open(session.browser.context, link);
   const after = {
     spans: await spans(again),
     summary: await again.innerText("#sim-summary"),
@@ -181,7 +173,7 @@ test("the timeline draws the answering phase and the attempts it overtakes", asy
   // broker-1 and broker-2, both connect at 4 ms; broker-1 answers first at 5 ms (one more
   // round trip), which cancels broker-0 and broker-2 (still silent) as overtaken; broker-1's
   // metadata comes 5 ms after it connected, at 9 ms. The cursor sits at 7 ms, mid-answer.
-  const page = await open(browser.context, `${server.url}#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0&t=7000`);
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0&t=7000`);
   const at7 = await spans(page);
   const answering = at7.find((s) => s.lane === 1);
   assert.deepEqual([answering.start, answering.answered, answering.end, answering.outcome], [3_000, 5_000, null, "inflight"]);
@@ -229,7 +221,7 @@ test("patience and cancel-silent-on-answer are knobs, and travel in the permalin
   // patience × that 2 ms from its start. Patience 16: a tick at 32 ms, broker-1 (healthy,
   // 5 ms) connects at 33 ms and wins at 38 ms. Patience 64 (128 ms): no tick before
   // broker-0's metadata at 101 ms, one attempt in all.
-  const page = await open(browser.context, `${server.url}#b=slow:100-100,healthy:5&preset=adaptive&jitter=0`);
+  const page = await open(session.browser.context, `${session.server.url}#b=slow:100-100,healthy:5&preset=adaptive&jitter=0`);
   assert.equal(await page.inputValue("#knob-patience"), "16", "the core's default");
   assert.equal(await page.isChecked("#knob-cso"), true, "the core's default");
   await page.keyboard.press("End");
@@ -259,7 +251,7 @@ test("patience and cancel-silent-on-answer are knobs, and travel in the permalin
   const link = await page.evaluate(() => location.href);
   assert.match(link, /[#&]patience=40(&|$)/);
   assert.match(link, /[#&]cso=0(&|$)/);
-  const again = await open(browser.context, link);
+  const again = await open(session.browser.context, link);
   assert.equal(await again.inputValue("#knob-patience"), "40");
   assert.equal(await again.isChecked("#knob-cso"), false);
   await again.keyboard.press("End");
@@ -271,7 +263,7 @@ test("patience and cancel-silent-on-answer are knobs, and travel in the permalin
 });
 
 test("readable at phone width", async () => {
-  const page = await open(browser.context, `${server.url}#b=hung,healthy:5,healthy:5`, { width: 390, height: 844 });
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5,healthy:5`, { width: 390, height: 844 });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `no horizontal scrolling (overflow ${overflow}px)`);
   const box = await page.locator("#sim-timeline svg").boundingBox();

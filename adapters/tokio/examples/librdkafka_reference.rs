@@ -59,8 +59,11 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 #[path = "common/blackhole.rs"]
 mod blackhole;
+#[path = "common/measure.rs"]
+mod measure;
 
 use blackhole::{blackhole, Blackhole};
+use measure::{median, ms};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 
@@ -846,18 +849,6 @@ static SPECS: [Spec; 7] = [
     Spec { name: "refusing × 2", fault: Fault::Refusing, k: 2, quoted: "≈110 ms" },
     Spec { name: "no handshake × 1", fault: Fault::NoHandshake, k: 1, quoted: "—" },
 ];
-
-/// Milliseconds, for printing.
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// The lower median (an element of the data, as in `realsockets`).
-fn median<T: Copy + Ord>(values: &[T]) -> T {
-    let mut v = values.to_vec();
-    v.sort();
-    v[(v.len() - 1) / 2]
-}
 
 /// "a" or "a–b" for a range of counts.
 fn span(values: impl IntoIterator<Item = usize>) -> String {

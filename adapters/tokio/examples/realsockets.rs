@@ -36,8 +36,11 @@ use stagger::RefreshConfig;
 use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions, RefreshOutcome};
 #[path = "common/blackhole.rs"]
 mod blackhole;
+#[path = "common/measure.rs"]
+mod measure;
 
 use blackhole::{blackhole, Blackhole};
+use measure::{median, ms};
 use tokio::task::JoinSet;
 
 type Mock = MockCluster<'static, DefaultProducerContext>;
@@ -170,16 +173,6 @@ fn presets() -> [(&'static str, RefreshConfig); 4] {
         ("sequential (10 s timeout)", RefreshConfig::sequential()),
         ("all-at-once", RefreshConfig::all_at_once()),
     ]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median<T: Copy + Ord>(values: &[T]) -> T {
-    let mut v = values.to_vec();
-    v.sort();
-    v[(v.len() - 1) / 2]
 }
 
 /// Nearest-rank quantile.
