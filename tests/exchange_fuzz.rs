@@ -13,67 +13,20 @@
 //!   inputs here are far smaller than the maximum frame size, so anything that large could
 //!   only come from trusting a number on the wire.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-use bytes::BytesMut;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, MetadataResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, BrokerId, MetadataResponse, RequestHeader, TopicName};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use proptest::prelude::*;
 use stagger::kafka::{Exchange, ExchangeConfig};
 use stagger::ErrorKind;
 
-// ---- the largest single allocation, per thread ------------------------------------------------
+// ---- the largest single allocation, per thread, and well-formed frames: shared with fuzz/ ----
 
-/// Forwards to the system allocator, remembering the largest single allocation (or
-/// reallocation target) this thread asked for since the last [`largest_allocation`] reset.
-struct Largest;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    let _ = LARGEST.try_with(|l| {
-        if size > l.get() {
-            l.set(size);
-        }
-    });
-}
-
-unsafe impl GlobalAlloc for Largest {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Largest = Largest;
-
-/// Runs `f` and returns its result with the largest single allocation it made.
-fn largest_allocation<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    LARGEST.with(|l| l.set(0));
-    let result = f();
-    (result, LARGEST.with(Cell::get))
-}
+#[path = "support/wire.rs"]
+mod wire;
+use wire::{api_versions, framed, largest_allocation, response};
 
 // ---- driving an exchange ------------------------------------------------------------------------
 
@@ -152,27 +105,6 @@ fn config() -> ExchangeConfig {
 }
 
 // ---- well-formed pieces, encoded by kafka-protocol itself -----------------------------------------
-
-fn framed(message: &[u8]) -> Vec<u8> {
-    let mut frame = (message.len() as u32).to_be_bytes().to_vec();
-    frame.extend_from_slice(message);
-    frame
-}
-
-fn response<T: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &T) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    ResponseHeader::default().with_correlation_id(correlation_id).encode(&mut buf, T::header_version(version)).unwrap();
-    body.encode(&mut buf, version).unwrap();
-    framed(&buf)
-}
-
-/// A broker's ApiVersions v3 answer offering Metadata `v0..=max`.
-fn api_versions(max: i16) -> ApiVersionsResponse {
-    ApiVersionsResponse::default().with_api_keys(vec![
-        ApiVersion::default().with_api_key(ApiKey::Metadata as i16).with_max_version(max),
-        ApiVersion::default().with_api_key(ApiKey::ApiVersions as i16).with_max_version(3),
-    ])
-}
 
 /// The correlation id of the request the exchange has ready (it numbers from 1).
 fn next_correlation_id(exchange: &mut Exchange) -> i32 {

@@ -3,15 +3,13 @@
 //! allocation (so a length prefix or an array count read off the wire can be caught sizing
 //! one).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use arbitrary::Arbitrary;
-use bytes::BytesMut;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseHeader};
-use kafka_protocol::protocol::{Encodable, HeaderVersion};
 use stagger::kafka::{Exchange, ExchangeConfig};
+
+// The allocator probe and the well-formed frames, shared with the workspace's CI proptest.
+#[path = "../../tests/support/wire.rs"]
+mod wire;
+pub use wire::{api_versions, framed, response, try_response};
 
 /// One call on the exchange.
 #[derive(Arbitrary, Clone, Debug)]
@@ -82,9 +80,7 @@ pub fn drive(config: &ExchangeConfig, ops: &[Op]) -> usize {
 /// set `STAGGER_FUZZ_STRICT=1` to allow only 2×, the receive buffer's growth) — plus a fixed
 /// allowance for the requests and error texts every exchange makes.
 pub fn drive_and_check(config: &ExchangeConfig, ops: &[Op]) {
-    LARGEST.with(|l| l.set(0));
-    let fed = drive(config, ops);
-    let largest = LARGEST.with(Cell::get);
+    let (fed, largest) = wire::largest_allocation(|| drive(config, ops));
     let amplification = if std::env::var_os("STAGGER_FUZZ_STRICT").is_some() { 2 } else { 16 };
     let budget = config.max_frame_size.max(amplification * fed) + 4096;
     assert!(
@@ -119,62 +115,3 @@ pub fn interleave(mut ops: Vec<Op>, polls: &[(u16, bool)], eof_at: Option<u16>) 
     }
     ops
 }
-
-/// `message` behind its length prefix.
-pub fn framed(message: &[u8]) -> Vec<u8> {
-    let mut frame = (message.len() as u32).to_be_bytes().to_vec();
-    frame.extend_from_slice(message);
-    frame
-}
-
-/// A response frame encoded by `kafka-protocol`: header (as `T` calls for) and body.
-pub fn response<T: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &T) -> Vec<u8> {
-    try_response(correlation_id, version, body).expect("an encodable response")
-}
-
-/// [`response`], or `None` when `body` does not encode (a fuzzer-made string too long).
-pub fn try_response<T: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &T) -> Option<Vec<u8>> {
-    let mut buf = BytesMut::new();
-    ResponseHeader::default().with_correlation_id(correlation_id).encode(&mut buf, T::header_version(version)).ok()?;
-    body.encode(&mut buf, version).ok()?;
-    Some(framed(&buf))
-}
-
-/// A broker's ApiVersions answer offering Metadata `v0..=max`.
-pub fn api_versions(max: i16) -> ApiVersionsResponse {
-    ApiVersionsResponse::default().with_api_keys(vec![
-        ApiVersion::default().with_api_key(ApiKey::Metadata as i16).with_max_version(max),
-        ApiVersion::default().with_api_key(ApiKey::ApiVersions as i16).with_max_version(3),
-    ])
-}
-
-struct Largest;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
-}
-
-unsafe impl GlobalAlloc for Largest {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Largest = Largest;
