@@ -153,6 +153,7 @@ struct Variant {
     growth: u32,
     burst: u32,
     cancel_silent: bool,
+    spread: bool,
 }
 
 impl Variant {
@@ -166,18 +167,20 @@ impl Variant {
             growth,
             burst: config.hedge_budget.burst,
             cancel_silent: config.fanout.cancel_silent_on_answer,
+            spread: config.fanout.spread_ticks,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "multiple {} · floor {} ms · patience {} · growth {} · burst {} · overtake {}",
+            "multiple {} · floor {} ms · patience {} · growth {} · burst {} · overtake {} · spread {}",
             self.multiple,
             self.floor_ms,
             self.patience,
             self.growth,
             self.burst,
-            if self.cancel_silent { "on" } else { "off" }
+            if self.cancel_silent { "on" } else { "off" },
+            if self.spread { "on" } else { "off" }
         )
     }
 
@@ -191,6 +194,7 @@ impl Variant {
         });
         c.fanout.growth = Growth::Linear(self.growth);
         c.fanout.cancel_silent_on_answer = self.cancel_silent;
+        c.fanout.spread_ticks = self.spread;
         c.hedge_budget.burst = self.burst;
         Strategy::core(&self.name(), c)
     }
@@ -217,6 +221,7 @@ struct Row {
     growth: u32,
     burst: u32,
     cancel_silent: bool,
+    spread: bool,
     clients: u32,
     seed: u64,
     rtt_ms: f64,
@@ -227,6 +232,7 @@ struct Row {
     third_hung_p99_ms: Option<f64>,
     third_hung_p99_vs_oracle: Option<f64>,
     third_hung_p999_ms: Option<f64>,
+    storm_p50_ms: Option<f64>,
     storm_p99_ms: Option<f64>,
     storm_peak_vs_sequential: f64,
     storm_attempts_per_refresh: f64,
@@ -252,6 +258,7 @@ fn row(results: &[ScenarioResult], v: &Variant, config: &FleetConfig) -> Row {
         growth: v.growth,
         burst: v.burst,
         cancel_silent: v.cancel_silent,
+        spread: v.spread,
         clients: config.clients,
         seed: config.seed,
         rtt_ms: config.rtt.as_secs_f64() * 1000.0,
@@ -262,6 +269,7 @@ fn row(results: &[ScenarioResult], v: &Variant, config: &FleetConfig) -> Row {
         third_hung_p99_ms: p99(FleetScenario::ThirdHung, &name),
         third_hung_p99_vs_oracle: ratio(FleetScenario::ThirdHung),
         third_hung_p999_ms: get(FleetScenario::ThirdHung, &name).time_to_metadata.p999_ms,
+        storm_p50_ms: storm.time_to_metadata.p50_ms,
         storm_p99_ms: storm.time_to_metadata.p99_ms,
         storm_peak_vs_sequential: storm.peak_requests as f64
             / get(FleetScenario::FailoverStorm, "sequential").peak_requests.max(1) as f64,
@@ -284,12 +292,14 @@ fn sweep(args: &Args) -> Result<(), String> {
     let rules = vec![
         new,
         Variant { cancel_silent: false, ..new },
+        Variant { spread: false, ..new },
         Variant { patience: 4, ..new },
         Variant { patience: 64, ..new },
         Variant { burst: 6, ..new },
         Variant { growth: 3, ..new },
     ];
-    let robustness = vec![new, Variant { multiple: 3, ..new }, Variant { growth: 1, ..new }];
+    let robustness =
+        vec![new, Variant { multiple: 3, ..new }, Variant { growth: 1, ..new }, Variant { spread: false, ..new }];
     let ms = Duration::from_millis;
     let stages = [
         Stage {
@@ -304,8 +314,9 @@ fn sweep(args: &Args) -> Result<(), String> {
         Stage {
             title: "Stage 2: what each rule buys (10,000 clients, seeds 1–3)",
             why: "The default against itself with one rule changed: without overtaking (silent \
-                  attempts keep running when a broker answers), other patience for answering \
-                  brokers, a smaller hedge budget, a wider tick.",
+                  attempts keep running when a broker answers), without spreading a tick's \
+                  attempts, other patience for answering brokers, a smaller hedge budget, a \
+                  wider tick.",
             clients: 10_000,
             seeds: vec![1, 2, 3],
             variants: rules,
@@ -371,8 +382,8 @@ fn sweep(args: &Args) -> Result<(), String> {
 
 fn stage_table(variants: &[Variant], rows: &[Row], new: &Variant) -> String {
     let mut out = String::from(
-        "| multiple | floor | patience | growth | burst | overtake | healthy attempts/refresh | one hung p99 ÷ oracle | third hung p99 ÷ oracle | third hung p99.9 | storm p99 | storm peak ÷ sequential | storm attempts/refresh | targets met |\n\
-         |---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| multiple | floor | patience | growth | burst | overtake | spread | healthy attempts/refresh | one hung p99 ÷ oracle | third hung p99 ÷ oracle | third hung p99.9 | storm p50 | storm p99 | storm peak ÷ sequential | storm attempts/refresh | targets met |\n\
+         |---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for v in variants {
         let mine: Vec<&Row> = rows.iter().filter(|r| r.variant == v.name()).collect();
@@ -400,7 +411,7 @@ fn stage_table(variants: &[Variant], rows: &[Row], new: &Variant) -> String {
             }
         };
         out.push_str(&format!(
-            "| {}{} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} ms | {} ms | {} | {} | {} |\n",
+            "| {}{} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} | {} ms | {} ms | {} ms | {} | {} | {} |\n",
             v.multiple,
             mark,
             v.floor_ms,
@@ -408,10 +419,12 @@ fn stage_table(variants: &[Variant], rows: &[Row], new: &Variant) -> String {
             v.growth,
             v.burst,
             if v.cancel_silent { "on" } else { "off" },
+            if v.spread { "on" } else { "off" },
             range(&|r| Some(r.healthy_attempts_per_refresh), 3),
             range(&|r| r.one_hung_p99_vs_oracle, 2),
             range(&|r| r.third_hung_p99_vs_oracle, 2),
             range(&|r| r.third_hung_p999_ms, 0),
+            range(&|r| r.storm_p50_ms, 0),
             range(&|r| r.storm_p99_ms, 0),
             range(&|r| Some(r.storm_peak_vs_sequential), 2),
             range(&|r| Some(r.storm_attempts_per_refresh), 1),

@@ -147,6 +147,14 @@ pub struct Fanout {
     /// each would send its own metadata request once its broker caught up — during a
     /// failover storm, that is exactly the extra load that keeps the storm going.
     pub cancel_silent_on_answer: bool,
+    /// A tick that starts several attempts starts them one by one, `delay / n` apart (the
+    /// delay that ran out, shared among the tick's `n` attempts), and drops the rest as soon
+    /// as a broker answers (default true). On a fast network the first fresh broker answers
+    /// before its partner is due, so getting past a silent broker costs one connection, as
+    /// in a one-at-a-time client; on a slower one the partner still goes out within the
+    /// delay, and the next tick still counts from the tick's first attempt, so a run of hung
+    /// brokers is crossed as fast as with the whole tick at once.
+    pub spread_ticks: bool,
 }
 
 impl Default for Fanout {
@@ -160,6 +168,7 @@ impl Default for Fanout {
             next_on_failure: true,
             replace_when_full: true,
             cancel_silent_on_answer: true,
+            spread_ticks: true,
         }
     }
 }

@@ -240,6 +240,11 @@ pub struct AttemptInfo {
     pub state: AttemptState,
     /// Whether it was started while another attempt was still in flight (a hedge).
     pub hedge: bool,
+    /// Whether a spread tick started it after the tick's first attempt
+    /// (`fanout.spread_ticks`): it came a share of the delay later, because no broker had
+    /// answered meanwhile.
+    #[serde(default)]
+    pub partner: bool,
 }
 
 /// Counters of one refresh, for reports and benchmarks.
@@ -299,10 +304,14 @@ pub struct Refresh {
     backoff_at: Option<Instant>,
     /// Attempt number of the most recent launch (the stagger timer's anchor).
     latest: Option<u32>,
-    /// Jitter multiplier drawn for the latest launch, in `[1 - jitter, 1]`.
-    jitter_factor: f64,
     /// Stagger ticks so far in this pass (drives growth).
     ticks: u32,
+    /// A spread tick's next attempt (see `fanout.spread_ticks`): when it is due, how many
+    /// are left, how far apart, and which attempts were suspects when the tick fired.
+    spread_at: Option<Instant>,
+    spread_left: u32,
+    spread_gap: Duration,
+    spread_suspects: u32,
     /// Exponential growth: size of the next tick's wave.
     wave: f64,
     hedge_tokens: u32,
@@ -327,6 +336,9 @@ struct AttemptSlot {
     candidate: u32,
     info: AttemptInfo,
     timeout_at: Instant,
+    /// Jitter multiplier drawn at launch, in `[1 - jitter, 1]`: scales this attempt's
+    /// stagger delay.
+    jitter: f64,
 }
 
 impl Refresh {
@@ -393,8 +405,11 @@ impl Refresh {
             stagger_at: None,
             backoff_at: None,
             latest: None,
-            jitter_factor: 1.0,
             ticks: 0,
+            spread_at: None,
+            spread_left: 0,
+            spread_gap: Duration::ZERO,
+            spread_suspects: 0,
             wave: 1.0,
             hedge_tokens: ctx.hedge_tokens,
             warm_stagger: ctx.warm_stagger,
@@ -436,6 +451,7 @@ impl Refresh {
         };
         consider(self.oldest_timeout(), TimerKind::AttemptTimeout);
         consider(self.stagger_at, TimerKind::Stagger);
+        consider(self.spread_at, TimerKind::Stagger);
         consider(self.backoff_at, TimerKind::Backoff);
         Some(best)
     }
@@ -596,7 +612,12 @@ impl Refresh {
     }
 
     fn on_stagger(&mut self, now: Instant) {
+        if self.stagger_at.is_none_or(|at| at > now) {
+            self.on_spread(now);
+            return;
+        }
         self.stagger_at = None;
+        self.spread_at = None;
         self.ticks = self.ticks.saturating_add(1);
         let want = match self.config.fanout.growth {
             Growth::Linear(n) => n.max(1),
@@ -605,10 +626,12 @@ impl Refresh {
                 (self.wave as u32).max(1)
             }
         };
+        let gap = self.spread_gap_for_tick(want);
+        let spread = gap.is_some();
         // Attempts from this tick are not suspects yet: never supersede them.
         let suspects = self.attempts.len() as u32;
         let started = self.stats.started;
-        for _ in 0..want {
+        for _ in 0..if spread { 1 } else { want } {
             if self.in_flight > 0 && self.hedge_tokens == 0 {
                 self.replace_without_budget(now, suspects);
                 break;
@@ -625,6 +648,63 @@ impl Refresh {
             // Nothing could start (no budget, and no silent suspect to replace): the tick
             // would fire again at once. Wait for an input to change the picture instead.
             self.stagger_at = None;
+        } else if let (true, Some(gap)) = (spread, gap) {
+            self.spread_left = want - 1;
+            self.spread_gap = gap / want;
+            self.spread_suspects = suspects;
+            self.spread_at = Some(now.saturating_add(self.spread_gap));
+        }
+    }
+
+    /// Whether this tick should spread its attempts, and over what delay: the delay that
+    /// just ran out, when the leader can answer well within its share of it — a fresh
+    /// broker answers about two handshakes after its start, and the handshake of the attempt
+    /// just suspected is the best guess of this network's. Otherwise (a slow network, or no
+    /// handshake seen) waiting would only delay the partner: the tick starts all at once.
+    fn spread_gap_for_tick(&self, want: u32) -> Option<Duration> {
+        if !self.config.fanout.spread_ticks || want < 2 {
+            return None;
+        }
+        let n = self.latest?;
+        let info = &self.attempts[n as usize].info;
+        // A broker that never completed its handshake says nothing about the network: use
+        // the cluster's recent handshakes, or — knowing nothing — assume the fired delay
+        // (then the cold one) is long enough for a healthy broker to answer within a share.
+        let handshake = match info.connected_at {
+            Some(at) => self.handshake_of(info, at),
+            None => self.handshake_hint.unwrap_or(Duration::ZERO),
+        };
+        Some(self.stagger_basis(n).1).filter(|&fired| handshake.saturating_mul(2) < fired / want)
+    }
+
+    /// The next attempt of a spread tick: started unless a broker answered meanwhile
+    /// (`on_answered` drops the rest), by the same rules as the tick's own. It is a partner,
+    /// not a new leader: the next tick still counts from the tick's first attempt, so
+    /// spreading never slows the walk past a run of hung brokers.
+    fn on_spread(&mut self, now: Instant) {
+        self.spread_at = None;
+        let left = core::mem::take(&mut self.spread_left);
+        if left == 0 || (self.in_flight > 0 && self.hedge_tokens == 0) {
+            return;
+        }
+        let leader = self.latest;
+        if self.throttle_full() && self.can_replace() {
+            self.supersede_newest_silent(now, self.spread_suspects, SUPERSEDED_FULL, false);
+        }
+        let launched = self.launch(now, false);
+        if launched {
+            if let Some(slot) = self.attempts.last_mut() {
+                slot.info.partner = true;
+            }
+        }
+        let leader_in_flight = leader.is_some_and(|l| self.attempts[l as usize].info.state == AttemptState::InFlight);
+        if launched && leader_in_flight {
+            self.latest = leader;
+        }
+        self.arm_stagger();
+        if launched && left > 1 {
+            self.spread_left = left - 1;
+            self.spread_at = Some(now.saturating_add(self.spread_gap));
         }
     }
 
@@ -674,12 +754,13 @@ impl Refresh {
         silent_only: bool,
     ) -> bool {
         let live = |n: &&u32| **n < suspects && self.attempts[**n as usize].info.state == AttemptState::InFlight;
-        let silent = self
-            .timeout_queue
-            .iter()
-            .rev()
-            .filter(live)
-            .find(|&&n| self.attempts[n as usize].info.answered_at.is_none());
+        let is_silent = |n: &&u32| self.attempts[**n as usize].info.answered_at.is_none();
+        // Prefer one whose own delay has run out: a spread tick's partner that connected a
+        // moment ago is not suspected yet, and may be the healthy broker about to answer.
+        let overdue = |n: &&u32| self.stagger_deadline(**n) <= now;
+        let newest_silent = || self.timeout_queue.iter().rev().filter(live).find(is_silent);
+        let silent =
+            self.timeout_queue.iter().rev().filter(live).filter(is_silent).find(overdue).or_else(newest_silent);
         let any = || if silent_only { None } else { self.timeout_queue.iter().rev().find(live) };
         let Some(&n) = silent.or_else(any) else { return false };
         let kind = self.timeout_kind(n);
@@ -727,6 +808,8 @@ impl Refresh {
         info.answered_at = Some(now);
         info.connected_at.get_or_insert(now);
         self.answering += 1;
+        // A broker is answering: the rest of a spread tick is not needed.
+        self.spread_at = None;
         if self.config.fanout.cancel_silent_on_answer {
             self.cancel_silent(now);
         }
@@ -775,6 +858,7 @@ impl Refresh {
         self.stats.passes += 1;
         self.cursor = 0;
         self.ticks = 0;
+        self.spread_at = None;
         self.wave = self.config.fanout.initial as f64;
         let initial = self.config.fanout.initial;
         for i in 0..initial {
@@ -815,15 +899,16 @@ impl Refresh {
                 ended_at: None,
                 state: AttemptState::InFlight,
                 hedge,
+                partner: false,
             },
             timeout_at: now.saturating_add(self.config.attempt_timeout),
+            jitter: 1.0 - self.config.fanout.jitter * self.rng.unit(),
         });
         self.outcomes[candidate].attempts += 1;
         self.in_flight += 1;
         self.stats.started += 1;
         self.timeout_queue.push_back(n);
         self.latest = Some(n);
-        self.jitter_factor = 1.0 - self.config.fanout.jitter * self.rng.unit();
         self.stagger_at = None;
         self.commands.push_back(Command::Connect { attempt: self.id(n), broker });
         true
@@ -854,6 +939,13 @@ impl Refresh {
     /// connected, a few of its handshake times from the handshake; before that, the cold
     /// or recent estimate from its start.
     fn stagger_deadline(&self, n: u32) -> Instant {
+        let (from, delay) = self.stagger_basis(n);
+        from.saturating_add(delay)
+    }
+
+    /// What the stagger deadline of attempt `n` counts from, and the (jittered, backed-off)
+    /// delay it adds.
+    fn stagger_basis(&self, n: u32) -> (Instant, Duration) {
         let info = &self.attempts[n as usize].info;
         let (from, delay) = match self.config.fanout.stagger {
             Stagger::Fixed(d) => (info.started_at, d),
@@ -867,7 +959,7 @@ impl Refresh {
             },
         };
         let backoff = (1u32 << self.unbudgeted.min(20)) as f64;
-        from.saturating_add(scale(delay, self.jitter_factor * backoff))
+        (from, scale(delay, self.attempts[n as usize].jitter * backoff))
     }
 
     /// The handshake time that stands for attempt `info`'s round trip: its own, or the
@@ -921,6 +1013,7 @@ impl Refresh {
 
     fn end_pass(&mut self, now: Instant) {
         self.stagger_at = None;
+        self.spread_at = None;
         if self.pass >= self.config.retry.retries {
             self.give_up(GiveUpReason::AllFailed { passes: self.pass + 1 });
             return;
@@ -996,6 +1089,7 @@ impl Refresh {
     fn finish(&mut self) {
         self.finished = true;
         self.stagger_at = None;
+        self.spread_at = None;
         self.backoff_at = None;
     }
 

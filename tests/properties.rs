@@ -119,6 +119,7 @@ fn arb_knobs() -> impl Strategy<Value = RefreshConfig> {
                         next_on_failure,
                         replace_when_full,
                         cancel_silent_on_answer: seed & 1 == 0,
+                        spread_ticks: seed & 2 == 0,
                     },
                     attempt_timeout: us(attempt_timeout),
                     deadline,
@@ -991,6 +992,11 @@ fn check_attempts(r: &Refresh, config: &RefreshConfig, t: &mut Tracker) {
     };
     // `scale(d, f)` truncates to whole µs and f ≥ 1 − jitter, so this bound is exact.
     let min_gap = (base.as_micros() as f64 * (1.0 - config.fanout.jitter)).floor() as u64;
+    // A spread tick's partners share the fired delay among the tick's attempts.
+    let per_tick = match config.fanout.growth {
+        Growth::Linear(n) => Some(n.max(1) as u64),
+        Growth::Exponential(_) => None,
+    };
     for (i, (id, a)) in attempts.iter().enumerate() {
         let pass_start = attempts.iter().find(|(_, b)| b.pass == a.pass).map(|(_, b)| b.started_at);
         if pass_start == Some(a.started_at) {
@@ -1005,9 +1011,23 @@ fn check_attempts(r: &Refresh, config: &RefreshConfig, t: &mut Tracker) {
         if !by_tick {
             continue;
         }
-        let Some((prev_id, prev)) = attempts[..i].iter().rev().find(|(_, b)| b.started_at < a.started_at) else {
+        // A partner is spaced by its share of the delay (less a µs of rounding) from the
+        // hedge before it (its tick's first attempt, or the partner before it); a tick's
+        // first attempt by the whole delay from any earlier start but a partner.
+        let (gap, prev) = if a.partner {
+            let Some(n) = per_tick else { continue };
+            let share = (min_gap / n.max(1)).saturating_sub(1);
+            (share, attempts[..i].iter().rev().find(|(_, b)| b.started_at < a.started_at && (b.hedge || b.partner)))
+        } else {
+            (min_gap, attempts[..i].iter().rev().find(|(_, b)| b.started_at < a.started_at && !b.partner))
+        };
+        let Some((prev_id, prev)) = prev else {
             continue;
         };
+        if a.partner && !config.fanout.spread_ticks {
+            t.violate(Inv::Spacing, format!("{id} is a spread partner although spread_ticks is off"));
+        }
+        let min_gap = gap;
         let earliest = prev.started_at.as_micros().saturating_add(min_gap);
         if a.started_at.as_micros() < earliest {
             t.violate(
@@ -1316,6 +1336,7 @@ impl ModelCase {
                 next_on_failure: true,
                 replace_when_full: self.replace_when_full,
                 cancel_silent_on_answer: true,
+                spread_ticks: true,
             },
             attempt_timeout: us(self.attempt_timeout),
             deadline: us(self.deadline),

@@ -178,10 +178,76 @@ fn adaptive_hedges_a_silent_broker_two_handshakes_after_a_1ms_handshake() {
     let a0 = run.attempt(0);
     run.input(ms(1), Input::Connected { attempt: a0 });
     // Silent after connecting: clamp(2 × 1 ms, 2 ms, 2 s) = 2 ms after the handshake, and
-    // the tick starts two brokers (growth Linear(2)).
+    // the tick starts two brokers (growth Linear(2)) at once: on a network with 1 ms
+    // handshakes the first could not answer within half of those 2 ms, so spreading the
+    // tick would only delay the second.
     assert!(run.advance(us(2_999)).is_empty());
     let out = run.advance(ms(100));
     assert_eq!(ticks(&out)[..2], [(ms(3), BrokerIndex(1)), (ms(3), BrokerIndex(2))], "{out:?}");
+}
+
+/// On a fast network the tick's first fresh broker answers before its partner is due:
+/// getting past one silent broker costs one more connection, as in a one-at-a-time client.
+#[test]
+fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    let a0 = run.attempt(0);
+    run.input(us(100), Input::Connected { attempt: a0 });
+    // Silent: the tick at 2.1 ms (the 2 ms floor) starts one broker; its partner would be
+    // due half the delay later, at 3.1 ms.
+    let out = run.advance(us(2_100));
+    assert_eq!(ticks(&out), [(us(2_100), BrokerIndex(1))], "{out:?}");
+    let a1 = run.attempt(1);
+    assert!(!run.refresh.attempt(a1).unwrap().partner, "the tick's first attempt is no partner");
+    run.input(us(2_200), Input::Connected { attempt: a1 });
+    run.input(us(2_400), Input::Answered { attempt: a1 });
+    assert_eq!(run.refresh.in_flight(), 1, "the answer overtook the silent first broker");
+    assert!(ticks(&run.advance(us(3_500))).is_empty(), "no partner once a broker answered");
+    let out = run.input(us(3_600), response(a1));
+    assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
+    assert_eq!(run.connects().len(), 2);
+}
+
+/// When the tick's first broker is silent too, the partner follows; the next tick still
+/// counts from the tick's first attempt, and a partner that connected a moment ago is not
+/// yet a suspect the throttle may supersede.
+#[test]
+fn a_spread_partner_follows_a_silent_first_attempt_and_is_spared_until_suspected() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 6);
+    let a0 = run.attempt(0);
+    run.input(us(100), Input::Connected { attempt: a0 });
+    run.advance(us(2_100));
+    let a1 = run.attempt(1);
+    run.input(us(2_200), Input::Connected { attempt: a1 });
+    assert!(run.advance(us(3_099)).is_empty());
+    let out = run.advance(us(3_100));
+    assert_eq!(ticks(&out), [(us(3_100), BrokerIndex(2))], "{out:?}");
+    let a2 = run.attempt(2);
+    let info = run.refresh.attempt(a2).unwrap();
+    assert!(info.partner && info.hedge, "{info:?}");
+    run.input(us(3_200), Input::Connected { attempt: a2 });
+    // The next tick: 2 ms after the tick's first attempt connected (not after the partner).
+    assert!(run.advance(us(4_199)).is_empty());
+    let out = run.advance(us(4_200));
+    // The throttle is full (3): it supersedes #1, whose delay ran out, not the partner #2
+    // (connected at 3.2 ms, suspected only at 5.2 ms), and starts the fourth broker.
+    let a1_cancelled = Command::Cancel { attempt: a1, reason: CancelReason::Superseded };
+    assert_eq!(out.first(), Some(&(us(4_200), a1_cancelled)), "{out:?}");
+    assert_eq!(ticks(&out), [(us(4_200), BrokerIndex(3))], "{out:?}");
+    assert_eq!(run.refresh.attempt(a2).unwrap().state, stagger::AttemptState::InFlight);
+    assert_eq!(run.refresh.in_flight(), 3);
+}
+
+/// `fanout.spread_ticks = false`: the tick starts its attempts together, as before.
+#[test]
+fn without_spreading_a_tick_starts_its_attempts_together() {
+    let mut c = no_jitter(RefreshConfig::adaptive());
+    c.fanout.spread_ticks = false;
+    let mut run = Run::new(c, 5);
+    let a0 = run.attempt(0);
+    run.input(us(100), Input::Connected { attempt: a0 });
+    let out = run.advance(us(2_100));
+    assert_eq!(ticks(&out), [(us(2_100), BrokerIndex(1)), (us(2_100), BrokerIndex(2))], "{out:?}");
 }
 
 #[test]
@@ -189,7 +255,13 @@ fn adaptive_waits_the_cold_250ms_for_a_broker_that_never_connects() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     assert!(run.advance(ms(249)).is_empty());
     let out = run.advance(ms(250));
-    assert_eq!(ticks(&out), [(ms(250), BrokerIndex(1)), (ms(250), BrokerIndex(2))], "{out:?}");
+    // Nothing is known about this network, so the tick spreads its two attempts over the
+    // 250 ms that ran out: the second follows 125 ms later, as the first is silent too.
+    assert_eq!(ticks(&out), [(ms(250), BrokerIndex(1))], "{out:?}");
+    assert!(run.advance(us(374_999)).is_empty());
+    let out = run.advance(ms(375));
+    assert_eq!(ticks(&out), [(ms(375), BrokerIndex(2))], "{out:?}");
+    assert!(run.refresh.attempt(run.attempt(2)).unwrap().partner);
 }
 
 #[test]
@@ -212,8 +284,10 @@ fn adaptive_is_patient_with_an_answering_broker() {
     // first answer, from its start — not the 3 ms a silent broker would get.
     assert!(run.advance(us(31_999)).is_empty(), "no hedge while the broker is answering");
     let out = run.advance(ms(32));
-    assert_eq!(ticks(&out).len(), 2, "{out:?}");
-    assert!(ticks(&out).iter().all(|(t, _)| *t == ms(32)));
+    // The tick's second attempt follows half the delay later (a 1 ms handshake network
+    // answers well within 16 ms).
+    assert_eq!(ticks(&out), [(ms(32), BrokerIndex(1))], "{out:?}");
+    assert_eq!(ticks(&run.advance(ms(48))), [(ms(48), BrokerIndex(2))]);
 }
 
 #[test]
@@ -227,7 +301,8 @@ fn adaptive_patience_follows_the_recent_window() {
     run.input(ms(2), Input::Answered { attempt: a0 });
     // Answers usually take 5 ms here: 16 × 5 ms = 80 ms from the start.
     assert!(run.advance(us(79_999)).is_empty());
-    assert_eq!(ticks(&run.advance(ms(80))).len(), 2);
+    assert_eq!(ticks(&run.advance(ms(80))), [(ms(80), BrokerIndex(1))]);
+    assert_eq!(ticks(&run.advance(ms(120))), [(ms(120), BrokerIndex(2))], "partner after half of 80 ms");
 }
 
 #[test]
@@ -324,6 +399,7 @@ fn growth_exponential_doubles_each_tick_up_to_the_throttle() {
     let mut c = fixed(100);
     c.fanout.growth = stagger::Growth::Exponential(2.0);
     c.fanout.max_in_flight = 8;
+    c.fanout.spread_ticks = false; // each wave at once
     let mut run = Run::new(c, 20);
     run.advance(ms(250));
     let per_time: Vec<(Instant, usize)> = {
@@ -655,6 +731,7 @@ fn a_full_throttle_replaces_the_newest_silent_suspect_at_each_tick() {
 fn a_tick_never_supersedes_what_it_just_started() {
     let mut c = fixed(100);
     c.fanout.growth = Growth::Linear(2);
+    c.fanout.spread_ticks = false; // both of a tick's attempts at the tick
     let mut run = Run::new(c, 10);
     run.advance(ms(200));
     // 0 ms: #0; 100 ms: #1, #2; 200 ms: the throttle is full, so the tick supersedes the
@@ -690,8 +767,10 @@ fn adaptive_default_gets_past_three_silent_brokers_without_exceeding_the_throttl
             let out = run.input(started.saturating_add(Duration::from_millis(1)), response(a3));
             assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
             // The first broker was silent 2 ms after its 0.1 ms handshake (the floor): at
-            // 2.1 ms two more started; they were silent at 4.2 ms, when the tick superseded
-            // the newest suspect and started the fourth broker.
+            // 2.1 ms the tick started the second, and its partner the third at 3.1 ms (half
+            // the 2 ms later: on this fast network a healthy broker would have answered by
+            // then); the next tick counts from the tick's first attempt, so at 4.2 ms it
+            // started the fourth broker.
             assert_eq!(started, us(4_200));
             return;
         }
