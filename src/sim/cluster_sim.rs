@@ -228,7 +228,7 @@ fn drain(cluster: &mut Cluster, world: &mut World<'_>, report: &mut ClusterRepor
             ClusterEvent::Connect { attempt, broker } => {
                 world.connect(now, attempt, broker, cluster.book().address(broker));
                 if let Some(info) = cluster.current().and_then(|r| r.attempt(attempt)) {
-                    world.annotate(attempt, info.pass, info.hedge);
+                    world.annotate(attempt, info);
                 }
                 record(report, attempt.epoch(), now).brokers_tried.push(broker);
             }

@@ -92,6 +92,9 @@ pub struct Span {
     pub pass: u32,
     /// Whether the core started it while another attempt was in flight (a hedge).
     pub hedge: bool,
+    /// Whether a spread tick started it after the tick's first attempt.
+    #[serde(default)]
+    pub partner: bool,
 }
 
 /// One broker's lane: its address, its simulated behaviour and its attempts.
@@ -398,7 +401,7 @@ fn drain(rec: &mut Recorder, world: &mut World<'_>, book: &BrokerBook, now: Inst
             Command::Connect { attempt, broker } => {
                 world.connect(now, attempt, broker, book.address(broker));
                 if let Some(info) = rec.refresh().attempt(attempt) {
-                    world.annotate(attempt, info.pass, info.hedge);
+                    world.annotate(attempt, info);
                 }
             }
             Command::Cancel { attempt, reason } => world.cancel(now, attempt, reason),

@@ -160,6 +160,9 @@ fn render_span(out: &mut String, span: &Span, total: u64) {
     if span.hedge {
         out.push_str(" hedge");
     }
+    if span.partner {
+        out.push_str(" partner");
+    }
     let mut mark = span.start;
     if let Some(c) = span.connected_at {
         out.push(' ');

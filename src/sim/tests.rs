@@ -134,7 +134,7 @@ fn check_report(config: &RefreshConfig, report: &Report) {
         assert_eq!(span.start, info.started_at, "{id}");
         assert_eq!(span.end, info.ended_at, "{id}");
         assert_eq!(span.connected_at, info.connected_at, "{id}");
-        assert_eq!((span.pass, span.hedge), (info.pass, info.hedge), "{id}");
+        assert_eq!((span.pass, span.hedge, span.partner), (info.pass, info.hedge, info.partner), "{id}");
         let expected = match span.outcome {
             SpanOutcome::Won => AttemptState::Won,
             SpanOutcome::Failed { .. } => AttemptState::Failed,

@@ -110,6 +110,7 @@ impl<'a> World<'a> {
                 outcome: SpanOutcome::InFlight,
                 pass: 0,
                 hedge: false,
+                partner: false,
             },
         ));
         let nth = self.per_broker.entry(broker).or_insert(0);
@@ -253,11 +254,12 @@ impl<'a> World<'a> {
         Some((at, input))
     }
 
-    /// Copies what the core knows about an attempt (pass, hedge) into its span.
-    pub(super) fn annotate(&mut self, attempt: AttemptId, pass: u32, hedge: bool) {
+    /// Copies what the core knows about an attempt (pass, hedge, partner) into its span.
+    pub(super) fn annotate(&mut self, attempt: AttemptId, info: &crate::refresh::AttemptInfo) {
         if let Some(span) = self.span_mut(attempt) {
-            span.pass = pass;
-            span.hedge = hedge;
+            span.pass = info.pass;
+            span.hedge = info.hedge;
+            span.partner = info.partner;
         }
     }
 

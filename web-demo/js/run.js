@@ -36,6 +36,8 @@ export function runFromReport(report, config, { subs = [], kinds = [], eventText
         outcome: s.outcome,
         pass: s.pass,
         hedge: s.hedge,
+        // A spread tick's later attempt (`fanout.spread_ticks`).
+        partner: s.partner ?? false,
       })),
     })),
     events: report.events,

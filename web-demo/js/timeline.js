@@ -193,7 +193,7 @@ export function drawTimeline(el, run, t, opts = {}) {
       const state = ended ? s.outcome.type : "inflight";
       const word = ended ? outcomeWord(s.outcome) : answered != null ? "answering" : connected != null ? "awaiting answer" : "connecting";
       const reason = ended && s.outcome.type === "cancelled" ? s.outcome.reason : "";
-      const tip = [`attempt #${s.number} → ${lane.name}${s.hedge ? " (hedge)" : ""}${s.pass ? `, pass ${s.pass + 1}` : ""}`,
+      const tip = [`attempt #${s.number} → ${lane.name}${s.hedge ? " (hedge)" : ""}${s.partner ? " (spread-tick partner)" : ""}${s.pass ? `, pass ${s.pass + 1}` : ""}`,
         `started ${fmtUs(s.start)}`, connected != null ? `connected ${fmtUs(connected)}` : null,
         answered != null ? `first answer ${fmtUs(answered)} (alive)` : connected != null ? "its broker said nothing" : null,
         ended ? `${outcomeWord(s.outcome)} at ${fmtUs(s.end)}${s.outcome.reason && s.outcome.type === "failed" ? ` — ${s.outcome.reason}` : ""}${CANCEL_HELP[reason] ? ` — ${CANCEL_HELP[reason]}` : ""}` : "in flight"]

@@ -215,7 +215,7 @@ test("the timeline draws the answering phase and the attempts it overtakes", asy
   await page.close();
 });
 
-test("patience and cancel-silent-on-answer are knobs, and travel in the permalink", async () => {
+test("patience, cancel-silent-on-answer and spread ticks are knobs, and travel in the permalink", async () => {
   // broker-0 is slow (metadata 100 ms after connecting) but answers ApiVersions at 2 ms (its
   // connect at 1 ms plus one round trip): it is answering, so the next attempt waits
   // patience × that 2 ms from its start. Patience 16: a tick at 32 ms, broker-1 (healthy,
@@ -224,6 +224,7 @@ test("patience and cancel-silent-on-answer are knobs, and travel in the permalin
   const page = await open(session.browser.context, `${session.server.url}#b=slow:100-100,healthy:5&preset=adaptive&jitter=0`);
   assert.equal(await page.inputValue("#knob-patience"), "16", "the core's default");
   assert.equal(await page.isChecked("#knob-cso"), true, "the core's default");
+  assert.equal(await page.isChecked("#knob-spread"), true, "the core's default");
   await page.keyboard.press("End");
   let all = await spans(page);
   assert.deepEqual(await page.$$eval("#sim-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at))), [32_000]);
@@ -242,6 +243,10 @@ test("patience and cancel-silent-on-answer are knobs, and travel in the permalin
   await page.waitForFunction(() => document.querySelector("#knob-patience")?.value === "16");
   await page.uncheck("#knob-cso");
   await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("cso") === "0");
+  // Broker-0's 1 ms handshake is not well within half the 2 ms adaptive delay, so this tick
+  // starts its two attempts at once either way: unspread, the run is the same.
+  await page.uncheck("#knob-spread");
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("spread") === "0");
   await page.keyboard.press("End");
   all = await spans(page);
   assert.deepEqual(all.map((s) => [s.lane, s.end, s.outcome, s.reason]),
@@ -251,9 +256,46 @@ test("patience and cancel-silent-on-answer are knobs, and travel in the permalin
   const link = await page.evaluate(() => location.href);
   assert.match(link, /[#&]patience=40(&|$)/);
   assert.match(link, /[#&]cso=0(&|$)/);
+  assert.match(link, /[#&]spread=0(&|$)/);
   const again = await open(session.browser.context, link);
   assert.equal(await again.inputValue("#knob-patience"), "40");
   assert.equal(await again.isChecked("#knob-cso"), false);
+  assert.equal(await again.isChecked("#knob-spread"), false);
+  await again.keyboard.press("End");
+  assert.deepEqual(await spans(again), all, "the same run from the link");
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(again.errors, []);
+  await page.close();
+  await again.close();
+});
+
+test("spread ticks: a tick's second attempt goes out a share of the delay later, and with the first when off", async () => {
+  // A fixed 500 ms stagger without jitter, two attempts per tick; brokers 0 and 1 hung, 2
+  // healthy (1 ms handshakes). Spread (the default): broker-0's handshake is well within
+  // half the 500 ms delay, so the tick at 500 ms starts broker-1 alone and its partner,
+  // broker-2, 500 ms / 2 later at 750 ms; broker-2 connects at 751 ms, answers at 752 ms
+  // (overtaking both hung attempts) and wins at 756 ms.
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,hung,healthy:5&preset=staggered&jitter=0&gn=2`);
+  assert.equal(await page.isChecked("#knob-spread"), true, "the core's default");
+  await page.keyboard.press("End");
+  let all = await spans(page);
+  assert.deepEqual(all.map((s) => [s.lane, s.start, s.end, s.outcome, s.reason]),
+    [[0, 0, 752_000, "cancelled", "overtaken"], [1, 500_000, 752_000, "cancelled", "overtaken"],
+      [2, 750_000, 756_000, "won", null]]);
+  // All at once: the tick starts broker-1 and broker-2 together, and broker-2 answers at 502 ms.
+  await page.uncheck("#knob-spread");
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("spread") === "0");
+  await page.keyboard.press("End");
+  all = await spans(page);
+  assert.deepEqual(all.map((s) => [s.lane, s.start, s.end, s.outcome, s.reason]),
+    [[0, 0, 502_000, "cancelled", "overtaken"], [1, 500_000, 502_000, "cancelled", "overtaken"],
+      [2, 500_000, 506_000, "won", null]]);
+  // The link keeps the switch, and so the run.
+  await page.click("#sim-permalink");
+  const link = await page.evaluate(() => location.href);
+  assert.match(link, /[#&]spread=0(&|$)/);
+  const again = await open(session.browser.context, link);
+  assert.equal(await again.isChecked("#knob-spread"), false);
   await again.keyboard.press("End");
   assert.deepEqual(await spans(again), all, "the same run from the link");
   assert.deepEqual(page.errors, []);

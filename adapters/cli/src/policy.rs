@@ -65,6 +65,9 @@ pub struct PolicyArgs {
     /// Keep silent attempts running when another broker starts answering.
     #[arg(long)]
     pub no_cancel_silent: bool,
+    /// Start all of a stagger tick's attempts at once instead of one by one, delay / N apart.
+    #[arg(long)]
+    pub no_spread: bool,
 }
 
 impl PolicyArgs {
@@ -107,6 +110,7 @@ impl PolicyArgs {
         c.fanout.next_on_failure &= !self.no_next_on_failure;
         c.fanout.replace_when_full &= !self.no_replace_when_full;
         c.fanout.cancel_silent_on_answer &= !self.no_cancel_silent;
+        c.fanout.spread_ticks &= !self.no_spread;
         c.seed = self.seed.unwrap_or_else(seed_from_clock);
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
@@ -221,6 +225,18 @@ mod tests {
         let Stagger::Adaptive(a) = c.fanout.stagger else { panic!("adaptive by default") };
         assert_eq!((a.multiple, a.floor, a.patience), (3, Duration::from_millis(5), 8));
         assert!(!c.fanout.cancel_silent_on_answer && !c.fanout.replace_when_full && c.fanout.next_on_failure);
+        assert!(c.fanout.spread_ticks, "ticks spread by default");
+        let all_at_once = PolicyArgs { no_spread: true, ..PolicyArgs::default() }.to_config().unwrap();
+        assert!(!all_at_once.fanout.spread_ticks && all_at_once.fanout.cancel_silent_on_answer);
+        // The switches' spelling on the command line.
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            policy: PolicyArgs,
+        }
+        let cli = <Cli as clap::Parser>::try_parse_from(["stagger", "--no-spread", "--no-next-on-failure"]).unwrap();
+        let c = cli.policy.to_config().unwrap();
+        assert!(!c.fanout.spread_ticks && !c.fanout.next_on_failure && c.fanout.cancel_silent_on_answer);
         let fixed = PolicyArgs { preset: Some("staggered".into()), patience: Some(8), ..PolicyArgs::default() };
         assert!(fixed.to_config().unwrap_err().contains("--patience tunes the adaptive stagger"));
         let bad = PolicyArgs { multiple: Some(0), ..PolicyArgs::default() };

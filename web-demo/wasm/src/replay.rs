@@ -204,6 +204,7 @@ impl View {
                             outcome: SpanOutcome::InFlight,
                             pass: info.map_or(0, |i| i.pass),
                             hedge: info.is_some_and(|i| i.hedge),
+                            partner: info.is_some_and(|i| i.partner),
                         });
                     }
                 }

@@ -30,6 +30,8 @@ export interface Fanout {
   replace_when_full: boolean;
   /** When one broker starts answering, cancel every attempt whose broker has said nothing (`overtaken`). */
   cancel_silent_on_answer: boolean;
+  /** Start a tick's attempts one by one, delay / n apart, dropping the rest once a broker answers (on fast networks). */
+  spread_ticks: boolean;
 }
 export interface Backoff { retries: number; initial: Duration; multiplier: number; cap: Duration }
 export interface HedgeBudget { ratio: number; burst: number }
