@@ -147,13 +147,15 @@ pub struct Fanout {
     /// each would send its own metadata request once its broker caught up — during a
     /// failover storm, that is exactly the extra load that keeps the storm going.
     pub cancel_silent_on_answer: bool,
-    /// A tick that starts several attempts starts them one by one, `delay / n` apart (the
-    /// delay that ran out, shared among the tick's `n` attempts), and drops the rest as soon
-    /// as a broker answers (default true). On a fast network the first fresh broker answers
-    /// before its partner is due, so getting past a silent broker costs one connection, as
-    /// in a one-at-a-time client; on a slower one the partner still goes out within the
-    /// delay, and the next tick still counts from the tick's first attempt, so a run of hung
-    /// brokers is crossed as fast as with the whole tick at once.
+    /// On a fast network, a tick that starts several attempts starts them one by one,
+    /// `delay / n` apart (the delay that ran out, shared among the tick's `n` attempts, but
+    /// at least the adaptive floor), and drops the rest as soon as a broker answers
+    /// (default true). There the first fresh broker answers before its partner is due, so
+    /// getting past a silent broker costs one connection, as in a one-at-a-time client. A
+    /// network is fast when two handshakes of the attempt just suspected fit in that share;
+    /// on a slower one the partner could not be saved and waiting would only delay it, so
+    /// the tick starts all at once. The next tick counts from the tick's first attempt
+    /// either way.
     pub spread_ticks: bool,
 }
 

@@ -651,17 +651,17 @@ impl Refresh {
             self.stagger_at = None;
         } else if let (true, Some(gap)) = (spread, gap) {
             self.spread_left = want - 1;
-            self.spread_gap = gap / want;
+            self.spread_gap = gap;
             self.spread_suspects = suspects;
             self.spread_at = Some(now.saturating_add(self.spread_gap));
         }
     }
 
-    /// Whether this tick should spread its attempts, and over what delay: the delay that
-    /// just ran out, when the leader can answer well within its share of it — a fresh
-    /// broker answers about two handshakes after its start, and the handshake of the attempt
-    /// just suspected is the best guess of this network's. Otherwise (a slow network, or no
-    /// handshake seen) waiting would only delay the partner: the tick starts all at once.
+    /// Whether this tick should spread its attempts, and how far apart: a share of the delay
+    /// that just ran out, when the leader can answer well within it — a fresh broker answers
+    /// about two handshakes after its start, and the handshake of the attempt just suspected
+    /// is the best guess of this network's. Otherwise (a slow network) waiting would only
+    /// delay the partner: the tick starts all at once.
     fn spread_gap_for_tick(&self, want: u32) -> Option<Duration> {
         if !self.config.fanout.spread_ticks || want < 2 {
             return None;
@@ -675,7 +675,18 @@ impl Refresh {
             Some(at) => self.handshake_of(info, at),
             None => self.handshake_hint.unwrap_or(Duration::ZERO),
         };
-        Some(self.stagger_basis(n).1).filter(|&fired| handshake.saturating_mul(2) < fired / want)
+        let fired = self.stagger_basis(n).1;
+        if handshake.saturating_mul(2) >= fired / want {
+            return None;
+        }
+        // The share of the delay, but never less than the adaptive floor: by its definition
+        // no broker's first answer is reliably faster, so a partner due sooner would often
+        // go out while the leader's answer is on its way.
+        let floor = match self.config.fanout.stagger {
+            Stagger::Adaptive(a) => a.floor,
+            Stagger::Fixed(_) => Duration::ZERO,
+        };
+        Some((fired / want).max(floor))
     }
 
     /// The next attempt of a spread tick: started unless a broker answered meanwhile

@@ -194,7 +194,7 @@ fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
     let a0 = run.attempt(0);
     run.input(us(100), Input::Connected { attempt: a0 });
     // Silent: the tick at 2.1 ms (the 2 ms floor) starts one broker; its partner would be
-    // due half the delay later, at 3.1 ms.
+    // due half the delay later, but no sooner than the floor: at 4.1 ms.
     let out = run.advance(us(2_100));
     assert_eq!(ticks(&out), [(us(2_100), BrokerIndex(1))], "{out:?}");
     let a1 = run.attempt(1);
@@ -202,38 +202,41 @@ fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
     run.input(us(2_200), Input::Connected { attempt: a1 });
     run.input(us(2_400), Input::Answered { attempt: a1 });
     assert_eq!(run.refresh.in_flight(), 1, "the answer overtook the silent first broker");
-    assert!(ticks(&run.advance(us(3_500))).is_empty(), "no partner once a broker answered");
-    let out = run.input(us(3_600), response(a1));
+    assert!(ticks(&run.advance(us(4_500))).is_empty(), "no partner once a broker answered");
+    let out = run.input(us(4_600), response(a1));
     assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
     assert_eq!(run.connects().len(), 2);
 }
 
 /// When the tick's first broker is silent too, the partner follows; the next tick still
-/// counts from the tick's first attempt, and a partner that connected a moment ago is not
+/// counts from the tick's first attempt, and a partner that started a moment ago is not
 /// yet a suspect the throttle may supersede.
 #[test]
 fn a_spread_partner_follows_a_silent_first_attempt_and_is_spared_until_suspected() {
-    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 6);
+    let mut c = no_jitter(RefreshConfig::adaptive());
+    c.fanout.stagger = Stagger::Adaptive(stagger::Adaptive { floor: Duration::from_millis(1), ..Default::default() });
+    let mut run = Run::new(c, 6);
     let a0 = run.attempt(0);
     run.input(us(100), Input::Connected { attempt: a0 });
-    run.advance(us(2_100));
+    // Silent: 2 × 100 µs, clamped to the 1 ms floor: the tick at 1.1 ms starts one broker.
+    run.advance(us(1_100));
     let a1 = run.attempt(1);
-    run.input(us(2_200), Input::Connected { attempt: a1 });
-    assert!(run.advance(us(3_099)).is_empty());
-    let out = run.advance(us(3_100));
-    assert_eq!(ticks(&out), [(us(3_100), BrokerIndex(2))], "{out:?}");
+    run.input(us(1_150), Input::Connected { attempt: a1 });
+    // Its partner is due half the 1 ms later, but no sooner than the floor: at 2.1 ms.
+    assert!(run.advance(us(2_099)).is_empty());
+    let out = run.advance(us(2_100));
+    assert_eq!(ticks(&out), [(us(2_100), BrokerIndex(2))], "{out:?}");
     let a2 = run.attempt(2);
     let info = run.refresh.attempt(a2).unwrap();
     assert!(info.partner && info.hedge, "{info:?}");
-    run.input(us(3_200), Input::Connected { attempt: a2 });
-    // The next tick: 2 ms after the tick's first attempt connected (not after the partner).
-    assert!(run.advance(us(4_199)).is_empty());
-    let out = run.advance(us(4_200));
+    // The next tick: 1 ms after the tick's first attempt connected (not after the partner).
+    assert!(run.advance(us(2_149)).is_empty());
+    let out = run.advance(us(2_150));
     // The throttle is full (3): it supersedes #1, whose delay ran out, not the partner #2
-    // (connected at 3.2 ms, suspected only at 5.2 ms), and starts the fourth broker.
+    // (started 50 µs ago, still connecting), and starts the fourth broker.
     let a1_cancelled = Command::Cancel { attempt: a1, reason: CancelReason::Superseded };
-    assert_eq!(out.first(), Some(&(us(4_200), a1_cancelled)), "{out:?}");
-    assert_eq!(ticks(&out), [(us(4_200), BrokerIndex(3))], "{out:?}");
+    assert_eq!(out.first(), Some(&(us(2_150), a1_cancelled)), "{out:?}");
+    assert_eq!(ticks(&out), [(us(2_150), BrokerIndex(3))], "{out:?}");
     assert_eq!(run.refresh.attempt(a2).unwrap().state, stagger::AttemptState::InFlight);
     assert_eq!(run.refresh.in_flight(), 3);
 }
@@ -767,8 +770,8 @@ fn adaptive_default_gets_past_three_silent_brokers_without_exceeding_the_throttl
             let out = run.input(started.saturating_add(Duration::from_millis(1)), response(a3));
             assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
             // The first broker was silent 2 ms after its 0.1 ms handshake (the floor): at
-            // 2.1 ms the tick started the second, and its partner the third at 3.1 ms (half
-            // the 2 ms later: on this fast network a healthy broker would have answered by
+            // 2.1 ms the tick started the second, and its partner the third at 4.1 ms (the
+            // floor later: on this fast network a healthy broker would have answered by
             // then); the next tick counts from the tick's first attempt, so at 4.2 ms it
             // started the fourth broker.
             assert_eq!(started, us(4_200));
