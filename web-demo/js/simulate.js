@@ -12,7 +12,9 @@ import { progressText, renderLog, renderSummary, updateLog } from "./panels.js";
 const PRESET_HELP = {
   adaptive: "The default: one attempt; two more at each adaptive stagger tick — 250 ms while nothing is known, "
     + "2× the handshake after it once a broker accepted but stays silent, 16× an answer's time once it answers. "
-    + "The first broker to answer cancels the silent ones (overtaken). At most 3 in flight, 20 % jitter.",
+    + "On a fast network the tick's second attempt waits half the delay (at least 2 ms) and is dropped if the first answers. "
+    + "The first broker to answer cancels the silent ones (overtaken); each replaced silent attempt doubles the next delay. "
+    + "At most 3 in flight, 20 % jitter.",
   sequential: "Sarama today: one broker at a time; the next only after the previous one failed or timed out.",
   "all-at-once": "Ask every broker at once: fast, but every client hits every broker at every failover.",
   staggered: "The seed discussion's proposal: another broker every 500 ms (fixed), 20 % jitter.",
