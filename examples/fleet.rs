@@ -154,6 +154,8 @@ struct Variant {
     burst: u32,
     cancel_silent: bool,
     spread: bool,
+    /// The window quantile, in percent (f64 is not `Eq`; 99 means p99).
+    quantile_pct: u32,
 }
 
 impl Variant {
@@ -168,19 +170,21 @@ impl Variant {
             burst: config.hedge_budget.burst,
             cancel_silent: config.fanout.cancel_silent_on_answer,
             spread: config.fanout.spread_ticks,
+            quantile_pct: (a.quantile * 100.0).round() as u32,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "multiple {} · floor {} ms · patience {} · growth {} · burst {} · overtake {} · spread {}",
+            "multiple {} · floor {} ms · patience {} · growth {} · burst {} · overtake {} · spread {} · quantile p{}",
             self.multiple,
             self.floor_ms,
             self.patience,
             self.growth,
             self.burst,
             if self.cancel_silent { "on" } else { "off" },
-            if self.spread { "on" } else { "off" }
+            if self.spread { "on" } else { "off" },
+            self.quantile_pct
         )
     }
 
@@ -190,6 +194,7 @@ impl Variant {
             multiple: self.multiple,
             floor: Duration::from_millis(self.floor_ms),
             patience: self.patience,
+            quantile: self.quantile_pct as f64 / 100.0,
             ..Adaptive::default()
         });
         c.fanout.growth = Growth::Linear(self.growth);
@@ -222,6 +227,7 @@ struct Row {
     burst: u32,
     cancel_silent: bool,
     spread: bool,
+    quantile: f64,
     clients: u32,
     seed: u64,
     rtt_ms: f64,
@@ -259,6 +265,7 @@ fn row(results: &[ScenarioResult], v: &Variant, config: &FleetConfig) -> Row {
         burst: v.burst,
         cancel_silent: v.cancel_silent,
         spread: v.spread,
+        quantile: v.quantile_pct as f64 / 100.0,
         clients: config.clients,
         seed: config.seed,
         rtt_ms: config.rtt.as_secs_f64() * 1000.0,
@@ -293,6 +300,8 @@ fn sweep(args: &Args) -> Result<(), String> {
         new,
         Variant { cancel_silent: false, ..new },
         Variant { spread: false, ..new },
+        Variant { quantile_pct: 90, ..new },
+        Variant { quantile_pct: 50, ..new },
         Variant { patience: 4, ..new },
         Variant { patience: 64, ..new },
         Variant { burst: 6, ..new },
@@ -315,8 +324,8 @@ fn sweep(args: &Args) -> Result<(), String> {
             title: "Stage 2: what each rule buys (10,000 clients, seeds 1–3)",
             why: "The default against itself with one rule changed: without overtaking (silent \
                   attempts keep running when a broker answers), without spreading a tick's \
-                  attempts, other patience for answering brokers, a smaller hedge budget, a \
-                  wider tick.",
+                  attempts, a lower quantile of the recent window (p90, the median), other \
+                  patience for answering brokers, a smaller hedge budget, a wider tick.",
             clients: 10_000,
             seeds: vec![1, 2, 3],
             variants: rules,
@@ -347,7 +356,7 @@ fn sweep(args: &Args) -> Result<(), String> {
     let mut md = String::new();
     md.push_str("# Tuning the adaptive stagger in the fleet simulation\n\n");
     md.push_str(&format!(
-        "Regenerate with `{SWEEP_COMMAND}` (about ten minutes on this 2-core machine with one thread, less with two). Same fleet and scenarios as \
+        "Regenerate with `{SWEEP_COMMAND}` (about five minutes on this 2-core machine with two threads, twice that with one). Same fleet and scenarios as \
          [fleet.md](fleet.md); each variant is the default policy with the knobs shown. Columns: \
          healthy attempts per refresh (target ≤ 1.05), p99 time to metadata ÷ the oracle's in the \
          hung scenarios (target ≤ 1.5), third-hung p99.9, storm p99 and peak broker load ÷ \
@@ -382,8 +391,8 @@ fn sweep(args: &Args) -> Result<(), String> {
 
 fn stage_table(variants: &[Variant], rows: &[Row], new: &Variant) -> String {
     let mut out = String::from(
-        "| multiple | floor | patience | growth | burst | overtake | spread | healthy attempts/refresh | one hung p99 ÷ oracle | third hung p99 ÷ oracle | third hung p99.9 | storm p50 | storm p99 | storm peak ÷ sequential | storm attempts/refresh | targets met |\n\
-         |---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| multiple | floor | quantile | patience | growth | burst | overtake | spread | healthy attempts/refresh | one hung p99 ÷ oracle | third hung p99 ÷ oracle | third hung p99.9 | storm p50 | storm p99 | storm peak ÷ sequential | storm attempts/refresh | targets met |\n\
+         |---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for v in variants {
         let mine: Vec<&Row> = rows.iter().filter(|r| r.variant == v.name()).collect();
@@ -411,10 +420,11 @@ fn stage_table(variants: &[Variant], rows: &[Row], new: &Variant) -> String {
             }
         };
         out.push_str(&format!(
-            "| {}{} | {} ms | {} | {} | {} | {} | {} | {} | {} | {} | {} ms | {} ms | {} ms | {} | {} | {} |\n",
+            "| {}{} | {} ms | p{} | {} | {} | {} | {} | {} | {} | {} | {} | {} ms | {} ms | {} ms | {} | {} | {} |\n",
             v.multiple,
             mark,
             v.floor_ms,
+            v.quantile_pct,
             v.patience,
             v.growth,
             v.burst,
