@@ -51,16 +51,29 @@ async fn healthy_cluster_metadata_matches_what_librdkafka_sees() {
             }
         }
 
-        assert_eq!(outcome.winner, seeds[0]);
         assert!(outcome.metadata_version.is_some());
-        assert_eq!(outcome.attempts.len(), 1);
-        assert_eq!(outcome.attempts[0].outcome, AttemptOutcome::Won);
-        assert!(outcome.attempts[0].connected.is_some());
+        // Usually the first seed answers alone. On a busy machine its first answer can come
+        // later than the 2 ms floor, and then the stagger hedges: the first answer wins and
+        // every other attempt is cancelled — never failed, since every broker is healthy.
+        let won: Vec<usize> =
+            (0..outcome.attempts.len()).filter(|&i| outcome.attempts[i].outcome == AttemptOutcome::Won).collect();
+        assert_eq!(won.len(), 1, "{:?}", outcome.attempts);
+        let w = won[0];
+        assert!(outcome.attempts[w].connected.is_some());
+        for (i, a) in outcome.attempts.iter().enumerate().filter(|&(i, _)| i != w) {
+            let cancelled =
+                matches!(a.outcome, AttemptOutcome::Cancelled(CancelReason::Overtaken | CancelReason::Lost));
+            assert!(cancelled, "attempt {i}: {:?}", a.outcome);
+        }
+        assert_eq!(outcome.winner, outcome.attempts[w].broker);
+        if outcome.attempts.len() == 1 {
+            assert_eq!(outcome.winner, seeds[0], "alone, the first seed wins");
+        }
         // The JSON report has the CLI's shape.
         let json = serde_json::to_value(outcome.report()).unwrap();
-        assert_eq!(json["winner"], seeds[0]);
-        assert_eq!(json["attempts"][0]["outcome"], "won");
-        assert!(json["attempts"][0]["ended_ms"].as_f64().is_some());
+        assert_eq!(json["winner"], outcome.winner);
+        assert_eq!(json["attempts"][w]["outcome"], "won");
+        assert!(json["attempts"][w]["ended_ms"].as_f64().is_some());
         // The recorded trace replays through the core to exactly the same commands.
         let trace = outcome.trace.expect("trace recorded");
         trace.replay().expect("valid config").expect("replay matches");
