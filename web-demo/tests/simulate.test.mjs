@@ -22,6 +22,24 @@ async function setKnob(page, key, value) {
   await page.waitForFunction(([k, v]) => new URLSearchParams(location.hash.slice(1)).get(k) === v, [key, String(value)]);
 }
 
+/** Clicks the permalink and opens it in a second page; returns the link and that page. */
+async function openPermalink(page) {
+  await page.click("#sim-permalink");
+  const link = await page.evaluate(() => location.href);
+  return { link, again: await open(session.browser.context, link) };
+}
+
+/** The reopened page, stepped to its end, shows `expected`'s spans and neither page logged
+ *  an error; closes both. */
+async function expectSameRunAndClose(page, again, expected) {
+  await again.keyboard.press("End");
+  assert.deepEqual(await spans(again), expected, "the same run from the link");
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(again.errors, []);
+  await page.close();
+  await again.close();
+}
+
 /** Plays the run to its end at 100× real time. */
 async function playToEnd(page) {
   await page.selectOption("#sim-player select", "100");
@@ -252,21 +270,14 @@ test("patience, cancel-silent-on-answer and spread ticks are knobs, and travel i
   assert.deepEqual(all.map((s) => [s.lane, s.end, s.outcome, s.reason]),
     [[0, 9_000, "cancelled", "lost"], [1, 9_000, "won", null], [2, 9_000, "cancelled", "lost"]]);
   await setKnob(page, "patience", 40);
-  await page.click("#sim-permalink");
-  const link = await page.evaluate(() => location.href);
+  const { link, again } = await openPermalink(page);
   assert.match(link, /[#&]patience=40(&|$)/);
   assert.match(link, /[#&]cso=0(&|$)/);
   assert.match(link, /[#&]spread=0(&|$)/);
-  const again = await open(session.browser.context, link);
   assert.equal(await again.inputValue("#knob-patience"), "40");
   assert.equal(await again.isChecked("#knob-cso"), false);
   assert.equal(await again.isChecked("#knob-spread"), false);
-  await again.keyboard.press("End");
-  assert.deepEqual(await spans(again), all, "the same run from the link");
-  assert.deepEqual(page.errors, []);
-  assert.deepEqual(again.errors, []);
-  await page.close();
-  await again.close();
+  await expectSameRunAndClose(page, again, all);
 });
 
 test("spread ticks: a tick's second attempt goes out a share of the delay later, and with the first when off", async () => {
@@ -291,17 +302,10 @@ test("spread ticks: a tick's second attempt goes out a share of the delay later,
     [[0, 0, 502_000, "cancelled", "overtaken"], [1, 500_000, 502_000, "cancelled", "overtaken"],
       [2, 500_000, 506_000, "won", null]]);
   // The link keeps the switch, and so the run.
-  await page.click("#sim-permalink");
-  const link = await page.evaluate(() => location.href);
+  const { link, again } = await openPermalink(page);
   assert.match(link, /[#&]spread=0(&|$)/);
-  const again = await open(session.browser.context, link);
   assert.equal(await again.isChecked("#knob-spread"), false);
-  await again.keyboard.press("End");
-  assert.deepEqual(await spans(again), all, "the same run from the link");
-  assert.deepEqual(page.errors, []);
-  assert.deepEqual(again.errors, []);
-  await page.close();
-  await again.close();
+  await expectSameRunAndClose(page, again, all);
 });
 
 test("readable at phone width", async () => {
