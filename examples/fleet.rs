@@ -145,7 +145,7 @@ fn real_main() -> Result<(), String> {
 
 /// One adaptive variant: the stagger knobs, the growth, the hedge budget's burst, and
 /// whether an answer overtakes silent attempts.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, serde::Serialize)]
 struct Variant {
     multiple: u32,
     floor_ms: u64,
@@ -154,8 +154,13 @@ struct Variant {
     burst: u32,
     cancel_silent: bool,
     spread: bool,
-    /// The window quantile, in percent (f64 is not `Eq`; 99 means p99).
+    /// The window quantile, in percent (f64 is not `Eq`; 99 means p99); a fraction in JSON.
+    #[serde(rename = "quantile", serialize_with = "percent_as_fraction")]
     quantile_pct: u32,
+}
+
+fn percent_as_fraction<S: serde::Serializer>(pct: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(*pct as f64 / 100.0)
 }
 
 impl Variant {
@@ -220,14 +225,8 @@ struct Stage {
 #[derive(serde::Serialize)]
 struct Row {
     variant: String,
-    multiple: u32,
-    floor_ms: u64,
-    patience: u32,
-    growth: u32,
-    burst: u32,
-    cancel_silent: bool,
-    spread: bool,
-    quantile: f64,
+    #[serde(flatten)]
+    knobs: Variant,
     clients: u32,
     seed: u64,
     rtt_ms: f64,
@@ -258,14 +257,7 @@ fn row(results: &[ScenarioResult], v: &Variant, config: &FleetConfig) -> Row {
     let storm = get(FleetScenario::FailoverStorm, &name);
     Row {
         variant: name.clone(),
-        multiple: v.multiple,
-        floor_ms: v.floor_ms,
-        patience: v.patience,
-        growth: v.growth,
-        burst: v.burst,
-        cancel_silent: v.cancel_silent,
-        spread: v.spread,
-        quantile: v.quantile_pct as f64 / 100.0,
+        knobs: *v,
         clients: config.clients,
         seed: config.seed,
         rtt_ms: config.rtt.as_secs_f64() * 1000.0,
