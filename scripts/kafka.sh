@@ -7,9 +7,10 @@
 #   eval "$(bash scripts/kafka.sh env [--dir DIR])"   # KAFKA_PLAINTEXT=127.0.0.1:p1,... and more
 #   bash scripts/kafka.sh restart --node N [--dir DIR] # start node N again (after a SIGKILL)
 #   bash scripts/kafka.sh stop [--dir DIR]             # stop every broker it started, remove DIR
+#   bash scripts/kafka.sh fetch [--version V]          # only fetch the broker's jars
 #
 # The broker's jars come from Maven (testing/kafka/pom.xml, cached in Maven's local
-# repository). Node i (1-based) listens on base+10(i-1) + 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT,
+# repository). --base-port auto picks a free block of ports. Node i (1-based) listens on base+10(i-1) + 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT,
 # 3 SASL_SSL, 4 CONTROLLER. SASL mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are enabled
 # for the user `stagger` with the password `stagger-secret`; TLS uses a CA generated under DIR.
 # A watchdog stops the cluster after --lifetime seconds (default 1800), or as soon as the
@@ -38,7 +39,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,19p' "$script" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$script" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -58,8 +59,10 @@ parse_args() {
     esac
   done
   [[ "$brokers" =~ ^[1-9][0-9]?$ ]] || die "--brokers must be a number from 1 to 99, not '$brokers'"
-  [[ "$base_port" =~ ^[0-9]+$ ]] && [ "$base_port" -ge 1024 ] && [ $((base_port + 10 * brokers)) -le 65535 ] ||
-    die "--base-port must leave room for 10 ports per broker between 1024 and 65535, not '$base_port'"
+  if [ "$base_port" != auto ]; then
+    [[ "$base_port" =~ ^[0-9]+$ ]] && [ "$base_port" -ge 1024 ] && [ $((base_port + 10 * brokers)) -le 65535 ] ||
+      die "--base-port must be auto or leave room for 10 ports per broker between 1024 and 65535, not '$base_port'"
+  fi
   [[ "$lifetime" =~ ^[0-9]+$ ]] || die "--lifetime must be a number of seconds, not '$lifetime'"
   [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--version must look like 4.4.0, not '$version'"
 }
@@ -194,6 +197,14 @@ is_ours() {
   [ -n "$1" ] && [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$dir/node-"
 }
 
+# Whether PID has not finished exiting (it is neither gone nor a zombie).
+is_alive() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [ "${stat%% *}" != Z ]
+}
+
 probe() { # probe DEADLINE_SECONDS ADDRESS...: prints the cluster id once every address serves metadata
   local deadline="$1"
   shift
@@ -254,16 +265,27 @@ start_watchdog() {
   echo $! >"$dir/watchdog.pid"
 }
 
-cmd_start() {
-  check_tools
-  [ -f "$dir/cluster.env" ] && die "a cluster is already running from $dir (stop it first: bash scripts/kafka.sh stop --dir $dir)"
+# Whether every port of every node is free (nothing accepts connections on it).
+ports_free() {
   local n offset
   for n in $(seq 1 "$brokers"); do
     for offset in 0 1 2 3 4; do
-      ! (exec 3<>"/dev/tcp/127.0.0.1/$(port "$n" "$offset")") 2>/dev/null ||
-        die "port $(port "$n" "$offset") on 127.0.0.1 is in use; choose another --base-port"
+      ! (exec 3<>"/dev/tcp/127.0.0.1/$(port "$n" "$offset")") 2>/dev/null || return 1
     done
   done
+}
+
+cmd_start() {
+  check_tools
+  [ -f "$dir/cluster.env" ] && die "a cluster is already running from $dir (stop it first: bash scripts/kafka.sh stop --dir $dir)"
+  if [ "$base_port" = auto ]; then
+    # Below Linux's ephemeral range (32768+), so no outgoing connection holds one of them.
+    for base_port in $(seq 18000 200 32000) none; do
+      [ "$base_port" != none ] || die "no free block of ports on 127.0.0.1 between 18000 and 32000"
+      ! ports_free || break
+    done
+  fi
+  ports_free || die "a port of $base_port..$((base_port + 10 * brokers - 1)) on 127.0.0.1 is in use; choose another --base-port"
   local t0
   t0="$(date +%s.%N)"
   fetch_jars
@@ -338,8 +360,14 @@ cmd_restart() {
   pid="$(cat "$dir/node-$node/pid")"
   if is_ours "$pid"; then
     kill -KILL "$pid" 2>/dev/null || true
-    while is_ours "$pid"; do sleep 0.05; done
+    while is_alive "$pid"; do sleep 0.05; done
   fi
+  # The last thread of a killed broker closes its listeners, maybe after the process looks
+  # gone: wait until its ports are free again before binding them anew.
+  local offset
+  for offset in 0 1 2 3 4; do
+    while (exec 3<>"/dev/tcp/127.0.0.1/$(port "$node" "$offset")") 2>/dev/null; do sleep 0.05; done
+  done
   launch_node "$node"
   write_env
   probe 120 "127.0.0.1:$(port "$node" 0)" >/dev/null 2>"$dir/probe.err" || {
@@ -357,12 +385,12 @@ cmd_stop() {
     [ -f "$f" ] || continue
     pid="$(cat "$f")"
     # SIGKILL: the data is removed next, so there is nothing to shut down gracefully.
-    if is_ours "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+    if is_ours "$pid"; then kill -KILL "$pid" 2>/dev/null || true; else rm -f "$f"; fi
   done
   for f in "$dir"/node-*/pid; do
     [ -f "$f" ] || continue
     pid="$(cat "$f")"
-    while is_ours "$pid"; do sleep 0.05; done
+    while is_alive "$pid"; do sleep 0.05; done
   done
   if [ -f "$dir/watchdog.pid" ]; then
     pid="$(cat "$dir/watchdog.pid")"
@@ -383,5 +411,6 @@ case "$command" in
   env) cmd_env ;;
   restart) cmd_restart ;;
   stop) cmd_stop ;;
+  fetch) check_tools && fetch_jars ;;
   *) usage ;;
 esac

@@ -3,7 +3,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Real Apache Kafka (scripts/kafka.sh): one 3-broker cluster for the whole `cargo test` run,
+# found by the tests through STAGGER_KAFKA_DIR and stopped right after (or by its watchdog,
+# should this script die). Tests that stop, kill or re-point brokers start their own.
+if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
+  STAGGER_KAFKA_DIR="$(mktemp -u "${TMPDIR:-/tmp}/stagger-kafka-run.XXXXXX")"
+  export STAGGER_KAFKA_DIR
+  trap 'bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"' EXIT
+  bash scripts/kafka.sh start --dir "$STAGGER_KAFKA_DIR" --base-port auto --owner $$ >/dev/null
+else
+  echo "test.sh: Java 17+ and Maven are missing, so the real-Kafka tests will say so and skip" >&2
+fi
 cargo test --workspace
+if [ -n "${STAGGER_KAFKA_DIR:-}" ]; then
+  bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"
+  trap - EXIT
+fi
 # The core's scenario tests and the browser adapter's JS API, compiled to wasm32 and run by
 # wasm-bindgen-test in Node.
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \

@@ -23,6 +23,31 @@ use crate::time::{duration_micros, Instant};
 #[serde(transparent)]
 pub struct BrokerIndex(pub u32);
 
+/// Which cluster, and which node of it, a discovered broker's address belonged to when
+/// metadata last listed it: what Kafka 4.4's cluster check (KIP-1242, ApiVersions v5) asks
+/// the broker to confirm.
+///
+/// Addresses outlive clusters: after a migration, a failover to another cluster or a
+/// re-provisioned host, the address a client kept may answer for another cluster, or as
+/// another node. Sent along, the expectation makes such a broker answer REBOOTSTRAP_REQUIRED
+/// instead of metadata the client would wrongly trust.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BrokerIdentity {
+    /// The cluster id of the metadata that listed the broker.
+    pub cluster_id: String,
+    /// The node id that metadata listed at the broker's address.
+    pub node_id: i32,
+}
+
+impl BrokerIdentity {
+    /// Whether both halves are known (a non-empty cluster id, a node id of 0 or more): a
+    /// broker refuses a check that sets only one (INVALID_REQUEST), and an empty cluster id
+    /// matches no cluster, so an incomplete identity is not sent at all.
+    pub fn is_complete(&self) -> bool {
+        !self.cluster_id.is_empty() && self.node_id >= 0
+    }
+}
+
 /// One known broker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BrokerEntry {
@@ -150,7 +175,8 @@ impl BrokerBook {
     }
 
     /// Forgets every discovered broker, so the next refresh starts from the seeds
-    /// (KIP-899's rebootstrap). Entries stay (indices are stable) but are no longer tried.
+    /// (KIP-899's and KIP-1102's rebootstrap). Entries stay (indices are stable) but are no
+    /// longer tried.
     pub fn rebootstrap(&mut self) {
         for e in &mut self.entries {
             e.node_id = None;
@@ -197,7 +223,10 @@ impl BrokerBook {
     /// Connected brokers first (no handshake to pay), then discovered brokers shuffled by
     /// `rng` (spreads clients over the cluster), then seeds in the user's order; brokers
     /// that failed recently go last, least-failed first. Seeds are only tried when no
-    /// discovered broker exists or as the last resort after all discovered ones.
+    /// discovered broker exists or as the last resort after all discovered ones — but they
+    /// are always in the order, so a refresh whose discovered brokers all fail (or all answer
+    /// REBOOTSTRAP_REQUIRED, their address now belonging to another cluster) still reaches
+    /// the seeds in the same pass.
     pub(crate) fn attempt_order(&self, now: Instant, rng: &mut Rng, out: &mut Vec<BrokerIndex>) {
         out.clear();
         let tier = |i: BrokerIndex| -> u8 {

@@ -10,10 +10,10 @@ use alloc::collections::VecDeque;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-use crate::brokers::{BrokerBook, BrokerIndex};
+use crate::brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
 use crate::config::RefreshConfig;
 use crate::config::Stagger;
-use crate::error::{ConfigError, RefreshError};
+use crate::error::{ConfigError, ErrorKind, RefreshError};
 use crate::estimator::Estimator;
 use crate::metadata::Metadata;
 use crate::refresh::{AttemptId, AttemptState, CancelReason, Command, Input, Refresh, RefreshContext, RefreshStats};
@@ -27,7 +27,9 @@ pub struct ClusterConfig {
     /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
     pub refresh_interval: Duration,
     /// Forget discovered brokers and start again from the seeds when a refresh fails and
-    /// every discovered broker it tried failed (default true, KIP-899).
+    /// every discovered broker it tried failed (KIP-899), or when a broker answered
+    /// REBOOTSTRAP_REQUIRED (KIP-1102, and Kafka 4.4's cluster check, KIP-1242). Default
+    /// true; see [`ClusterEvent::Rebootstrapped`] for the rule.
     pub rebootstrap: bool,
 }
 
@@ -78,8 +80,23 @@ pub enum ClusterEvent {
         /// Why, with every broker's error.
         error: RefreshError,
     },
-    /// Every discovered broker failed: discovered brokers were forgotten and the next
-    /// refresh starts from the seeds.
+    /// The view went back to the seeds (`ClusterConfig::rebootstrap`). Emitted
+    ///
+    /// * right after the `RefreshFailed` of a refresh in which every discovered broker it
+    ///   tried failed (KIP-899), or a broker answered REBOOTSTRAP_REQUIRED: discovered
+    ///   brokers are forgotten, and the next refresh asks the seeds;
+    /// * right after the `Refreshed` of a refresh in which a broker answered
+    ///   REBOOTSTRAP_REQUIRED and the winner was a broker asked without a cluster check (a
+    ///   seed): the view was rebuilt from the seeds, within the refresh.
+    ///
+    /// REBOOTSTRAP_REQUIRED is error 129: the broker refused the ApiVersions v5 cluster
+    /// check (KIP-1242), the client's own check found another cluster's id in the answer, or
+    /// a Metadata answer carried it at the top (KIP-1102). That address no longer belongs to
+    /// the cluster, so the rest of the book is suspect too; the refresh goes on to its other
+    /// candidates — the seeds come last in every refresh — and every attempt to a discovered
+    /// broker, retries included, keeps its check. A refresh won by another discovered broker
+    /// (which passed the same check) has rebuilt the book from the cluster itself, and emits
+    /// nothing.
     Rebootstrapped,
 }
 
@@ -101,6 +118,8 @@ pub struct Cluster {
     estimator: Estimator,
     /// Recent handshake times of fresh connections: stand in for a kept connection's.
     handshakes: Estimator,
+    /// Whether an attempt of the running refresh failed with REBOOTSTRAP_REQUIRED.
+    rebootstrap_required: bool,
 }
 
 impl Cluster {
@@ -123,6 +142,7 @@ impl Cluster {
             events: VecDeque::with_capacity(16),
             estimator: Estimator::new(),
             handshakes: Estimator::new(),
+            rebootstrap_required: false,
         })
     }
 
@@ -142,12 +162,35 @@ impl Cluster {
     pub fn handle_input(&mut self, now: Instant, input: Input) {
         self.advance(now);
         if let Some(r) = &mut self.current {
-            if input.attempt().epoch() == r.epoch() {
+            let attempt = input.attempt();
+            if attempt.epoch() == r.epoch() {
+                // What is due by now fires first (as `Refresh::handle_input` would do anyway),
+                // so the attempt's state before and after shows what this input did to it.
+                r.handle_timeout(self.now);
+                let in_flight = |r: &Refresh| r.attempt(attempt).is_some_and(|a| a.state == AttemptState::InFlight);
+                let rebootstrap = in_flight(r) && asks_to_rebootstrap(&input);
                 r.handle_input(self.now, input);
+                // The rule this feeds is documented on `ClusterEvent::Rebootstrapped`.
+                if rebootstrap && r.attempt(attempt).is_some_and(|a| a.state == AttemptState::Failed) {
+                    self.rebootstrap_required = true;
+                }
                 self.pump();
             }
         }
         self.handle_timeout(self.now);
+    }
+
+    /// Which node of which cluster `broker` should be, as far as this view knows: the cached
+    /// metadata's cluster id and the node id it listed at that address. `None` unless the
+    /// broker is currently discovered and both are known (a seed, or metadata without a
+    /// cluster id, has none), since a check of one half only is refused by the broker.
+    ///
+    /// Adapters hand it to each attempt (`kafka::Exchange::with_identity`), so a discovered
+    /// broker is asked to confirm it with ApiVersions v5 (Kafka 4.4, KIP-1242).
+    pub fn identity(&self, broker: BrokerIndex) -> Option<BrokerIdentity> {
+        let node_id = self.book.get(broker)?.node_id?;
+        let cluster_id = self.metadata.as_ref()?.cluster_id.clone()?;
+        Some(BrokerIdentity { cluster_id, node_id }).filter(BrokerIdentity::is_complete)
     }
 
     /// Advances time: fires refresh timers and starts a periodic refresh when due.
@@ -223,6 +266,7 @@ impl Cluster {
 
     fn start(&mut self, now: Instant) -> u32 {
         self.epoch = self.epoch.wrapping_add(1);
+        self.rebootstrap_required = false;
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
@@ -255,12 +299,18 @@ impl Cluster {
                 Command::Cancel { attempt, reason } => self.events.push_back(ClusterEvent::Cancel { attempt, reason }),
                 Command::Done { attempt, broker, metadata } => {
                     let stats = r.stats();
+                    // Whether the winner was asked to confirm the cluster (see `identity`).
+                    let checked = self.book.get(broker).is_some_and(|e| e.node_id.is_some())
+                        && self.metadata.as_ref().is_some_and(|m| m.cluster_id.is_some());
                     self.book.update_from_metadata(&metadata);
                     self.book.record_success(broker, self.now);
                     self.book.set_connected(broker, true);
                     self.metadata = Some(metadata);
                     self.fetched_at = Some(self.now);
                     self.events.push_back(ClusterEvent::Refreshed { epoch, attempt, broker, stats });
+                    if self.rebootstrap_required && !checked && self.config.rebootstrap {
+                        self.events.push_back(ClusterEvent::Rebootstrapped);
+                    }
                 }
                 Command::GiveUp(error) => {
                     self.events.push_back(ClusterEvent::RefreshFailed { epoch, error });
@@ -300,16 +350,228 @@ impl Cluster {
         let cap = budget.burst as u64 * 1000;
         let earned = (budget.ratio * 1000.0) as u64;
         self.hedge_millitokens = (self.hedge_millitokens.saturating_sub(stats.hedges as u64 * 1000) + earned).min(cap);
+        // The rule is documented on `ClusterEvent::Rebootstrapped`.
         let succeeded = winner_start.is_some();
-        if !succeeded
-            && self.config.rebootstrap
-            && discovered_tried > 0
-            && discovered_failed == discovered_tried
-            && self.book.has_discovered()
+        let every_discovered_failed = discovered_tried > 0 && discovered_failed == discovered_tried;
+        let required = core::mem::take(&mut self.rebootstrap_required);
+        if !succeeded && (every_discovered_failed || required) && self.config.rebootstrap && self.book.has_discovered()
         {
             self.book.rebootstrap();
             self.events.push_back(ClusterEvent::Rebootstrapped);
         }
         self.next_periodic = now.saturating_add(self.config.refresh_interval);
+    }
+}
+
+/// Whether `input` reports REBOOTSTRAP_REQUIRED: a failed attempt with error 129 (the
+/// exchange's ApiVersions v5 check, or its own cluster-id check), or a Metadata answer
+/// carrying it at the top level (which the refresh rejects).
+fn asks_to_rebootstrap(input: &Input) -> bool {
+    const REBOOTSTRAP_REQUIRED: ErrorKind = ErrorKind::BrokerError(129);
+    match input {
+        Input::Failed { error, .. } => error.kind == REBOOTSTRAP_REQUIRED,
+        Input::Response { metadata, .. } => metadata.rejection().is_some_and(|e| e.kind == REBOOTSTRAP_REQUIRED),
+        Input::Connected { .. } | Input::Answered { .. } => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{AttemptError, GiveUpReason};
+    use crate::metadata::BrokerMetadata;
+    use crate::refresh::AttemptId;
+    use alloc::string::String;
+    use alloc::vec::Vec;
+
+    const REBOOTSTRAP_REQUIRED: ErrorKind = ErrorKind::BrokerError(129);
+
+    fn ms(millis: u64) -> Instant {
+        Instant::from_millis(millis)
+    }
+
+    /// One attempt at a time, the next at once after a failure, one pass; an attempt outlives
+    /// the 25 s deadline, and the stagger tick (20 s) cannot add one to the full throttle.
+    fn config() -> ClusterConfig {
+        let mut refresh = RefreshConfig::sequential();
+        refresh.retry.retries = 0;
+        refresh.attempt_timeout = Duration::from_secs(30);
+        refresh.deadline = Duration::from_secs(25);
+        refresh.fanout.stagger = Stagger::Fixed(Duration::from_secs(20));
+        ClusterConfig { refresh, ..ClusterConfig::default() }
+    }
+
+    fn metadata(cluster_id: Option<&str>, brokers: &[(i32, &str)]) -> Metadata {
+        Metadata {
+            cluster_id: cluster_id.map(String::from),
+            brokers: brokers
+                .iter()
+                .map(|&(node_id, host)| BrokerMetadata { node_id, host: host.into(), port: 9092, rack: None })
+                .collect(),
+            ..Metadata::default()
+        }
+    }
+
+    fn events(cluster: &mut Cluster) -> Vec<ClusterEvent> {
+        core::iter::from_fn(|| cluster.poll_event()).collect()
+    }
+
+    fn connects(events: &[ClusterEvent]) -> Vec<(AttemptId, BrokerIndex)> {
+        events
+            .iter()
+            .filter_map(|e| match *e {
+                ClusterEvent::Connect { attempt, broker } => Some((attempt, broker)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn failed(attempt: AttemptId, kind: ErrorKind) -> Input {
+        Input::Failed { attempt, error: AttemptError::new(kind) }
+    }
+
+    /// A cluster view over `seed:9092` whose first refresh discovered `a` (node 1) and `b`
+    /// (node 2) of cluster `c1`; returns it and the first refresh's attempt.
+    fn discovered(config: ClusterConfig) -> (Cluster, AttemptId) {
+        let mut cluster = Cluster::new(config, BrokerBook::new(["seed:9092"]).unwrap(), ms(0)).unwrap();
+        cluster.request_refresh(ms(0));
+        let [(attempt, seed)] = connects(&events(&mut cluster))[..] else { panic!("one attempt, to the seed") };
+        assert_eq!(cluster.identity(seed), None, "nothing is known of a seed");
+        let metadata = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
+        cluster.handle_input(ms(1), Input::Response { attempt, metadata });
+        assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Refreshed { .. }]));
+        (cluster, attempt)
+    }
+
+    fn broker(cluster: &Cluster, address: &str) -> BrokerIndex {
+        cluster.book().find(address).unwrap()
+    }
+
+    #[test]
+    fn identity_is_known_for_discovered_brokers_only() {
+        let (mut cluster, _) = discovered(config());
+        let (seed, a, b) = (broker(&cluster, "seed:9092"), broker(&cluster, "a:9092"), broker(&cluster, "b:9092"));
+        assert_eq!(cluster.identity(a), Some(BrokerIdentity { cluster_id: "c1".into(), node_id: 1 }));
+        assert_eq!(cluster.identity(b), Some(BrokerIdentity { cluster_id: "c1".into(), node_id: 2 }));
+        assert_eq!(cluster.identity(seed), None, "a seed the metadata does not list");
+        assert_eq!(cluster.identity(BrokerIndex(99)), None);
+
+        // Metadata without a cluster id (before Metadata v2): half an identity is none.
+        cluster.request_refresh(ms(10));
+        let (attempt, _) = connects(&events(&mut cluster))[0];
+        let anonymous = metadata(None, &[(1, "a"), (3, "seed")]);
+        cluster.handle_input(ms(11), Input::Response { attempt, metadata: anonymous });
+        events(&mut cluster);
+        assert!(cluster.book().get(seed).unwrap().is_discovered());
+        assert_eq!(cluster.identity(a), None);
+        assert_eq!(cluster.identity(seed), None);
+
+        // A seed the metadata lists is a discovered broker like any other.
+        cluster.request_refresh(ms(20));
+        let (attempt, _) = connects(&events(&mut cluster))[0];
+        cluster.handle_input(ms(21), Input::Response { attempt, metadata: metadata(Some("c1"), &[(3, "seed")]) });
+        events(&mut cluster);
+        assert_eq!(cluster.identity(seed), Some(BrokerIdentity { cluster_id: "c1".into(), node_id: 3 }));
+        assert_eq!(cluster.identity(a), None, "no longer listed");
+    }
+
+    #[test]
+    fn rebootstrap_required_from_a_discovered_broker_sends_the_next_refresh_to_the_seeds() {
+        // `b` stays silent until the deadline, so not every discovered broker failed: only the
+        // REBOOTSTRAP_REQUIRED can make the refresh rebootstrap.
+        for (kind, rebootstrap, expected) in [
+            (REBOOTSTRAP_REQUIRED, true, true),
+            (ErrorKind::Refused, true, false),
+            (REBOOTSTRAP_REQUIRED, false, false),
+        ] {
+            let (mut cluster, stale) = discovered(ClusterConfig { rebootstrap, ..config() });
+            let epoch = cluster.request_refresh(ms(10));
+            let ev = events(&mut cluster);
+            let [(first, _)] = connects(&ev)[..] else { panic!("{ev:?}") };
+            // A 129 from an attempt of an earlier refresh changes nothing.
+            cluster.handle_input(ms(11), failed(stale, REBOOTSTRAP_REQUIRED));
+            assert!(events(&mut cluster).is_empty());
+            cluster.handle_input(ms(12), failed(first, kind));
+            let ev = events(&mut cluster);
+            let [(_, second)] = connects(&ev)[..] else { panic!("the next broker at once: {ev:?}") };
+            assert!(cluster.identity(second).is_some(), "the rest of the refresh keeps its checks");
+            cluster.handle_timeout(ms(10 + 25_000));
+            let ev = events(&mut cluster);
+            let Some(ClusterEvent::RefreshFailed { epoch: e, error }) =
+                ev.iter().find(|e| !matches!(e, ClusterEvent::Cancel { .. }))
+            else {
+                panic!("{ev:?}")
+            };
+            assert_eq!((*e, error.reason), (epoch, GiveUpReason::DeadlineExceeded));
+            assert_eq!(ev.last() == Some(&ClusterEvent::Rebootstrapped), expected, "{kind:?}, {rebootstrap}: {ev:?}");
+            assert_eq!(!cluster.book().has_discovered(), expected);
+
+            cluster.request_refresh(ms(30_000));
+            let ev = events(&mut cluster);
+            let [(_, next)] = connects(&ev)[..] else { panic!("{ev:?}") };
+            if expected {
+                assert_eq!(cluster.current().unwrap().candidates(), [broker(&cluster, "seed:9092")]);
+                assert_eq!(cluster.book().address(next), "seed:9092");
+                assert_eq!(cluster.identity(next), None, "the seeds are asked without a cluster check");
+            } else {
+                assert_eq!(cluster.current().unwrap().candidates().len(), 3);
+            }
+        }
+    }
+
+    #[test]
+    fn every_discovered_broker_answering_rebootstrap_required_still_reaches_the_seed() {
+        let (mut cluster, _) = discovered(config());
+        cluster.request_refresh(ms(10));
+        let (first, _) = connects(&events(&mut cluster))[0];
+        // One refuses the ApiVersions v5 check, the other answers Metadata with error 129.
+        cluster.handle_input(ms(11), failed(first, REBOOTSTRAP_REQUIRED));
+        let (second, _) = connects(&events(&mut cluster))[0];
+        let mut refusal = metadata(Some("c1"), &[(1, "a")]);
+        refusal.error_code = 129;
+        cluster.handle_input(ms(12), Input::Response { attempt: second, metadata: refusal });
+        let ev = events(&mut cluster);
+        let [(last, seed)] = connects(&ev)[..] else { panic!("the seed, in the same refresh: {ev:?}") };
+        assert_eq!(cluster.book().address(seed), "seed:9092");
+        assert_eq!(cluster.identity(seed), None);
+
+        // The seed now fronts another cluster: its answer wins and rebuilds the view.
+        cluster.handle_input(ms(13), Input::Response { attempt: last, metadata: metadata(Some("c2"), &[(7, "x")]) });
+        let ev = events(&mut cluster);
+        assert!(matches!(ev[..], [ClusterEvent::Refreshed { .. }, ClusterEvent::Rebootstrapped]), "{ev:?}");
+        let x = broker(&cluster, "x:9092");
+        assert_eq!(cluster.identity(x), Some(BrokerIdentity { cluster_id: "c2".into(), node_id: 7 }));
+        assert_eq!(cluster.identity(broker(&cluster, "a:9092")), None);
+
+        // A refresh whose every broker, seed included, met the same fails, then rebootstraps.
+        let (mut cluster, _) = discovered(config());
+        cluster.request_refresh(ms(10));
+        let mut t = 10;
+        let mut ev = events(&mut cluster);
+        while let Some(&(attempt, _)) = connects(&ev).first() {
+            t += 1;
+            cluster.handle_input(ms(t), failed(attempt, REBOOTSTRAP_REQUIRED));
+            ev = events(&mut cluster);
+        }
+        let [ClusterEvent::RefreshFailed { error, .. }, ClusterEvent::Rebootstrapped] = &ev[..] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(error.brokers.len(), 3, "both discovered brokers and the seed were tried");
+        assert!(error.brokers.iter().all(|b| b.last_error.as_ref().map(|e| e.kind) == Some(REBOOTSTRAP_REQUIRED)));
+    }
+
+    #[test]
+    fn a_discovered_winner_after_rebootstrap_required_needs_no_rebootstrap() {
+        let (mut cluster, _) = discovered(config());
+        cluster.request_refresh(ms(10));
+        let (first, _) = connects(&events(&mut cluster))[0];
+        cluster.handle_input(ms(11), failed(first, REBOOTSTRAP_REQUIRED));
+        let [(second, other)] = connects(&events(&mut cluster))[..] else { panic!() };
+        assert!(cluster.identity(other).is_some(), "asked with the cluster check");
+        let answer = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
+        cluster.handle_input(ms(12), Input::Response { attempt: second, metadata: answer });
+        let ev = events(&mut cluster);
+        assert!(matches!(ev[..], [ClusterEvent::Refreshed { .. }]), "{ev:?}");
+        assert!(cluster.book().has_discovered());
     }
 }

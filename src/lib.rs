@@ -33,7 +33,7 @@ pub mod trace;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 
-pub use brokers::{BrokerBook, BrokerIndex};
+pub use brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
 pub use cluster::{Cluster, ClusterConfig, ClusterEvent};
 pub use config::{Adaptive, Backoff, Fanout, Growth, HedgeBudget, RefreshConfig, Stagger};
 pub use error::{AttemptError, ConfigError, ErrorKind, GiveUpReason, RefreshError};

@@ -89,10 +89,16 @@ impl Metadata {
     /// Why this response cannot win the refresh, if it cannot.
     ///
     /// A broker that answers with no brokers or with a top-level error has not given us a
-    /// usable view of the cluster, so another broker should be asked instead.
+    /// usable view of the cluster, so another broker should be asked instead. A
+    /// REBOOTSTRAP_REQUIRED (KIP-1102) says why in its detail, as the error people read.
     pub fn rejection(&self) -> Option<crate::error::AttemptError> {
         use crate::error::{AttemptError, ErrorKind};
-        if self.error_code != 0 {
+        /// What a top-level REBOOTSTRAP_REQUIRED means to whoever reads the error.
+        const REBOOTSTRAP: &str = "the broker answered Metadata with REBOOTSTRAP_REQUIRED (KIP-1102): this address \
+                                   no longer belongs to the cluster the client knew; rebootstrap from the seeds";
+        if self.error_code == 129 {
+            Some(AttemptError::with_detail(ErrorKind::BrokerError(129), REBOOTSTRAP))
+        } else if self.error_code != 0 {
             Some(AttemptError::new(ErrorKind::BrokerError(self.error_code)))
         } else if self.brokers.is_empty() {
             Some(AttemptError::new(ErrorKind::NoBrokers))

@@ -294,6 +294,12 @@ pub struct Refresh {
     outcomes: Vec<BrokerFailure>,
     /// Next candidate position to try in the current pass.
     cursor: usize,
+    /// Candidate positions whose attempts this pass were cancelled as overtaken by a broker
+    /// that has not won yet. Should every answering attempt then fail, they are retried.
+    overtaken: Vec<u32>,
+    /// Candidate positions to try before the cursor moves on (a stack: the earliest
+    /// overtaken on top), filled from `overtaken` when the broker that overtook them failed.
+    retry_next: Vec<u32>,
     /// Current pass, from 0.
     pass: u32,
     attempts: Vec<AttemptSlot>,
@@ -399,6 +405,8 @@ impl Refresh {
             candidates,
             outcomes,
             cursor: 0,
+            overtaken: Vec::with_capacity(n),
+            retry_next: Vec::with_capacity(n),
             pass: 0,
             attempts: Vec::with_capacity(n.saturating_mul(passes).min(1 << 16)),
             in_flight: 0,
@@ -725,7 +733,7 @@ impl Refresh {
     /// doubles the next stagger delay, so a client that is out of budget in a storm probes
     /// a handful of brokers, not one every few milliseconds.
     fn replace_without_budget(&mut self, now: Instant, suspects: u32) {
-        if !self.config.fanout.replace_when_full || self.cursor >= self.candidates.len() {
+        if !self.config.fanout.replace_when_full || !self.has_candidate() {
             return;
         }
         // Only a silent suspect: an answering broker is busy on our request, and replacing
@@ -742,9 +750,7 @@ impl Refresh {
     /// Whether a tick may cancel the oldest attempt to start the next broker: enabled,
     /// a broker is left to try, and the replacement can be paid for.
     fn can_replace(&self) -> bool {
-        self.config.fanout.replace_when_full
-            && self.cursor < self.candidates.len()
-            && (self.in_flight <= 1 || self.hedge_tokens > 0)
+        self.config.fanout.replace_when_full && self.has_candidate() && (self.in_flight <= 1 || self.hedge_tokens > 0)
     }
 
     /// Makes room: cancels the newest suspect (attempt number below `suspects`) whose broker
@@ -852,6 +858,7 @@ impl Refresh {
                 self.record_error(now, n, AttemptError::with_detail(kind, OVERTAKEN));
                 self.mark_ended(now, n, AttemptState::Cancelled);
                 self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Overtaken });
+                self.overtaken.push(self.attempts[n as usize].candidate);
             }
         }
         self.trim_timeout_queue();
@@ -875,6 +882,8 @@ impl Refresh {
     fn begin_pass(&mut self, now: Instant) {
         self.stats.passes += 1;
         self.cursor = 0;
+        self.overtaken.clear();
+        self.retry_next.clear();
         self.ticks = 0;
         self.spread_at = None;
         self.wave = self.config.fanout.initial as f64;
@@ -890,7 +899,7 @@ impl Refresh {
     /// Starts the next candidate if the throttle, the pass and (for hedges) the budget allow.
     /// `replacement` marks a launch that replaces a failed attempt or opens a pass.
     fn launch(&mut self, now: Instant, replacement: bool) -> bool {
-        if self.finished || self.cursor >= self.candidates.len() || self.in_flight >= self.config.fanout.max_in_flight {
+        if self.finished || !self.has_candidate() || self.in_flight >= self.config.fanout.max_in_flight {
             return false;
         }
         let hedge = !replacement && self.in_flight > 0;
@@ -901,8 +910,13 @@ impl Refresh {
             self.hedge_tokens -= 1;
             self.stats.hedges += 1;
         }
-        let candidate = self.cursor;
-        self.cursor += 1;
+        let candidate = match self.retry_next.pop() {
+            Some(position) => position as usize,
+            None => {
+                self.cursor += 1;
+                self.cursor - 1
+            }
+        };
         let n = self.attempts.len() as u32;
         let broker = self.candidates[candidate];
         self.attempts.push(AttemptSlot {
@@ -938,7 +952,7 @@ impl Refresh {
     fn arm_stagger(&mut self) {
         let can_launch = !self.finished
             && self.backoff_at.is_none()
-            && self.cursor < self.candidates.len()
+            && self.has_candidate()
             && (((self.in_flight < self.config.fanout.max_in_flight || self.can_replace())
                 && (self.in_flight == 0 || self.hedge_tokens > 0))
                 // Out of budget, a tick can still replace a silent suspect in place.
@@ -1017,11 +1031,19 @@ impl Refresh {
             self.give_up(GiveUpReason::Fatal);
             return;
         }
+        if self.answering == 0 && !self.overtaken.is_empty() {
+            // Every broker that answered failed after all (an error answer, REBOOTSTRAP_REQUIRED,
+            // a close): the silent attempts its answer cancelled lost to nothing, so their
+            // brokers are the next to try, the earliest first, before the cursor moves on.
+            while let Some(position) = self.overtaken.pop() {
+                self.retry_next.push(position);
+            }
+        }
         let timed_out = cancel == Some(CancelReason::TimedOut);
         if self.config.fanout.next_on_failure || timed_out {
             self.launch(now, true);
         }
-        if self.in_flight == 0 && self.cursor >= self.candidates.len() {
+        if self.in_flight == 0 && !self.has_candidate() {
             self.end_pass(now);
         } else {
             self.arm_stagger();
@@ -1108,6 +1130,11 @@ impl Refresh {
         self.stagger_at = None;
         self.spread_at = None;
         self.backoff_at = None;
+    }
+
+    /// Whether this pass has a broker left to try: one to retry, or one not yet tried.
+    fn has_candidate(&self) -> bool {
+        !self.retry_next.is_empty() || self.cursor < self.candidates.len()
     }
 
     fn id(&self, n: u32) -> AttemptId {

@@ -333,6 +333,30 @@ fn an_answer_overtakes_every_silent_attempt() {
     assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a1), "{out:?}");
 }
 
+/// A broker that answers and then fails (here REBOOTSTRAP_REQUIRED to ApiVersions, as Kafka
+/// 4.4 does at an address that moved to another cluster) overtook the silent attempts for
+/// nothing: their brokers are tried again at once, the earliest first, in the same pass —
+/// not after a backoff, and not never.
+#[test]
+fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    let a0 = run.attempt(0);
+    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.advance(ms(3));
+    let (a1, a2) = (run.attempt(1), run.attempt(2));
+    run.input(ms(4), Input::Connected { attempt: a2 });
+    run.input(ms(5), Input::Answered { attempt: a2 });
+    assert_eq!(run.refresh.in_flight(), 1, "brokers 0 and 1 overtaken");
+    let out = run.input(ms(6), failed(a2, ErrorKind::BrokerError(129)));
+    let [Command::Connect { attempt: a3, broker }] = out[..] else { panic!("one retry at once: {out:?}") };
+    assert_eq!(broker, run.refresh.attempt(a0).unwrap().broker, "the earliest overtaken first");
+    assert_eq!(run.refresh.attempt(a3).unwrap().pass, 0, "in the same pass");
+    // The other overtaken broker (1) comes next, before the untried brokers 3 and 4.
+    let out = run.input(ms(7), failed(a3, ErrorKind::Refused));
+    let [Command::Connect { broker, .. }] = out[..] else { panic!("{out:?}") };
+    assert_eq!(broker, run.refresh.attempt(a1).unwrap().broker);
+}
+
 #[test]
 fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
     let mut c = no_jitter(RefreshConfig::adaptive());

@@ -1,10 +1,15 @@
 //! The per-connection state machine: ApiVersions first, then Metadata at the best version.
+//!
+//! With an expected [`BrokerIdentity`] (a broker the client discovered), ApiVersions goes out
+//! as v5 carrying it, Kafka 4.4's cluster check (KIP-1242); a broker that predates v5 answers
+//! UNSUPPORTED_VERSION and the exchange goes on with v3, then checks the cluster id of the
+//! Metadata answer itself.
 
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
@@ -13,7 +18,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes, VersionRange};
 
 use super::frame::{encode_frame, FrameDecoder};
-use super::{convert, guard, ExchangeConfig};
+use super::{api_versions_v5, convert, guard, ExchangeConfig};
+use crate::brokers::BrokerIdentity;
 use crate::error::{AttemptError, ErrorKind};
 use crate::metadata::Metadata;
 
@@ -23,6 +29,9 @@ const API_VERSIONS_PREFERRED: i16 = 3;
 const API_VERSIONS_FALLBACK: i16 = 0;
 /// Kafka's UNSUPPORTED_VERSION error code.
 const UNSUPPORTED_VERSION: i16 = 35;
+/// Kafka's REBOOTSTRAP_REQUIRED error code (KIP-1102): what a Kafka 4.4 broker answers to
+/// ApiVersions v5 when it is not the node of the cluster the client expected (KIP-1242).
+const REBOOTSTRAP_REQUIRED: i16 = 129;
 /// Reported in ApiVersions v3 so broker operators can see who is asking.
 const SOFTWARE_NAME: &str = "stagger";
 /// Reported alongside [`SOFTWARE_NAME`].
@@ -57,6 +66,11 @@ pub struct Exchange {
     transmit: Option<Bytes>,
     /// Metadata version agreed with the broker, once known.
     metadata_version: Option<i16>,
+    /// Which cluster and node the caller expects this broker to be, if it knows (a complete
+    /// identity only: an incomplete one is never sent, see [`BrokerIdentity::is_complete`]).
+    expected: Option<BrokerIdentity>,
+    /// Whether the broker accepted ApiVersions v5, i.e. checked `expected` itself.
+    checked_by_broker: bool,
     /// Whether the outcome has been produced (it may already have been taken).
     finished: bool,
     /// Whether a complete response frame has arrived (the broker is alive).
@@ -80,11 +94,26 @@ enum Awaiting {
 }
 
 impl Exchange {
-    /// Create right after the transport connected. The ApiVersions request is ready at once.
+    /// Create right after the transport connected, for a broker whose identity is not known
+    /// (a seed, a one-shot refresh): [`Exchange::with_identity`] without one.
+    pub fn new(config: &ExchangeConfig) -> Exchange {
+        Exchange::with_identity(config, None)
+    }
+
+    /// Create right after the transport connected, expecting the broker to be `expected`
+    /// (the node and cluster metadata last listed at this address, if known). The ApiVersions
+    /// request is ready at once.
+    ///
+    /// With a complete identity, ApiVersions goes out as v5 with it (KIP-1242), and a broker
+    /// that is no longer that node of that cluster fails the attempt with
+    /// `BrokerError(129)` (REBOOTSTRAP_REQUIRED), as does one predating v5 whose Metadata
+    /// answer names another cluster. Without one, ApiVersions v3 as always.
     ///
     /// Never fails: should the request not encode (a client id over 32 KiB), the exchange is
     /// born finished with a `Protocol` error, which the caller handles like any other.
-    pub fn new(config: &ExchangeConfig) -> Exchange {
+    pub fn with_identity(config: &ExchangeConfig, expected: Option<&BrokerIdentity>) -> Exchange {
+        let expected = expected.filter(|identity| identity.is_complete()).cloned();
+        let first = if expected.is_some() { api_versions_v5::VERSION } else { API_VERSIONS_PREFERRED };
         let mut exchange = Exchange {
             client_id: StrBytes::from_string(config.client_id.clone()),
             topics: config.topics.clone(),
@@ -94,11 +123,13 @@ impl Exchange {
             next_correlation_id: 1,
             transmit: None,
             metadata_version: None,
+            expected,
+            checked_by_broker: false,
             finished: false,
             answered: false,
             outcome: None,
         };
-        exchange.send_api_versions(API_VERSIONS_PREFERRED);
+        exchange.send_api_versions(first);
         exchange
     }
 
@@ -186,6 +217,7 @@ impl Exchange {
             Awaiting::ApiVersions { version } => read_api_versions(frame, correlation_id, version, self.max_frame_size)
                 .and_then(|response| self.on_api_versions(&response, version)),
             Awaiting::Metadata { version } => read_metadata(frame, correlation_id, version, self.max_frame_size)
+                .and_then(|metadata| self.check_cluster(metadata))
                 .map(|metadata| self.finish(Ok(metadata))),
         };
         if let Err(error) = result {
@@ -198,12 +230,30 @@ impl Exchange {
             0 => {
                 let metadata_version = negotiate_metadata_version(response)?;
                 self.metadata_version = Some(metadata_version);
+                self.checked_by_broker = version == api_versions_v5::VERSION;
                 self.send_metadata(metadata_version);
                 Ok(())
             }
             UNSUPPORTED_VERSION if version != API_VERSIONS_FALLBACK => {
-                self.send_api_versions(API_VERSIONS_FALLBACK);
+                // v5 → v3 (a broker before Kafka 4.4), v3 → v0 (before Kafka 2.4).
+                let lower =
+                    if version > API_VERSIONS_PREFERRED { API_VERSIONS_PREFERRED } else { API_VERSIONS_FALLBACK };
+                self.send_api_versions(lower);
                 Ok(())
+            }
+            REBOOTSTRAP_REQUIRED => {
+                let detail = match &self.expected {
+                    Some(expected) => format!(
+                        "this address no longer belongs to cluster {} as node {}: the broker answered \
+                         REBOOTSTRAP_REQUIRED to ApiVersions v{version} (KIP-1242); rebootstrap from the seeds",
+                        expected.cluster_id, expected.node_id
+                    ),
+                    None => format!(
+                        "the broker answered REBOOTSTRAP_REQUIRED to ApiVersions v{version}: this address no \
+                         longer belongs to the cluster; rebootstrap from the seeds"
+                    ),
+                };
+                Err(AttemptError::with_detail(ErrorKind::BrokerError(REBOOTSTRAP_REQUIRED), detail))
             }
             code => {
                 let detail = format!("ApiVersions v{version} answered with error {code}");
@@ -212,7 +262,44 @@ impl Exchange {
         }
     }
 
+    /// The broker said nothing against `expected` (it may predate the check): a Metadata
+    /// answer naming another cluster still must not win. Only the cluster can be checked
+    /// here — Metadata does not say which node answered.
+    fn check_cluster(&self, metadata: Metadata) -> Result<Metadata, AttemptError> {
+        let (Some(expected), Some(answered)) = (&self.expected, &metadata.cluster_id) else { return Ok(metadata) };
+        if *answered == expected.cluster_id {
+            return Ok(metadata);
+        }
+        let checked = if self.checked_by_broker {
+            "checked by the client, although the broker accepted the ApiVersions v5 check"
+        } else {
+            "checked by the client because the broker predates KIP-1242"
+        };
+        let detail = format!(
+            "this address no longer belongs to cluster {} as node {}: the broker answered Metadata for cluster \
+             {answered} while cluster {} was expected ({checked}); rebootstrap from the seeds",
+            expected.cluster_id, expected.node_id, expected.cluster_id
+        );
+        Err(AttemptError::with_detail(ErrorKind::BrokerError(REBOOTSTRAP_REQUIRED), detail))
+    }
+
     fn send_api_versions(&mut self, version: i16) {
+        if version == api_versions_v5::VERSION {
+            if let Some(expected) = self.expected.take() {
+                let request = api_versions_v5::Request {
+                    software_name: SOFTWARE_NAME,
+                    software_version: SOFTWARE_VERSION,
+                    cluster_id: Some(&expected.cluster_id),
+                    node_id: expected.node_id,
+                };
+                let awaiting = Awaiting::ApiVersions { version };
+                let header_version = api_versions_v5::HEADER_VERSION;
+                self.send_with(ApiKey::ApiVersions, version, header_version, awaiting, |buf| request.encode(buf));
+                // Taken only so that the request could borrow it while `self` was borrowed.
+                self.expected = Some(expected);
+                return;
+            }
+        }
         let request = if version >= 3 {
             ApiVersionsRequest::default()
                 .with_client_software_name(StrBytes::from_static_str(SOFTWARE_NAME))
@@ -248,6 +335,21 @@ impl Exchange {
 
     /// Encodes `body` behind the request header its version calls for and queues the frame.
     fn send<R: Encodable + HeaderVersion>(&mut self, key: ApiKey, version: i16, body: &R, awaiting: Awaiting) {
+        self.send_with(key, version, R::header_version(version), awaiting, |buf| {
+            body.encode(buf, version).map_err(|e| format!("{e:#}"))
+        });
+    }
+
+    /// Encodes the request header (of `header_version`), then what `body` appends, and queues
+    /// the frame; an encoding failure finishes the exchange with a `Protocol` error.
+    fn send_with(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        header_version: i16,
+        awaiting: Awaiting,
+        body: impl FnOnce(&mut BytesMut) -> Result<(), String>,
+    ) {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let header = RequestHeader::default()
@@ -256,8 +358,8 @@ impl Exchange {
             .with_correlation_id(correlation_id)
             .with_client_id(Some(self.client_id.clone()));
         let frame = encode_frame(|buf| {
-            header.encode(buf, R::header_version(version)).map_err(|e| format!("{e:#}"))?;
-            body.encode(buf, version).map_err(|e| format!("{e:#}"))
+            header.encode(buf, header_version).map_err(|e| format!("{e:#}"))?;
+            body(buf)
         });
         match frame {
             Ok(frame) => {
@@ -274,7 +376,8 @@ impl Exchange {
 /// Kafka's rule: the ApiVersions response header is always v0, whatever the request version
 /// (the broker may not understand that version's header). And a broker that does not know
 /// the version we asked for answers UNSUPPORTED_VERSION with a *v0-shaped* body, so that
-/// error code — the first field in every version — is read before choosing how to decode.
+/// error code — the first field in every version — is read before choosing how to decode
+/// (as is REBOOTSTRAP_REQUIRED, which needs no more of the body either).
 fn read_api_versions(
     mut frame: Bytes,
     correlation_id: i32,
@@ -286,13 +389,15 @@ fn read_api_versions(
         Some(&[a, b]) => i16::from_be_bytes([a, b]),
         _ => 0, // too short: let the decoder say so
     };
-    if error_code == UNSUPPORTED_VERSION {
-        // The downgrade is decided from the error code alone: the rest of such a body is
-        // not needed, and not every broker shapes it as Kafka specifies (librdkafka's mock
-        // writes a one-byte count and a throttle time).
-        return Ok(ApiVersionsResponse::default().with_error_code(UNSUPPORTED_VERSION));
+    if error_code == UNSUPPORTED_VERSION || error_code == REBOOTSTRAP_REQUIRED {
+        // The downgrade (or the refusal of the cluster check) is decided from the error code
+        // alone: the rest of such a body is not needed, and not every broker shapes it as
+        // Kafka specifies (librdkafka's mock writes a one-byte count and a throttle time).
+        return Ok(ApiVersionsResponse::default().with_error_code(error_code));
     }
-    read_body(frame, version, budget, "ApiVersions", guard::check_api_versions)
+    // The v5 response has v4's layout; `kafka-protocol` knows it under that number.
+    let layout = if version == api_versions_v5::VERSION { api_versions_v5::RESPONSE_LAYOUT } else { version };
+    read_body(frame, layout, budget, "ApiVersions", guard::check_api_versions)
 }
 
 /// Decodes a Metadata response frame of the negotiated version into the core's model.
@@ -624,7 +729,166 @@ mod tests {
         exchange.handle_bytes(&response(header.correlation_id, 13, &cluster().with_error_code(129)));
         let metadata = outcome(&mut exchange).unwrap();
         assert_eq!(metadata.error_code, 129);
-        assert_eq!(metadata.rejection().map(|e| e.kind), Some(ErrorKind::BrokerError(129)));
+        let rejection = metadata.rejection().expect("a top-level error cannot win");
+        assert_eq!(rejection.kind, ErrorKind::BrokerError(129));
+        assert!(rejection.detail.contains("no longer belongs to the cluster"), "{rejection}");
+        assert!(rejection.to_string().contains("REBOOTSTRAP_REQUIRED"), "{rejection}");
+    }
+
+    // ---- Kafka 4.4's cluster check (KIP-1242) ----
+
+    /// The identity `cluster()` describes its node 2 with.
+    fn node_2() -> BrokerIdentity {
+        BrokerIdentity { cluster_id: "kafka-cluster-1".into(), node_id: 2 }
+    }
+
+    /// ApiVersions v5 answers have v4's layout, the newest `kafka-protocol` encodes.
+    fn api_versions_response(correlation_id: i32, request_version: i16, body: &ApiVersionsResponse) -> Vec<u8> {
+        response(correlation_id, request_version.min(4), body)
+    }
+
+    /// What a broker that predates v5 (or v3) answers: UNSUPPORTED_VERSION, v0-shaped.
+    fn unsupported(correlation_id: i32) -> Vec<u8> {
+        let refusal = ApiVersionsResponse::default()
+            .with_error_code(35)
+            .with_api_keys(vec![ApiVersion::default().with_api_key(ApiKey::ApiVersions as i16).with_max_version(3)]);
+        response(correlation_id, 0, &refusal)
+    }
+
+    #[test]
+    fn an_identity_sends_api_versions_v5_with_both_fields() {
+        let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), Some(&node_2()));
+        let (header, body) = take_request(&mut exchange);
+        assert_eq!((header.request_api_key, header.request_api_version), (ApiKey::ApiVersions as i16, 5));
+        assert_eq!(header.client_id.as_deref(), Some("stagger"), "request header v2, as for v3");
+        let mut expected = BytesMut::new();
+        api_versions_v5::Request {
+            software_name: "stagger",
+            software_version: env!("CARGO_PKG_VERSION"),
+            cluster_id: Some("kafka-cluster-1"),
+            node_id: 2,
+        }
+        .encode(&mut expected)
+        .unwrap();
+        assert_eq!(body, expected, "software name and version, cluster id, node id, no tags");
+        assert!(body.ends_with(b"\x10kafka-cluster-1\0\0\0\x02\0"));
+
+        // The broker checked and agrees: the conversation goes on as with v3.
+        exchange.handle_bytes(&api_versions_response(header.correlation_id, 5, &api_versions((0, 13))));
+        assert!(exchange.has_answered());
+        let (header, _) = take_request(&mut exchange);
+        assert_eq!((header.request_api_key, header.request_api_version), (ApiKey::Metadata as i16, 13));
+        exchange.handle_bytes(&response(header.correlation_id, 13, &cluster()));
+        assert_eq!(outcome(&mut exchange), Ok(cluster_metadata(13)));
+    }
+
+    #[test]
+    fn an_incomplete_identity_is_not_sent() {
+        let incomplete = [
+            BrokerIdentity { cluster_id: String::new(), node_id: 2 },
+            BrokerIdentity { cluster_id: "kafka-cluster-1".into(), node_id: -1 },
+        ];
+        for identity in incomplete {
+            let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), Some(&identity));
+            let (header, mut body) = take_request(&mut exchange);
+            assert_eq!(header.request_api_version, 3, "{identity:?}");
+            ApiVersionsRequest::decode(&mut body, 3).unwrap();
+        }
+        let (header, _) = take_request(&mut Exchange::with_identity(&ExchangeConfig::default(), None));
+        assert_eq!(header.request_api_version, 3);
+    }
+
+    #[test]
+    fn rebootstrap_required_to_v5_fails_the_attempt_naming_the_expectation() {
+        let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), Some(&node_2()));
+        let (header, _) = take_request(&mut exchange);
+        let refusal = ApiVersionsResponse::default().with_error_code(129);
+        exchange.handle_bytes(&api_versions_response(header.correlation_id, 5, &refusal));
+        assert!(exchange.has_answered(), "a refusal is an answer: the broker is alive");
+        let err = error(&mut exchange);
+        assert_eq!(err.kind, ErrorKind::BrokerError(129));
+        assert!(!err.kind.is_fatal(), "another broker, or a seed, may still answer");
+        assert!(err.detail.contains("no longer belongs to cluster kafka-cluster-1 as node 2"), "{err}");
+        assert!(err.detail.contains("REBOOTSTRAP_REQUIRED to ApiVersions v5 (KIP-1242)"), "{err}");
+        assert!(err.detail.contains("rebootstrap from the seeds"), "{err}");
+
+        // Decided from the error code alone, however the rest of the body is shaped.
+        let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), Some(&node_2()));
+        let (header, _) = take_request(&mut exchange);
+        exchange.handle_bytes(&response(header.correlation_id, 0, &refusal));
+        assert_eq!(error(&mut exchange).kind, ErrorKind::BrokerError(129));
+    }
+
+    #[test]
+    fn a_broker_predating_v5_is_asked_v3_then_v0() {
+        let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), Some(&node_2()));
+        let (first, _) = take_request(&mut exchange);
+        exchange.handle_bytes(&unsupported(first.correlation_id));
+        let (second, mut body) = take_request(&mut exchange);
+        assert_eq!((second.request_api_key, second.request_api_version), (ApiKey::ApiVersions as i16, 3));
+        assert_eq!(&*ApiVersionsRequest::decode(&mut body, 3).unwrap().client_software_name, "stagger");
+        exchange.handle_bytes(&unsupported(second.correlation_id));
+        let (third, body) = take_request(&mut exchange);
+        assert_eq!(third.request_api_version, 0);
+        assert!(body.is_empty());
+        exchange.handle_bytes(&unsupported(third.correlation_id));
+        assert_eq!(error(&mut exchange).kind, ErrorKind::BrokerError(35), "v0 refused too: out of options");
+    }
+
+    /// A broker that predates v5, speaking Metadata v13 and answering with `metadata`.
+    fn predating_v5(expected: Option<&BrokerIdentity>, metadata: &MetadataResponse) -> Result<Metadata, AttemptError> {
+        let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), expected);
+        let (first, _) = take_request(&mut exchange);
+        if expected.is_some() {
+            assert_eq!(first.request_api_version, 5);
+            exchange.handle_bytes(&unsupported(first.correlation_id));
+            let (second, _) = take_request(&mut exchange);
+            assert_eq!(second.request_api_version, 3);
+            exchange.handle_bytes(&response(second.correlation_id, 3, &api_versions((0, 13))));
+        } else {
+            exchange.handle_bytes(&response(first.correlation_id, 3, &api_versions((0, 13))));
+        }
+        let (header, _) = take_request(&mut exchange);
+        exchange.handle_bytes(&response(header.correlation_id, 13, metadata));
+        outcome(&mut exchange)
+    }
+
+    #[test]
+    fn a_broker_predating_v5_is_checked_by_its_metadata_cluster_id() {
+        // The right cluster: the answer stands.
+        assert_eq!(predating_v5(Some(&node_2()), &cluster()), Ok(cluster_metadata(13)));
+
+        // Another cluster: refused as the broker would have, had it known v5.
+        let other = cluster().with_cluster_id(Some(s("another-cluster")));
+        let err = predating_v5(Some(&node_2()), &other).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::BrokerError(129));
+        assert!(err.detail.contains("no longer belongs to cluster kafka-cluster-1 as node 2"), "{err}");
+        assert!(
+            err.detail
+                .contains("answered Metadata for cluster another-cluster while cluster kafka-cluster-1 was expected"),
+            "{err}"
+        );
+        assert!(err.detail.contains("checked by the client because the broker predates KIP-1242"), "{err}");
+
+        // No cluster id to compare (a broker that sends none): nothing to refuse it on.
+        let anonymous = cluster().with_cluster_id(None);
+        assert_eq!(predating_v5(Some(&node_2()), &anonymous).unwrap().cluster_id, None);
+
+        // Without an expectation, any cluster's answer is taken, as before.
+        assert_eq!(predating_v5(None, &other).unwrap().cluster_id.as_deref(), Some("another-cluster"));
+    }
+
+    #[test]
+    fn a_v5_broker_that_then_names_another_cluster_is_still_refused() {
+        let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), Some(&node_2()));
+        let (header, _) = take_request(&mut exchange);
+        exchange.handle_bytes(&api_versions_response(header.correlation_id, 5, &api_versions((0, 13))));
+        let (header, _) = take_request(&mut exchange);
+        let other = cluster().with_cluster_id(Some(s("another-cluster")));
+        exchange.handle_bytes(&response(header.correlation_id, 13, &other));
+        let err = error(&mut exchange);
+        assert_eq!(err.kind, ErrorKind::BrokerError(129));
+        assert!(err.detail.contains("although the broker accepted the ApiVersions v5 check"), "{err}");
     }
 
     #[test]
@@ -865,8 +1129,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..8)) {
-            let mut exchange = Exchange::new(&ExchangeConfig::default());
+        fn arbitrary_bytes_never_panic(
+            chunks in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..8),
+            identity: bool,
+        ) {
+            let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), identity.then(node_2).as_ref());
             exchange.poll_transmit();
             feed_and_check(exchange, &chunks)?;
         }
@@ -875,14 +1142,16 @@ mod tests {
         #[test]
         fn arbitrary_frames_never_panic(
             metadata_stage: bool,
+            identity: bool,
             version in 0i16..=13,
             body in prop::collection::vec(any::<u8>(), 0..128),
             cuts in prop::collection::vec(any::<usize>(), 0..4),
         ) {
-            let mut exchange = Exchange::new(&ExchangeConfig::default());
+            let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), identity.then(node_2).as_ref());
             let (mut header, _) = take_request(&mut exchange);
             if metadata_stage {
-                exchange.handle_bytes(&response(header.correlation_id, 3, &api_versions((0, version))));
+                let answer = api_versions_response(header.correlation_id, header.request_api_version, &api_versions((0, version)));
+                exchange.handle_bytes(&answer);
                 header = take_request(&mut exchange).0;
             }
             let mut message = header.correlation_id.to_be_bytes().to_vec();
@@ -895,8 +1164,11 @@ mod tests {
         fn corrupted_conversations_never_panic(
             edits in prop::collection::vec((any::<usize>(), any::<u8>()), 1..4),
             cuts in prop::collection::vec(any::<usize>(), 0..6),
+            identity: bool,
         ) {
-            let mut exchange = Exchange::new(&ExchangeConfig::default());
+            // With an identity the first request is v5, whose answer has the v3/v4 layout
+            // `whole_conversation` encodes; corrupted cluster ids reach the client's check.
+            let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), identity.then(node_2).as_ref());
             let (first, _) = take_request(&mut exchange);
             let mut stream = whole_conversation(first.correlation_id);
             let len = stream.len();

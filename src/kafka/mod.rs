@@ -3,7 +3,8 @@
 //! The refresh core decides *which* broker to ask and *when*; this module knows *what to
 //! say*. One [`Exchange`] per connection: right after connecting it yields an ApiVersions
 //! request, then — fed the broker's bytes in whatever pieces the transport delivers — it
-//! downgrades ApiVersions if the broker asks for it, picks the highest Metadata version both
+//! downgrades ApiVersions if the broker asks for it (v5, sent when the caller knows which
+//! node of which cluster to expect, → v3 → v0), picks the highest Metadata version both
 //! sides speak, yields the Metadata request, and finally produces a [`Metadata`] or an
 //! [`AttemptError`]. It owns no socket, timer or thread, so the tokio adapter, the browser
 //! adapter and the tests all drive the very same code.
@@ -19,8 +20,9 @@
 //! ```
 //!
 //! Wire types come from the `kafka-protocol` crate; this module only adds the length-prefix
-//! framing, the version negotiation, and a pre-decode guard against hostile array counts
-//! (see `guard.rs`).
+//! framing, the version negotiation, a pre-decode guard against hostile array counts
+//! (see `guard.rs`), and the ApiVersions v5 request `kafka-protocol` does not know yet
+//! (see `api_versions_v5.rs`).
 //!
 //! [`Metadata`]: crate::Metadata
 //! [`AttemptError`]: crate::AttemptError
@@ -28,6 +30,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+mod api_versions_v5;
 mod convert;
 mod exchange;
 mod frame;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use futures_util::future::{AbortHandle, Abortable};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use stagger::kafka::{Exchange, ExchangeConfig};
-use stagger::{AttemptError, AttemptId, ErrorKind, Metadata};
+use stagger::{AttemptError, AttemptId, BrokerIdentity, ErrorKind, Metadata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -25,7 +25,8 @@ use crate::transport::Transport;
 /// Bytes read from a socket at a time; the exchange reassembles frames of any size.
 const READ_BUFFER: usize = 64 * 1024;
 
-/// What every attempt of one driver shares.
+/// What every attempt of one driver shares (what differs per attempt, the broker's expected
+/// identity, is passed to [`AttemptSet::connect`] and [`AttemptSet::reuse`]).
 #[derive(Debug)]
 pub(crate) struct AttemptContext {
     /// What to ask the broker.
@@ -65,7 +66,11 @@ enum Conn {
 }
 
 enum Step {
-    Connected(Conn),
+    /// The connection is up; the exchange expects the broker to be `expected`, if known.
+    Connected {
+        conn: Conn,
+        expected: Option<BrokerIdentity>,
+    },
     /// The broker's first answer arrived; the conversation goes on from here.
     Answered(Box<Conversation>),
     Finished(Result<Answer, AttemptError>),
@@ -92,12 +97,14 @@ impl AttemptSet {
         AttemptSet { ctx: Arc::new(ctx), running: FuturesUnordered::new(), live: HashMap::new(), opened: 0, reused: 0 }
     }
 
-    /// Starts `attempt`: resolve and connect to `address`.
-    pub(crate) fn connect(&mut self, attempt: AttemptId, address: Arc<str>) {
+    /// Starts `attempt`: resolve and connect to `address`. With `expected` (a discovered
+    /// broker's identity, from `Cluster::identity`) the exchange asks the broker to confirm
+    /// it (ApiVersions v5, KIP-1242); without, it asks nothing of the kind.
+    pub(crate) fn connect(&mut self, attempt: AttemptId, address: Arc<str>, expected: Option<BrokerIdentity>) {
         let target = address.clone();
         self.push(attempt, address, async move {
             let step = match connect(&target).await {
-                Ok(tcp) => Step::Connected(Conn::Fresh(tcp)),
+                Ok(tcp) => Step::Connected { conn: Conn::Fresh(tcp), expected },
                 Err(e) => Step::Finished(Err(e)),
             };
             (attempt, step)
@@ -105,10 +112,13 @@ impl AttemptSet {
     }
 
     /// Starts `attempt` on a connection kept from an earlier refresh: it reports
-    /// `Connected` at once and goes straight to the exchange.
+    /// `Connected` at once and goes straight to the exchange, without a cluster check (the
+    /// connection goes to the broker process that already answered on it).
     pub(crate) fn reuse(&mut self, attempt: AttemptId, address: Arc<str>, transport: Transport) {
         self.reused += 1;
-        self.push(attempt, address, async move { (attempt, Step::Connected(Conn::Kept(transport))) });
+        self.push(attempt, address, async move {
+            (attempt, Step::Connected { conn: Conn::Kept(transport), expected: None })
+        });
     }
 
     /// Abandons `attempt` and (on the set's next poll) closes its connection.
@@ -144,13 +154,15 @@ impl AttemptSet {
                 Some(Ok(item)) => item,
             };
             match step {
-                Step::Connected(conn) => {
+                Step::Connected { conn, expected } => {
                     let Some(address) = self.live.get(&attempt).map(|l| l.address.clone()) else { continue };
                     if matches!(conn, Conn::Fresh(_)) {
                         self.opened += 1;
                     }
                     let ctx = self.ctx.clone();
-                    self.push(attempt, address.clone(), async move { (attempt, converse(&ctx, &address, conn).await) });
+                    self.push(attempt, address.clone(), async move {
+                        (attempt, converse(&ctx, &address, conn, expected.as_ref()).await)
+                    });
                     return (attempt, Progress::Connected);
                 }
                 Step::Answered(conversation) => {
@@ -202,9 +214,10 @@ async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
     Err(last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: no address"))))
 }
 
-/// TLS handshake (for a fresh connection, when configured), then the exchange up to the
-/// broker's first answer (or its end, if it ends before one).
-async fn converse(ctx: &AttemptContext, address: &str, conn: Conn) -> Step {
+/// TLS handshake (for a fresh connection, when configured), then the exchange (expecting the
+/// broker to be `expected`, if known) up to the broker's first answer (or its end, if it
+/// ends before one).
+async fn converse(ctx: &AttemptContext, address: &str, conn: Conn, expected: Option<&BrokerIdentity>) -> Step {
     let transport = match (conn, &ctx.tls) {
         (Conn::Kept(transport), _) => transport,
         (Conn::Fresh(tcp), None) => Transport::Tcp(tcp),
@@ -213,7 +226,7 @@ async fn converse(ctx: &AttemptContext, address: &str, conn: Conn) -> Step {
             Err(e) => return Step::Finished(Err(e)),
         },
     };
-    Box::new(Conversation::new(transport, &ctx.exchange)).until_answered().await
+    Box::new(Conversation::new(transport, &ctx.exchange, expected)).until_answered().await
 }
 
 /// One ApiVersions + Metadata exchange on a transport, resumable at the broker's first
@@ -231,10 +244,10 @@ struct Conversation {
 }
 
 impl Conversation {
-    fn new(transport: Transport, config: &ExchangeConfig) -> Self {
+    fn new(transport: Transport, config: &ExchangeConfig, expected: Option<&BrokerIdentity>) -> Self {
         Conversation {
             transport,
-            exchange: Exchange::new(config),
+            exchange: Exchange::with_identity(config, expected),
             buf: vec![0u8; READ_BUFFER],
             eof: false,
             head: [0u8; 3],

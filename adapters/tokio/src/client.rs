@@ -6,6 +6,13 @@
 //! task owns the `Cluster`, the attempts and the kept connection; [`Client`] handles talk
 //! to it over a channel. Closing or dropping the client stops that task, which closes
 //! every socket.
+//!
+//! Every fresh connection to a discovered broker carries the cluster and node id the core
+//! expects of it ([`Cluster::identity`]): a Kafka 4.4 broker that is no longer that node of
+//! that cluster answers REBOOTSTRAP_REQUIRED (KIP-1242), an older one is checked by the
+//! cluster id of its answer, and either way the core goes on to the next broker, the seeds
+//! last, and rebootstraps ([`ClusterEvent::Rebootstrapped`]). A kept connection is not
+//! checked again: a TCP connection cannot move to another broker.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::pending;
@@ -51,6 +58,10 @@ pub struct ClientStats {
     pub connections_reused: u64,
     /// The broker whose connection is kept open for the next refresh, if any.
     pub kept: Option<String>,
+    /// Times the view was rebuilt from the seeds ([`ClusterEvent::Rebootstrapped`]): a
+    /// broker answered REBOOTSTRAP_REQUIRED, or a refresh failed with every discovered
+    /// broker it tried.
+    pub rebootstraps: u32,
 }
 
 /// Long-lived cluster metadata for an application. See the module documentation.
@@ -208,6 +219,7 @@ impl Background {
                     // The broker closed (or wrote to) an idle kept connection: forget it.
                     self.kept = None;
                     self.cluster.connection_closed(broker);
+                    lock(&self.shared.stats).kept = None;
                 }
                 () = self.clock.sleep_until(timer) => {
                     at = self.clock.now();
@@ -256,25 +268,34 @@ impl Background {
         }
         let book = self.cluster.book().clone();
         self.record(at, &events, &book);
+        // Counted before any caller is answered, so what a caller reads next is up to date.
+        let rebootstraps = events.iter().filter(|e| matches!(e, ClusterEvent::Rebootstrapped)).count();
+        lock(&self.shared.stats).rebootstraps += rebootstraps as u32;
+        // The broker whose answer won in this batch: its connection was just kept.
+        let mut won = None;
         for event in events {
             match event {
                 ClusterEvent::Connect { attempt, broker } => {
                     let address = book.address(broker).into();
                     match self.kept.take() {
+                        // The broker process that already answered on this connection.
                         Some(kept) if kept.broker == broker => self.attempts.reuse(attempt, address, kept.transport),
                         other => {
                             self.kept = other;
-                            self.attempts.connect(attempt, address);
+                            // A discovered broker is asked to confirm its cluster and node.
+                            self.attempts.connect(attempt, address, self.cluster.identity(broker));
                         }
                     }
                 }
                 ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
                 ClusterEvent::Refreshed { epoch, attempt, broker, .. } => {
-                    if let Some((won, transport)) = self.answered.take() {
-                        if won == attempt {
+                    if let Some((winner, transport)) = self.answered.take() {
+                        if winner == attempt {
                             self.keep(broker, transport);
                         }
                     }
+                    won = Some(broker);
+                    lock(&self.shared.stats).kept = self.kept.as_ref().map(|k| book.address(k.broker).to_owned());
                     let metadata = self.cluster.metadata().cloned().map(Arc::new);
                     if let Some(metadata) = &metadata {
                         *lock(&self.shared.cache) = Some((metadata.clone(), tokio::time::Instant::now()));
@@ -291,8 +312,13 @@ impl Background {
                     }
                 }
                 ClusterEvent::Rebootstrapped => {
-                    if let Some(kept) = self.kept.take() {
-                        self.cluster.connection_closed(kept.broker);
+                    // The view starts again from the seeds: a connection kept to a forgotten
+                    // broker goes, the one a seed just won on (a rebootstrap within the
+                    // refresh) stays.
+                    match self.kept.take() {
+                        Some(kept) if Some(kept.broker) == won => self.kept = Some(kept),
+                        Some(kept) => self.cluster.connection_closed(kept.broker),
+                        None => {}
                     }
                 }
             }

@@ -70,7 +70,8 @@ pub async fn refresh_with(
         }
         for command in commands {
             match command {
-                Command::Connect { attempt, broker } => attempts.connect(attempt, book.address(broker).into()),
+                // A one-shot refresh knows no broker's identity: no cluster check.
+                Command::Connect { attempt, broker } => attempts.connect(attempt, book.address(broker).into(), None),
                 Command::Cancel { attempt, .. } => attempts.cancel(attempt),
                 Command::Done { broker, metadata, .. } => {
                     attempts.clear();

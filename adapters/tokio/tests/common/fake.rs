@@ -112,6 +112,9 @@ async fn serve(mut stream: TcpStream, script: Script, port: u16) -> io::Result<(
         let id = header.correlation_id;
         let answer = match (api, script) {
             (_, Script::Silent) => continue,
+            // Like every Kafka before 4.4: a version above ours is answered UNSUPPORTED_VERSION
+            // in a v0 body (the client then asks again at v3).
+            (ApiKey::ApiVersions, _) if version > 3 => encode(id, 0, &api_versions(UNSUPPORTED_VERSION)),
             (ApiKey::ApiVersions, Script::WrongCorrelationId) => {
                 encode(id.wrapping_add(1000), version, &api_versions(0))
             }
@@ -134,6 +137,9 @@ async fn serve(mut stream: TcpStream, script: Script, port: u16) -> io::Result<(
         stream.write_all(&answer).await?;
     }
 }
+
+/// Kafka's error code for a request version the broker does not speak.
+const UNSUPPORTED_VERSION: i16 = 35;
 
 /// An ApiVersions answer offering ApiVersions v0..=3 and Metadata v0..=13.
 fn api_versions(error_code: i16) -> ApiVersionsResponse {

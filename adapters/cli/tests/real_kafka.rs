@@ -1,0 +1,85 @@
+//! `stagger metadata --json` against real Apache Kafka (`scripts/kafka.sh`): the cluster's
+//! real brokers, topics, partitions, leaders and cluster id, as librdkafka's client sees them.
+
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use stagger_kafka_fixture::librdkafka::{create_topic, librdkafka_view, FullView, Partition};
+use stagger_kafka_fixture::KafkaCluster;
+
+const TOPIC: &str = "stagger-cli-orders";
+
+fn ids(value: &Value) -> Vec<i32> {
+    let mut ids: Vec<i32> = value.as_array().expect("an id list").iter().map(|v| v.as_i64().unwrap() as i32).collect();
+    ids.sort();
+    ids
+}
+
+/// The `--json` output in librdkafka's shape (replicas in the broker's order, isr sorted).
+fn view_of(json: &Value) -> FullView {
+    let mut brokers: Vec<(i32, String)> = json["brokers"]
+        .as_array()
+        .expect("brokers")
+        .iter()
+        .map(|b| (b["id"].as_i64().unwrap() as i32, format!("{}:{}", b["host"].as_str().unwrap(), b["port"])))
+        .collect();
+    brokers.sort();
+    let mut topics: Vec<(String, Vec<Partition>)> = json["topics"]
+        .as_array()
+        .expect("topics")
+        .iter()
+        .filter(|t| t["name"] == TOPIC)
+        .map(|t| {
+            let mut partitions: Vec<Partition> = t["partitions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    let replicas =
+                        p["replicas"].as_array().unwrap().iter().map(|r| r.as_i64().unwrap() as i32).collect();
+                    (p["id"].as_i64().unwrap() as i32, p["leader"].as_i64().unwrap() as i32, replicas, ids(&p["isr"]))
+                })
+                .collect();
+            partitions.sort();
+            (TOPIC.to_owned(), partitions)
+        })
+        .collect();
+    topics.sort();
+    FullView { brokers, topics }
+}
+
+#[tokio::test]
+async fn metadata_json_lists_the_real_clusters_brokers_topics_leaders_and_id() {
+    let Some(kafka) = KafkaCluster::shared() else { return };
+    let seeds = kafka.plaintext().join(",");
+    create_topic(&seeds, TOPIC, 4, 3).await;
+    // A leader may move between our read and librdkafka's: five disagreements in a row fail.
+    let mut last = None;
+    for _ in 0..5 {
+        let output = Command::cargo_bin("stagger")
+            .unwrap()
+            .args(["metadata", "-b", &seeds, "--json"])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .expect("run stagger");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let json: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+        assert_eq!(json["cluster_id"], kafka.cluster_id());
+        let controller = json["controller_id"].as_i64().unwrap();
+        assert!((1..=3).contains(&controller), "controller {controller}");
+        assert_eq!(json["refresh"]["attempts"].as_array().unwrap().iter().filter(|a| a["outcome"] == "won").count(), 1);
+        let ours = view_of(&json);
+        let reference = librdkafka_view(&seeds, &[TOPIC]);
+        if ours == reference {
+            let expected: Vec<(i32, String)> = (1..=3).map(|n| (n as i32, kafka.address(n))).collect();
+            assert_eq!(ours.brokers, expected);
+            assert_eq!(ours.topics[0].1.len(), 4, "{ours:?}");
+            return;
+        }
+        last = Some((ours, reference));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (ours, reference) = last.unwrap();
+    panic!("stagger metadata --json and librdkafka disagree:\n stagger:    {ours:?}\n librdkafka: {reference:?}");
+}
