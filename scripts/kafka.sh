@@ -87,9 +87,12 @@ fetch_jars() {
   [ -f "$lib/.complete" ] && return
   echo "kafka.sh: fetching Apache Kafka $version with Maven" >&2
   rm -rf "$lib"
+  mkdir -p "$pom_dir/target"
   mvn -q -B -Dstyle.color=never -f "$pom_dir/pom.xml" dependency:copy-dependencies -Dkafka.version="$version" \
-    -DincludeScope=runtime -DoutputDirectory="$lib" >&2 ||
+    -DincludeScope=runtime -DoutputDirectory="$lib" >"$pom_dir/target/mvn-$version.log" 2>&1 || {
+    tail -20 "$pom_dir/target/mvn-$version.log" >&2
     die "Maven could not fetch org.apache.kafka:kafka_2.13:$version and its dependencies"
+  }
   [ -f "$lib/kafka_2.13-$version.jar" ] || die "Maven fetched no kafka_2.13-$version.jar"
   touch "$lib/.complete"
 }
@@ -98,10 +101,17 @@ port() { # port NODE OFFSET
   echo $((base_port + 10 * ($1 - 1) + $2))
 }
 
-java_cmd() { # java_cmd LOG_FILE LOG_LEVEL HEAP: sets JAVA to the JVM every broker, tool and probe runs in
+java_cmd() { # java_cmd LOG_FILE LOG_LEVEL HEAP: sets JAVA to the JVM a short-lived tool or probe runs in
   JAVA=(java "-Xmx$3" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Djava.awt.headless=true
     "-Dlog4j2.configurationFile=$pom_dir/log4j2.properties" "-Dstagger.log.file=$1" "-Dstagger.log.level=$2"
     -cp "$lib/*")
+}
+
+broker_java_cmd() { # broker_java_cmd LOG_FILE: sets JAVA to a broker's JVM
+  java_cmd "$1" INFO 384m
+  # A broker runs with the full JIT, as in production: answer times are what the
+  # real-socket benchmark measures (the tools' C1-only JIT only makes them start faster).
+  JAVA=("${JAVA[@]/-XX:TieredStopAtLevel=1/-XX:+TieredCompilation}")
 }
 
 # A CA and one broker certificate for 127.0.0.1 and localhost, PEM (key and chain in one file).
@@ -186,7 +196,7 @@ format_node() { # format_node NODE CLUSTER_ID: storage, with the SCRAM credentia
 
 launch_node() { # launch_node NODE: starts the broker in its own session; records its pid
   local i="$1"
-  java_cmd "$dir/node-$i/server.log" INFO 384m
+  broker_java_cmd "$dir/node-$i/server.log"
   setsid "${JAVA[@]}" kafka.Kafka "$dir/node-$i/server.properties" \
     </dev/null >"$dir/node-$i/stdout.log" 2>&1 &
   echo $! >"$dir/node-$i/pid"

@@ -33,14 +33,17 @@ use std::time::{Duration, Instant};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 use stagger::RefreshConfig;
-use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions, RefreshOutcome};
+use stagger_tokio::{AttemptOutcome, RefreshOutcome};
 #[path = "common/blackhole.rs"]
 mod blackhole;
 #[path = "common/measure.rs"]
 mod measure;
+#[path = "common/sample.rs"]
+mod sample;
 
 use blackhole::{blackhole, Blackhole};
 use measure::{median, ms};
+use sample::{once, Sample};
 use tokio::task::JoinSet;
 
 type Mock = MockCluster<'static, DefaultProducerContext>;
@@ -123,25 +126,6 @@ async fn scenario(fault: Fault, k: usize, reference: Option<(f64, f64)>) -> Res<
         (addresses, None)
     };
     Ok(Scenario { name, fault, k, seeds: Arc::new(seeds), reference, _mock: mock, blackhole })
-}
-
-/// One refresh, measured.
-#[derive(Clone, Debug)]
-struct Sample {
-    elapsed: Duration,
-    connections: usize,
-    attempts: usize,
-}
-
-async fn once(config: RefreshConfig, seeds: &[String]) -> Result<(Sample, RefreshOutcome), String> {
-    let options = RefreshOptions { config, ..RefreshOptions::default() };
-    let outcome = refresh_with(&options, seeds, |_| {}).await.map_err(|e| e.to_string())?;
-    let sample = Sample {
-        elapsed: outcome.elapsed,
-        connections: outcome.connections_opened(),
-        attempts: outcome.attempts.len(),
-    };
-    Ok((sample, outcome))
 }
 
 /// Checks that the scenario's faults did what they claim on this outcome: the faulty seeds

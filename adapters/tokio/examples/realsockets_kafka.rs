@@ -13,7 +13,7 @@
 //!
 //! Each cell runs [`REPS`] times (a different jitter seed each time) and shows the median
 //! time to metadata, the TCP connections opened and the attempts started; ratios against
-//! `sequential()` come from the same run. `sequential()` keeps its 10 s attempt timeout, so
+//! `sequential()` come from the same run, the presets taking turns within each repetition. `sequential()` keeps its 10 s attempt timeout, so
 //! its timer-bound cells (silent, no handshake) run their repetitions concurrently. Every
 //! broker is continued or restarted after its case. About 3 minutes in all.
 //!
@@ -27,15 +27,18 @@ use std::time::{Duration, Instant};
 
 use stagger::RefreshConfig;
 use stagger_kafka_fixture::{KafkaCluster, Options};
-use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions, RefreshOutcome};
+use stagger_tokio::{AttemptOutcome, RefreshOutcome};
 use tokio::task::JoinSet;
 #[path = "common/blackhole.rs"]
 mod blackhole;
 #[path = "common/measure.rs"]
 mod measure;
+#[path = "common/sample.rs"]
+mod sample;
 
 use blackhole::blackhole;
 use measure::{median, ms};
+use sample::{once, Sample};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -43,6 +46,8 @@ type Res<T> = Result<T, Box<dyn Error>>;
 const BROKERS: u32 = 5;
 /// Repetitions per (case, preset) cell.
 const REPS: u64 = 7;
+/// Refreshes before measuring, so the brokers' JIT has compiled their request path.
+const WARM_UP: u64 = 500;
 
 /// What is wrong with the first seeds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -53,31 +58,12 @@ enum Fault {
     NoHandshake,
 }
 
-/// One refresh, measured.
-#[derive(Clone, Copy, Debug)]
-struct Sample {
-    elapsed: Duration,
-    connections: usize,
-    attempts: usize,
-}
-
 fn presets() -> [(&'static str, RefreshConfig); 3] {
     [
         ("adaptive (default)", RefreshConfig::adaptive()),
         ("staggered (500 ms)", RefreshConfig::staggered()),
         ("sequential (10 s timeout)", RefreshConfig::sequential()),
     ]
-}
-
-async fn once(config: RefreshConfig, seeds: &[String]) -> Result<(Sample, RefreshOutcome), String> {
-    let options = RefreshOptions { config, ..RefreshOptions::default() };
-    let outcome = refresh_with(&options, seeds, |_| {}).await.map_err(|e| e.to_string())?;
-    let sample = Sample {
-        elapsed: outcome.elapsed,
-        connections: outcome.connections_opened(),
-        attempts: outcome.attempts.len(),
-    };
-    Ok((sample, outcome))
 }
 
 /// The faulty seeds never won, and behaved as their fault says.
@@ -99,19 +85,26 @@ fn check(name: &str, fault: Fault, faulty: &[String], outcome: &RefreshOutcome) 
     Ok(())
 }
 
-/// Every preset on `seeds`, [`REPS`] times each: `samples[preset]`.
+/// Every preset on `seeds`, [`REPS`] times each: `samples[preset]`. The presets take turns
+/// within each repetition, so a cluster still settling after a fault (leaders moving off a
+/// killed broker) weighs on all of them alike; the timer-bound cells run together at the end.
 async fn measure(name: &str, fault: Fault, faulty: usize, seeds: &[String]) -> Res<Vec<Vec<Sample>>> {
     let seeds = Arc::new(seeds.to_vec());
     let faulty = Arc::new(seeds[..faulty].to_vec());
+    let timer_bound =
+        |preset: &str| preset.starts_with("sequential") && matches!(fault, Fault::Silent | Fault::NoHandshake);
     let mut samples = vec![Vec::new(); presets().len()];
-    for (pi, (preset, config)) in presets().into_iter().enumerate() {
-        let timer_bound = preset.starts_with("sequential") && matches!(fault, Fault::Silent | Fault::NoHandshake);
-        if !timer_bound {
-            for rep in 0..REPS {
+    for rep in 0..REPS {
+        for (pi, (preset, config)) in presets().into_iter().enumerate() {
+            if !timer_bound(preset) {
                 let (sample, outcome) = once(config.with_seed(rep), &seeds).await?;
                 check(name, fault, &faulty, &outcome)?;
                 samples[pi].push(sample);
             }
+        }
+    }
+    for (pi, (preset, config)) in presets().into_iter().enumerate() {
+        if !timer_bound(preset) {
             continue;
         }
         let mut batch = JoinSet::new();
@@ -149,7 +142,7 @@ async fn main() -> Res<()> {
     };
     let seeds = kafka.plaintext();
     // Warm up: the brokers' first answers after a start are slow (class loading, JIT).
-    for rep in 0..20 {
+    for rep in 0..WARM_UP {
         once(RefreshConfig::default().with_seed(rep), &seeds).await?;
     }
     println!(
