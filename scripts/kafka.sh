@@ -70,7 +70,7 @@ parse_args() {
 # One clear sentence when Java or Maven is missing or too old.
 check_tools() {
   command -v java >/dev/null 2>&1 ||
-    die "Java 17 or newer is needed to run Apache Kafka brokers, and 'java' is not on PATH (Debian: apt-get install openjdk-17-jre-headless)"
+    die "Java 17 or newer is needed to run Apache Kafka brokers, and 'java' is not on PATH (Debian: apt-get install openjdk-17-jdk-headless)"
   command -v mvn >/dev/null 2>&1 ||
     die "Maven is needed to fetch the Apache Kafka broker's jars, and 'mvn' is not on PATH (Debian: apt-get install maven)"
   local java_major

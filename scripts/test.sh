@@ -12,7 +12,7 @@ if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
   trap 'bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"' EXIT
   bash scripts/kafka.sh start --dir "$STAGGER_KAFKA_DIR" --base-port auto --owner $$ --lifetime 3600 >/dev/null
 else
-  echo "test.sh: Java 17+ and Maven are missing, so the real-Kafka tests will say so and skip" >&2
+  echo "test.sh: Java 17+ and Maven are missing, so the real-Kafka tests are skipped (each says why with --nocapture)" >&2
 fi
 cargo test --workspace
 if [ -n "${STAGGER_KAFKA_DIR:-}" ]; then
