@@ -164,12 +164,17 @@ impl Cluster {
         if let Some(r) = &mut self.current {
             let attempt = input.attempt();
             if attempt.epoch() == r.epoch() {
-                // What is due by now fires first (as `Refresh::handle_input` would do anyway),
-                // so the attempt's state before and after shows what this input did to it.
+                // Only an attempt issued before this call can have a result (a timer due now
+                // may issue the one the input names). What is due fires first, as
+                // `Refresh::handle_input` would do anyway, so the attempt's state before and
+                // after shows what this input did to it.
+                let issued = r.attempt(attempt).is_some();
                 r.handle_timeout(self.now);
                 let in_flight = |r: &Refresh| r.attempt(attempt).is_some_and(|a| a.state == AttemptState::InFlight);
-                let rebootstrap = in_flight(r) && asks_to_rebootstrap(&input);
-                r.handle_input(self.now, input);
+                let rebootstrap = issued && in_flight(r) && asks_to_rebootstrap(&input);
+                if issued {
+                    r.handle_input(self.now, input);
+                }
                 // The rule this feeds is documented on `ClusterEvent::Rebootstrapped`.
                 if rebootstrap && r.attempt(attempt).is_some_and(|a| a.state == AttemptState::Failed) {
                     self.rebootstrap_required = true;
@@ -445,6 +450,24 @@ mod tests {
 
     fn broker(cluster: &Cluster, address: &str) -> BrokerIndex {
         cluster.book().find(address).unwrap()
+    }
+
+    #[test]
+    fn an_input_for_an_attempt_issued_in_the_same_call_is_ignored() {
+        let mut refresh = RefreshConfig::default();
+        refresh.fanout.jitter = 0.0;
+        let book = BrokerBook::new(["b0:9092", "b1:9092", "b2:9092"]).unwrap();
+        let mut cluster = Cluster::new(ClusterConfig { refresh, ..ClusterConfig::default() }, book, ms(0)).unwrap();
+        cluster.request_refresh(ms(0));
+        let [(first, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+        // The cold stagger's tick at 250 ms issues the attempt this input names.
+        let premature = AttemptId(first.0 + 1);
+        cluster
+            .handle_input(ms(250), Input::Response { attempt: premature, metadata: metadata(Some("c1"), &[(1, "a")]) });
+        let ev = events(&mut cluster);
+        assert!(ev.iter().all(|e| matches!(e, ClusterEvent::Connect { .. })), "{ev:?}");
+        assert!(connects(&ev).iter().any(|&(a, _)| a == premature), "{ev:?}");
+        assert!(cluster.metadata().is_none());
     }
 
     #[test]

@@ -475,8 +475,12 @@ impl Refresh {
     /// the deadline does not win.
     pub fn handle_input(&mut self, now: Instant, input: Input) {
         let now = self.clamp(now);
+        // Only attempts issued before this call can have results: a timer due now may issue
+        // the very attempt the input names, which nobody has contacted yet.
+        let issued = self.attempts.len();
         self.fire_due(now);
-        if self.finished {
+        let premature = input.attempt().epoch() == self.epoch && input.attempt().number() as usize >= issued;
+        if self.finished || premature {
             return;
         }
         match input {

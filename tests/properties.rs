@@ -455,6 +455,8 @@ struct Tracker {
     live: BTreeMap<AttemptId, Live>,
     started: BTreeMap<AttemptId, BrokerIndex>,
     issued: Vec<AttemptId>,
+    /// How many of `issued` existed when the current call began: only those can have results.
+    issued_before_call: usize,
     ended: Vec<AttemptId>,
     failures: Vec<(AttemptId, BrokerIndex, AttemptError)>,
     terminals: usize,
@@ -491,6 +493,7 @@ impl Tracker {
             live: BTreeMap::new(),
             started: BTreeMap::new(),
             issued: Vec::new(),
+            issued_before_call: 0,
             ended: Vec::new(),
             failures: Vec::new(),
             terminals: 0,
@@ -527,6 +530,7 @@ impl Tracker {
         self.terminal_this_call = None;
         self.fatal_input = false;
         self.answered_input = false;
+        self.issued_before_call = self.issued.len();
     }
 
     fn timeout_kind(live: &Live) -> ErrorKind {
@@ -773,8 +777,9 @@ impl Tracker {
     /// (which `handle_input` fires first) and the commands the input caused.
     fn on_input(&mut self, input: &Input) {
         let attempt = input.attempt();
-        if self.terminals > 0 || !self.live.contains_key(&attempt) {
-            return; // ignored: unknown, finished, cancelled, other epoch, or refresh over
+        let premature = !self.issued[..self.issued_before_call].contains(&attempt);
+        if self.terminals > 0 || !self.live.contains_key(&attempt) || premature {
+            return; // ignored: unknown, issued by this very call, finished, cancelled, other epoch, or over
         }
         match input {
             Input::Connected { .. } => {

@@ -357,6 +357,26 @@ fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
     assert_eq!(broker, run.refresh.attempt(a1).unwrap().broker);
 }
 
+/// An input names an attempt that a timer due in the same call is about to issue: nobody has
+/// contacted that broker yet, so the input is ignored — the timer still fires, and the win
+/// is not credited to it.
+#[test]
+fn an_input_for_an_attempt_issued_in_the_same_call_is_ignored() {
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 3);
+    let a0 = run.attempt(0);
+    let premature = AttemptId(a0.0 + 1);
+    let out = run.input(ms(250), response(premature));
+    assert!(
+        out.iter().all(|c| matches!(c, Command::Connect { .. })),
+        "the cold stagger's tick only starts attempts: {out:?}"
+    );
+    assert!(out.iter().any(|c| matches!(c, Command::Connect { attempt, .. } if *attempt == premature)), "{out:?}");
+    assert_eq!(run.terminals(), 0);
+    // Its real answer, in a later call, wins.
+    let out = run.input(ms(251), response(premature));
+    assert!(matches!(&out[..], [.., Command::Done { attempt, .. }] if *attempt == premature), "{out:?}");
+}
+
 #[test]
 fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
     let mut c = no_jitter(RefreshConfig::adaptive());
