@@ -300,6 +300,10 @@ pub struct Refresh {
     /// Candidate positions to try before the cursor moves on (a stack: the earliest
     /// overtaken on top), filled from `overtaken` when the broker that overtook them failed.
     retry_next: Vec<u32>,
+    /// Per candidate position: 1 + the pass in which it was last retried that way (0:
+    /// never). A candidate is retried at most once per pass, so a pass starts at most two
+    /// attempts per broker and the attempt table sized for that never grows.
+    retried_in: Vec<u32>,
     /// Current pass, from 0.
     pass: u32,
     attempts: Vec<AttemptSlot>,
@@ -407,8 +411,10 @@ impl Refresh {
             cursor: 0,
             overtaken: Vec::with_capacity(n),
             retry_next: Vec::with_capacity(n),
+            retried_in: alloc::vec![0; n],
             pass: 0,
-            attempts: Vec::with_capacity(n.saturating_mul(passes).min(1 << 16)),
+            // One attempt per broker per pass, and at most one retry (see `retried_in`).
+            attempts: Vec::with_capacity(n.saturating_mul(passes).saturating_mul(2).min(1 << 16)),
             in_flight: 0,
             timeout_queue: VecDeque::with_capacity(n + 1),
             stagger_at: None,
@@ -1039,8 +1045,14 @@ impl Refresh {
             // Every broker that answered failed after all (an error answer, REBOOTSTRAP_REQUIRED,
             // a close): the silent attempts its answer cancelled lost to nothing, so their
             // brokers are the next to try, the earliest first, before the cursor moves on.
+            let stamp = self.pass + 1;
             while let Some(position) = self.overtaken.pop() {
-                self.retry_next.push(position);
+                if let Some(retried) = self.retried_in.get_mut(position as usize) {
+                    if *retried != stamp {
+                        *retried = stamp;
+                        self.retry_next.push(position);
+                    }
+                }
             }
         }
         let timed_out = cancel == Some(CancelReason::TimedOut);

@@ -353,8 +353,22 @@ fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
     assert_eq!(run.refresh.attempt(a3).unwrap().pass, 0, "in the same pass");
     // The other overtaken broker (1) comes next, before the untried brokers 3 and 4.
     let out = run.input(ms(7), failed(a3, ErrorKind::Refused));
-    let [Command::Connect { broker, .. }] = out[..] else { panic!("{out:?}") };
+    let [Command::Connect { attempt: a4, broker }] = out[..] else { panic!("{out:?}") };
     assert_eq!(broker, run.refresh.attempt(a1).unwrap().broker);
+
+    // Once per pass: overtaken again by a broker that fails again, broker 1 is not retried a
+    // second time; the tick's other broker, overtaken for the first time, is.
+    run.input(ms(8), Input::Connected { attempt: a4 });
+    run.advance(ms(60));
+    let a5 = run.connects().last().unwrap().1;
+    assert_ne!(a5, a4, "a stagger tick started another broker");
+    run.input(ms(61), Input::Answered { attempt: a5 });
+    assert!(run.refresh.attempt(a4).unwrap().ended_at.is_some(), "overtaken again");
+    let partner = run.connects()[run.connects().len() - 2];
+    assert!(run.refresh.attempt(partner.1).unwrap().ended_at.is_some(), "the tick's other attempt, overtaken too");
+    let out = run.input(ms(62), failed(a5, ErrorKind::BrokerError(129)));
+    let [Command::Connect { broker, .. }] = out[..] else { panic!("{out:?}") };
+    assert_eq!(broker, partner.2, "not broker 1 again");
 }
 
 /// An input names an attempt that a timer due in the same call is about to issue: nobody has
