@@ -67,6 +67,47 @@ fn drive(refresh: &mut Refresh) -> u64 {
     inputs
 }
 
+/// The diet behind one long-lived attempt: the first broker answers ApiVersions and then
+/// takes its time (it stays in flight to the end), while every other broker connects and is
+/// refused. Finished attempts pile up behind the first; the cost per input must not grow
+/// with them. Returns the number of inputs fed (timer wake-ups included).
+fn drive_behind_a_slow_broker(refresh: &mut Refresh) -> u64 {
+    let mut inputs = 0;
+    let mut now = 0u64;
+    let mut pending = Vec::with_capacity(8);
+    let mut first = None;
+    while !refresh.is_finished() {
+        while let Some(c) = refresh.poll_command() {
+            if let Command::Connect { attempt, .. } = c {
+                pending.push(attempt);
+            }
+        }
+        if first.is_none() {
+            let attempt = pending.pop().expect("the first attempt");
+            first = Some(attempt);
+            refresh.handle_input(Instant::from_micros(50), Input::Connected { attempt });
+            refresh.handle_input(Instant::from_micros(100), Input::Answered { attempt });
+            inputs += 2;
+            continue;
+        }
+        let Some(attempt) = pending.pop() else {
+            let Some(at) = refresh.poll_timeout() else { break };
+            now = now.max(at.as_micros());
+            refresh.handle_timeout(at);
+            inputs += 1;
+            continue;
+        };
+        now += 100;
+        refresh.handle_input(Instant::from_micros(now), Input::Connected { attempt });
+        refresh.handle_input(
+            Instant::from_micros(now + 50),
+            Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) },
+        );
+        inputs += 2;
+    }
+    inputs
+}
+
 fn per_input(c: &mut Criterion) {
     let mut group = c.benchmark_group("per_input");
     for n in SIZES {
@@ -116,6 +157,24 @@ fn summary() {
     }
     let at = |n| medians.iter().find(|(m, _)| *m == n).map(|(_, v)| *v).unwrap();
     println!("{{\"bench\":\"scaling\",\"ratio_3000_vs_30\":{:.2}}}", at(3000) / at(30));
+
+    let mut behind = Vec::new();
+    for n in [30, 3000] {
+        let rounds = (30_000 / n).clamp(20, 1_000);
+        let mut samples: Vec<f64> = (0..rounds)
+            .map(|_| {
+                let mut r = fresh(n);
+                let t = WallClock::now();
+                let inputs = drive_behind_a_slow_broker(&mut r);
+                t.elapsed().as_nanos() as f64 / inputs as f64
+            })
+            .collect();
+        samples.sort_by(|a, b| a.total_cmp(b));
+        let median = samples[samples.len() / 2];
+        behind.push(median);
+        println!("{{\"bench\":\"behind_a_slow_broker\",\"brokers\":{n},\"median_ns_per_input\":{median:.1}}}");
+    }
+    println!("{{\"bench\":\"behind_a_slow_broker_scaling\",\"ratio_3000_vs_30\":{:.2}}}", behind[1] / behind[0]);
 }
 
 criterion_group! {

@@ -19,6 +19,8 @@
 //! (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
 //! (`fanout.cancel_silent_on_answer`), so each refresh sends one metadata request.
 
+mod in_flight;
+
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
@@ -31,6 +33,7 @@ use crate::error::{AttemptError, BrokerFailure, ConfigError, ErrorKind, GiveUpRe
 use crate::metadata::Metadata;
 use crate::rng::Rng;
 use crate::time::{scale, Instant};
+use in_flight::InFlightList;
 
 /// Names one attempt (one connection to one broker) uniquely within a [`crate::Cluster`]:
 /// the high 32 bits are the refresh's epoch, the low 32 bits the attempt's number in it.
@@ -308,8 +311,8 @@ pub struct Refresh {
     pass: u32,
     attempts: Vec<AttemptSlot>,
     in_flight: u32,
-    /// In-flight attempt numbers in start order; finished ones are skipped lazily.
-    timeout_queue: VecDeque<u32>,
+    /// The attempts in flight, oldest (next to time out) first.
+    timeout_queue: InFlightList,
     stagger_at: Option<Instant>,
     backoff_at: Option<Instant>,
     /// Attempt number of the most recent launch (the stagger timer's anchor).
@@ -399,6 +402,7 @@ impl Refresh {
         let n = candidates.len();
         let passes = (config.retry.retries as usize).saturating_add(1);
         let width = (config.fanout.max_in_flight as usize).min(n);
+        let attempts = n.saturating_mul(passes).saturating_mul(2).min(1 << 16);
         let mut refresh = Refresh {
             config: *config,
             epoch: ctx.epoch,
@@ -414,9 +418,9 @@ impl Refresh {
             retried_in: alloc::vec![0; n],
             pass: 0,
             // One attempt per broker per pass, and at most one retry (see `retried_in`).
-            attempts: Vec::with_capacity(n.saturating_mul(passes).saturating_mul(2).min(1 << 16)),
+            attempts: Vec::with_capacity(attempts),
             in_flight: 0,
-            timeout_queue: VecDeque::with_capacity(n + 1),
+            timeout_queue: InFlightList::with_capacity(attempts),
             stagger_at: None,
             backoff_at: None,
             latest: None,
@@ -561,11 +565,7 @@ impl Refresh {
     }
 
     fn oldest_timeout(&self) -> Option<Instant> {
-        self.timeout_queue
-            .iter()
-            .map(|&n| &self.attempts[n as usize])
-            .find(|s| s.info.state == AttemptState::InFlight)
-            .map(|s| s.timeout_at)
+        self.timeout_queue.front().map(|n| self.attempts[n as usize].timeout_at)
     }
 
     fn fire_due(&mut self, now: Instant) {
@@ -594,24 +594,18 @@ impl Refresh {
     }
 
     fn on_deadline(&mut self, now: Instant) {
-        while let Some(n) = self.timeout_queue.pop_front() {
-            if self.attempts[n as usize].info.state == AttemptState::InFlight {
-                let kind = self.timeout_kind(n);
-                self.record_error(now, n, AttemptError::with_detail(kind, "overall deadline exceeded"));
-                self.end_attempt(now, n, AttemptState::Cancelled);
-                self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Deadline });
-            }
+        while let Some(n) = self.timeout_queue.front() {
+            let kind = self.timeout_kind(n);
+            self.record_error(now, n, AttemptError::with_detail(kind, "overall deadline exceeded"));
+            self.end_attempt(now, n, AttemptState::Cancelled);
+            self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Deadline });
         }
         self.give_up(GiveUpReason::DeadlineExceeded);
     }
 
     fn on_attempt_timeout(&mut self, now: Instant) {
-        while let Some(&n) = self.timeout_queue.front() {
+        while let Some(n) = self.timeout_queue.front() {
             let slot = &self.attempts[n as usize];
-            if slot.info.state != AttemptState::InFlight {
-                self.timeout_queue.pop_front();
-                continue;
-            }
             if slot.timeout_at > now {
                 return;
             }
@@ -789,13 +783,13 @@ impl Refresh {
         detail: &'static str,
         silent_only: bool,
     ) -> bool {
-        let live = |n: &&u32| **n < suspects && self.attempts[**n as usize].info.state == AttemptState::InFlight;
-        let is_silent = |n: &&u32| self.attempts[**n as usize].info.answered_at.is_none();
+        let live = |n: &u32| *n < suspects;
+        let is_silent = |n: &u32| self.attempts[*n as usize].info.answered_at.is_none();
         let silent_newest_first = || self.timeout_queue.iter().rev().filter(live).filter(is_silent);
-        let overdue = |n: &&u32| self.stagger_deadline(**n) <= now;
+        let overdue = |n: &u32| self.stagger_deadline(*n) <= now;
         let silent = silent_newest_first().find(overdue).or_else(|| silent_newest_first().next());
         let any = || if silent_only { None } else { self.timeout_queue.iter().rev().find(live) };
-        let Some(&n) = silent.or_else(any) else { return false };
+        let Some(n) = silent.or_else(any) else { return false };
         let kind = self.timeout_kind(n);
         self.record_error(now, n, AttemptError::with_detail(kind, detail));
         self.end_attempt(now, n, AttemptState::Cancelled);
@@ -860,18 +854,17 @@ impl Refresh {
     /// attempts answer later and send their own requests: 7 % more requests and 9 % more
     /// peak load per broker. The patience rule bounds what a slow broker can cost.
     fn cancel_silent(&mut self, now: Instant) {
-        for i in 0..self.timeout_queue.len() {
-            let n = self.timeout_queue[i];
-            let info = &self.attempts[n as usize].info;
-            if info.state == AttemptState::InFlight && info.answered_at.is_none() {
+        let mut walk = self.timeout_queue.front();
+        while let Some(n) = walk {
+            walk = self.timeout_queue.next_of(n);
+            if self.attempts[n as usize].info.answered_at.is_none() {
                 let kind = self.timeout_kind(n);
                 self.record_error(now, n, AttemptError::with_detail(kind, OVERTAKEN));
-                self.mark_ended(now, n, AttemptState::Cancelled);
+                self.end_attempt(now, n, AttemptState::Cancelled);
                 self.commands.push_back(Command::Cancel { attempt: self.id(n), reason: CancelReason::Overtaken });
                 self.overtaken.push(self.attempts[n as usize].candidate);
             }
         }
-        self.trim_timeout_queue();
     }
 
     fn on_response(&mut self, now: Instant, attempt: AttemptId, metadata: Metadata) {
@@ -1019,9 +1012,9 @@ impl Refresh {
     fn first_answer_time(&self) -> Duration {
         self.timeout_queue
             .iter()
-            .filter_map(|&n| {
+            .filter_map(|n| {
                 let info = &self.attempts[n as usize].info;
-                let answered = info.answered_at.filter(|_| info.state == AttemptState::InFlight)?;
+                let answered = info.answered_at?;
                 Some(answered.saturating_since(info.started_at))
             })
             .min()
@@ -1089,15 +1082,11 @@ impl Refresh {
         self.last_failure = Some((n, candidate));
     }
 
+    /// Ends attempt `n`, if in flight.
     fn end_attempt(&mut self, now: Instant, n: u32, state: AttemptState) {
-        self.mark_ended(now, n, state);
-        self.trim_timeout_queue();
-    }
-
-    /// Ends attempt `n` (if in flight) without touching the timeout queue.
-    fn mark_ended(&mut self, now: Instant, n: u32, state: AttemptState) {
         let slot = &mut self.attempts[n as usize];
         if slot.info.state == AttemptState::InFlight {
+            self.timeout_queue.remove(n);
             slot.info.state = state;
             slot.info.ended_at = Some(now);
             self.in_flight -= 1;
@@ -1110,23 +1099,10 @@ impl Refresh {
         }
     }
 
-    /// Keeps the timeout queue's front in flight, so the next timeout is found in O(1) and
-    /// the queue never outgrows the candidate count it was sized for.
-    fn trim_timeout_queue(&mut self) {
-        while let Some(&front) = self.timeout_queue.front() {
-            if self.attempts[front as usize].info.state == AttemptState::InFlight {
-                break;
-            }
-            self.timeout_queue.pop_front();
-        }
-    }
-
     fn cancel_all(&mut self, now: Instant, reason: CancelReason) {
-        while let Some(n) = self.timeout_queue.pop_front() {
-            if self.attempts[n as usize].info.state == AttemptState::InFlight {
-                self.end_attempt(now, n, AttemptState::Cancelled);
-                self.commands.push_back(Command::Cancel { attempt: self.id(n), reason });
-            }
+        while let Some(n) = self.timeout_queue.front() {
+            self.end_attempt(now, n, AttemptState::Cancelled);
+            self.commands.push_back(Command::Cancel { attempt: self.id(n), reason });
         }
     }
 
