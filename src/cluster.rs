@@ -216,11 +216,13 @@ impl Cluster {
     }
 
     /// The next event, if any. Drain after every `handle_*` and `request_refresh`.
+    #[must_use]
     pub fn poll_event(&mut self) -> Option<ClusterEvent> {
         self.events.pop_front()
     }
 
     /// When to call [`Cluster::handle_timeout`] next.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.current {
             Some(r) => r.poll_timeout(),

@@ -446,11 +446,13 @@ impl Refresh {
     }
 
     /// The next command to carry out, if any. Drain until `None` after every `handle_*`.
+    #[must_use]
     pub fn poll_command(&mut self) -> Option<Command> {
         self.commands.pop_front()
     }
 
     /// When to call [`Refresh::handle_timeout`] next; `None` once the refresh is finished.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.next_timer().map(|(at, _)| at)
     }

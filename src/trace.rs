@@ -194,6 +194,7 @@ impl Recorder {
     }
 
     /// As [`Refresh::poll_command`], recorded. `now` stamps the record.
+    #[must_use]
     pub fn poll_command(&mut self, now: Instant) -> Option<Command> {
         let cmd = self.refresh.poll_command()?;
         self.trace.events.push(TraceEvent::Command { at: now, command: cmd.clone() });

@@ -137,6 +137,7 @@ impl Exchange {
     ///
     /// At most one request is outstanding at a time, so this yields one frame after `new`
     /// and one after each response that calls for another request; nothing once finished.
+    #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Bytes> {
         self.transmit.take()
     }
@@ -181,6 +182,7 @@ impl Exchange {
     /// Takes the outcome once finished: `Ok(Metadata)` or `Err(AttemptError)`; `None` before
     /// that and after taking. A metadata answer carrying a top-level error is still `Ok`: the
     /// refresh core decides (with `Metadata::rejection`) whether it can win.
+    #[must_use]
     pub fn poll_outcome(&mut self) -> Option<Result<Metadata, AttemptError>> {
         self.outcome.take()
     }
@@ -1134,7 +1136,7 @@ mod tests {
             identity: bool,
         ) {
             let mut exchange = Exchange::with_identity(&ExchangeConfig::default(), identity.then(node_2).as_ref());
-            exchange.poll_transmit();
+            let _request = exchange.poll_transmit();
             feed_and_check(exchange, &chunks)?;
         }
 
