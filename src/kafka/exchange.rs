@@ -464,7 +464,7 @@ fn protocol_error(detail: String) -> AttemptError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::metadata::{BrokerMetadata, PartitionMetadata, TopicMetadata};
     use alloc::string::ToString;
@@ -497,7 +497,7 @@ mod tests {
     }
 
     /// A response frame: header (in the version `T` calls for) and body.
-    fn response<T: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &T) -> Vec<u8> {
+    pub(crate) fn response<T: Encodable + HeaderVersion>(correlation_id: i32, version: i16, body: &T) -> Vec<u8> {
         response_with_header_version(correlation_id, T::header_version(version), version, body)
     }
 
@@ -508,7 +508,7 @@ mod tests {
         framed(&buf)
     }
 
-    fn api_versions(metadata: (i16, i16)) -> ApiVersionsResponse {
+    pub(crate) fn api_versions(metadata: (i16, i16)) -> ApiVersionsResponse {
         ApiVersionsResponse::default().with_api_keys(vec![
             ApiVersion::default()
                 .with_api_key(ApiKey::Metadata as i16)
@@ -522,7 +522,7 @@ mod tests {
         StrBytes::from_static_str(text)
     }
 
-    fn cluster() -> MetadataResponse {
+    pub(crate) fn cluster() -> MetadataResponse {
         let partition = |id, leader, replicas: &[i32]| {
             MetadataResponsePartition::default()
                 .with_partition_index(id)

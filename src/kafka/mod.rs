@@ -7,7 +7,9 @@
 //! node of which cluster to expect, → v3 → v0), picks the highest Metadata version both
 //! sides speak, yields the Metadata request, and finally produces a [`Metadata`] or an
 //! [`AttemptError`]. It owns no socket, timer or thread, so the tokio adapter, the browser
-//! adapter and the tests all drive the very same code.
+//! adapter and the tests all drive the very same code. [`KafkaAttempt`] wraps it with what the
+//! refresh core must hear of one attempt (connected, the broker's first frame, the end, a
+//! TLS broker on a plaintext port named as such), so an adapter only moves bytes.
 //!
 //! ```
 //! use stagger::kafka::{Exchange, ExchangeConfig};
@@ -31,11 +33,13 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 mod api_versions_v5;
+mod attempt;
 mod convert;
 mod exchange;
 mod frame;
 mod guard;
 
+pub use attempt::KafkaAttempt;
 pub use exchange::Exchange;
 
 /// Largest response frame accepted by default: 100 MiB, Kafka's own `socket.request.max.bytes`.

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use futures_util::future::{AbortHandle, Abortable};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use stagger::kafka::{Exchange, ExchangeConfig};
-use stagger::{AttemptError, AttemptId, BrokerIdentity, ErrorKind, Metadata};
+use stagger::kafka::{ExchangeConfig, KafkaAttempt};
+use stagger::{AttemptError, AttemptId, BrokerIdentity, ErrorKind, Input, Metadata};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -161,7 +161,7 @@ impl AttemptSet {
                     }
                     let ctx = self.ctx.clone();
                     self.push(attempt, address.clone(), async move {
-                        (attempt, converse(&ctx, &address, conn, expected.as_ref()).await)
+                        (attempt, converse(&ctx, attempt, &address, conn, expected.as_ref()).await)
                     });
                     return (attempt, Progress::Connected);
                 }
@@ -217,7 +217,13 @@ async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
 /// TLS handshake (for a fresh connection, when configured), then the exchange (expecting the
 /// broker to be `expected`, if known) up to the broker's first answer (or its end, if it
 /// ends before one).
-async fn converse(ctx: &AttemptContext, address: &str, conn: Conn, expected: Option<&BrokerIdentity>) -> Step {
+async fn converse(
+    ctx: &AttemptContext,
+    attempt: AttemptId,
+    address: &str,
+    conn: Conn,
+    expected: Option<&BrokerIdentity>,
+) -> Step {
     let transport = match (conn, &ctx.tls) {
         (Conn::Kept(transport), _) => transport,
         (Conn::Fresh(tcp), None) => Transport::Tcp(tcp),
@@ -226,39 +232,36 @@ async fn converse(ctx: &AttemptContext, address: &str, conn: Conn, expected: Opt
             Err(e) => return Step::Finished(Err(e)),
         },
     };
-    Box::new(Conversation::new(transport, &ctx.exchange, expected)).until_answered().await
+    Box::new(Conversation::new(attempt, transport, &ctx.exchange, expected)).until_answered().await
 }
 
-/// One ApiVersions + Metadata exchange on a transport, resumable at the broker's first
-/// answer so the driver can report it (`Input::Answered`) while the exchange goes on.
+/// One attempt's Kafka conversation ([`KafkaAttempt`]) on a transport, resumable at the
+/// broker's first answer so the driver can report it (`Input::Answered`) while the exchange
+/// goes on. This is only its I/O: what to write, what the core hears and when, and how a
+/// close or a TLS broker on a plaintext port reads, are the core's. The transport coming up
+/// is reported by the driver itself at the TCP handshake (before any TLS), which is the
+/// handshake the core times.
 struct Conversation {
     transport: Transport,
-    exchange: Exchange,
+    kafka: KafkaAttempt,
     buf: Vec<u8>,
-    eof: bool,
-    /// The first bytes received, to recognise a TLS broker answering a plaintext request.
-    head: [u8; 3],
-    received: usize,
-    /// A failure found while stopping at the first answer, reported after it.
-    failed: Option<AttemptError>,
 }
 
 impl Conversation {
-    fn new(transport: Transport, config: &ExchangeConfig, expected: Option<&BrokerIdentity>) -> Self {
-        Conversation {
-            transport,
-            exchange: Exchange::with_identity(config, expected),
-            buf: vec![0u8; READ_BUFFER],
-            eof: false,
-            head: [0u8; 3],
-            received: 0,
-            failed: None,
-        }
+    fn new(
+        attempt: AttemptId,
+        transport: Transport,
+        config: &ExchangeConfig,
+        expected: Option<&BrokerIdentity>,
+    ) -> Self {
+        let plaintext = matches!(transport, Transport::Tcp(_));
+        let kafka = KafkaAttempt::new(attempt, config, expected, plaintext);
+        Conversation { transport, kafka, buf: vec![0u8; READ_BUFFER] }
     }
 
-    /// Runs until the broker's first complete answer ([`Exchange::has_answered`]), then
-    /// hands the conversation back as [`Step::Answered`]; or until the end, if the exchange
-    /// ends without any answer (an I/O error, a close, a frame that cannot be read).
+    /// Runs until the broker's first complete answer, then hands the conversation back as
+    /// [`Step::Answered`]; or until the end, if the attempt ends without any answer (an I/O
+    /// error, a close, a frame that cannot be read).
     async fn until_answered(mut self: Box<Self>) -> Step {
         match self.run(true).await {
             Some(outcome) => Step::Finished(self.conclude(outcome)),
@@ -266,7 +269,7 @@ impl Conversation {
         }
     }
 
-    /// Runs the rest of the exchange to its outcome.
+    /// Runs the rest of the conversation to its end.
     async fn finish(mut self: Box<Self>) -> Step {
         match self.run(false).await {
             Some(outcome) => Step::Finished(self.conclude(outcome)),
@@ -275,86 +278,43 @@ impl Conversation {
         }
     }
 
-    /// The exchange loop. Returns `None` when `stop_at_answer` is set and the broker has
-    /// just answered for the first time (after this answer's follow-up request, if any, was
-    /// sent: reporting never delays the exchange), otherwise the exchange's outcome.
+    /// The I/O loop: write what is ready, hand on what the core should hear, read. Returns
+    /// `None` when `stop_at_answer` is set and the broker has just answered for the first
+    /// time (after this answer's follow-up request, if any, was written: reporting never
+    /// delays the exchange), otherwise the attempt's end.
     async fn run(&mut self, stop_at_answer: bool) -> Option<Result<Metadata, AttemptError>> {
         loop {
-            if let Some(e) = self.failed.take() {
-                return Some(Err(e));
-            }
-            let sent = self.transmit().await;
-            if stop_at_answer && self.exchange.has_answered() {
-                // Even if sending the follow-up failed, the broker did answer: report that
-                // first, the failure next.
-                self.failed = sent.err();
-                return None;
-            }
-            if let Err(e) = sent {
-                return Some(Err(e));
-            }
-            if let Some(outcome) = self.exchange.poll_outcome() {
-                return Some(outcome);
-            }
-            if self.eof {
-                // The exchange must conclude at end of stream; never spin if it does not.
-                let detail = "connection closed before a complete answer";
-                return Some(Err(AttemptError::with_detail(ErrorKind::Closed, detail)));
-            }
-            let n = match self.transport.read(&mut self.buf).await {
-                Ok(n) => n,
-                Err(e) => return Some(Err(io_error(&e))),
-            };
-            if n == 0 {
-                self.eof = true;
-                self.exchange.handle_eof();
-            } else {
-                if self.received < self.head.len() {
-                    let take = (self.head.len() - self.received).min(n);
-                    self.head[self.received..self.received + take].copy_from_slice(&self.buf[..take]);
+            while let Some(frame) = self.kafka.poll_transmit() {
+                if let Err(e) = self.transport.write_all(&frame).await {
+                    self.kafka.handle_error(io_error(&e));
                 }
-                self.received += n;
-                self.exchange.handle_bytes(&self.buf[..n]);
+            }
+            if !self.kafka.is_finished() {
+                if let Err(e) = self.transport.flush().await {
+                    self.kafka.handle_error(io_error(&e));
+                }
+            }
+            while let Some(input) = self.kafka.poll_input() {
+                match input {
+                    Input::Answered { .. } if stop_at_answer => return None,
+                    Input::Response { metadata, .. } => return Some(Ok(metadata)),
+                    Input::Failed { error, .. } => return Some(Err(error)),
+                    Input::Answered { .. } | Input::Connected { .. } => {}
+                }
+            }
+            match self.transport.read(&mut self.buf).await {
+                Ok(0) => self.kafka.handle_closed(),
+                Ok(n) => self.kafka.handle_bytes(&self.buf[..n]),
+                Err(e) => self.kafka.handle_error(io_error(&e)),
             }
         }
     }
 
-    /// Writes whatever the exchange wants sent.
-    async fn transmit(&mut self) -> Result<(), AttemptError> {
-        while let Some(frame) = self.exchange.poll_transmit() {
-            self.transport.write_all(&frame).await.map_err(|e| io_error(&e))?;
-        }
-        self.transport.flush().await.map_err(|e| io_error(&e))
-    }
-
-    /// Turns the exchange's outcome into the attempt's, naming a TLS broker for what it is.
+    /// The attempt's result, with the connection an answer came on (kept by the client).
     fn conclude(self: Box<Self>, outcome: Result<Metadata, AttemptError>) -> Result<Answer, AttemptError> {
-        let version = self.exchange.metadata_version();
-        match outcome {
-            Ok(metadata) => Ok(Answer { metadata, version, transport: self.transport }),
-            Err(e)
-                if matches!(self.transport, Transport::Tcp(_))
-                    && looks_like_tls(&self.head[..self.received.min(3)]) =>
-            {
-                Err(AttemptError::with_detail(
-                    ErrorKind::Tls,
-                    format!(
-                        "the broker answered with a TLS record ({}): it expects TLS on this port, \
-                         and this connection is plaintext (configure TLS)",
-                        e.detail
-                    ),
-                ))
-            }
-            Err(e) => Err(e),
-        }
+        let version = self.kafka.metadata_version();
+        outcome.map(|metadata| Answer { metadata, version, transport: self.transport })
     }
-}
-
-/// Whether `head` starts like a TLS record: an alert (21) or handshake (22) content type,
-/// then protocol version 3.x. As a Kafka length prefix that is 352–369 MB, far above any
-/// sane maximum frame size, so it is only consulted once the exchange refused the frame.
-fn looks_like_tls(head: &[u8]) -> bool {
-    matches!(head, [21 | 22, 3, 0..=4])
 }
 
 /// Classifies a failed TCP connect: refused means nothing listens (a definite, fast "no").
@@ -393,12 +353,6 @@ fn is_tls_error(_e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tls_records_are_recognised_only_by_their_header() {
-        assert!(looks_like_tls(&[21, 3, 3]) && looks_like_tls(&[22, 3, 1]));
-        assert!(!looks_like_tls(&[0, 0, 1]) && !looks_like_tls(&[21, 3]) && !looks_like_tls(&[23, 3, 3]));
-    }
 
     #[test]
     fn io_errors_are_classified() {

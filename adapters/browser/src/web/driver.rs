@@ -9,14 +9,15 @@
 //! `onEvent`.
 //!
 //! Nothing here decides anything: the stagger, timeouts, retries and the deadline are the
-//! core's timers, and the Kafka bytes are the core's `Exchange`'s.
+//! core's timers, and the Kafka conversation — its bytes and what the core hears of it — is
+//! the core's `KafkaAttempt`.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
 use js_sys::{ArrayBuffer, Function, Uint8Array};
-use stagger::kafka::{Exchange, ExchangeConfig};
+use stagger::kafka::{ExchangeConfig, KafkaAttempt};
 use stagger::{AttemptError, AttemptId, BrokerIndex, Command, ErrorKind, Input, Instant, Refresh, RefreshConfig};
 use wasm_bindgen::closure::{Closure, WasmClosure};
 use wasm_bindgen::prelude::*;
@@ -147,7 +148,7 @@ struct Socket {
     broker: BrokerIndex,
     ws: WebSocket,
     /// The Kafka conversation, from `open` on.
-    exchange: Option<Exchange>,
+    kafka: Option<KafkaAttempt>,
 }
 
 impl Socket {
@@ -212,48 +213,29 @@ impl Driver {
 
     fn on_open(&mut self, attempt: AttemptId) {
         let Some(i) = self.socket(attempt) else { return };
-        let mut exchange = Exchange::new(&self.exchange);
-        let sent = send(&self.sockets[i].ws, &mut exchange);
-        self.sockets[i].exchange = Some(exchange);
-        self.feed(Input::Connected { attempt });
-        if let Err(error) = sent {
-            self.fail(attempt, error);
-        }
+        // The bridge carries the broker's own bytes: a TLS broker behind it is worth naming.
+        let mut kafka = KafkaAttempt::new(attempt, &self.exchange, None, true);
+        kafka.handle_connected();
+        send(&self.sockets[i].ws, &mut kafka);
+        self.sockets[i].kafka = Some(kafka);
+        self.drain(attempt);
     }
 
     fn on_message(&mut self, attempt: AttemptId, data: JsValue) {
         let Some(i) = self.socket(attempt) else { return };
         let socket = &mut self.sockets[i];
-        let Some(exchange) = socket.exchange.as_mut() else { return };
-        let (answered, outcome) = match data.dyn_ref::<ArrayBuffer>() {
+        let Some(kafka) = socket.kafka.as_mut() else { return };
+        match data.dyn_ref::<ArrayBuffer>() {
             Some(buffer) => {
-                let before = exchange.has_answered();
-                exchange.handle_bytes(&Uint8Array::new(buffer).to_vec());
-                // The broker's first complete frame (ApiVersions, even an error one): it is
-                // alive. Reported once, and before whatever else this message settles.
-                let answered = !before && exchange.has_answered();
-                (answered, send(&socket.ws, exchange).err().map(Err).or_else(|| exchange.poll_outcome()))
+                kafka.handle_bytes(&Uint8Array::new(buffer).to_vec());
+                send(&socket.ws, kafka);
             }
-            None => (
-                false,
-                Some(Err(AttemptError::with_detail(
-                    ErrorKind::Protocol,
-                    "the bridge sent a text message; Kafka bytes must come as binary messages",
-                ))),
-            ),
-        };
-        if answered {
-            self.feed(Input::Answered { attempt });
+            None => kafka.handle_error(AttemptError::with_detail(
+                ErrorKind::Protocol,
+                "the bridge sent a text message; Kafka bytes must come as binary messages",
+            )),
         }
-        match outcome {
-            None => {}
-            Some(Ok(metadata)) => {
-                // The browser keeps no connection for later: the answer ends the attempt.
-                self.close_socket(attempt);
-                self.feed(Input::Response { attempt, metadata });
-            }
-            Some(Err(error)) => self.fail(attempt, error),
-        }
+        self.drain(attempt);
     }
 
     fn on_close(&mut self, attempt: AttemptId, event: CloseEvent) {
@@ -265,18 +247,36 @@ impl Driver {
             (code, reason) if reason.is_empty() => format!("WebSocket close code {code}"),
             (code, reason) => format!("WebSocket close code {code}: {reason}"),
         };
-        let error = match socket.exchange {
+        let Some(mut kafka) = socket.kafka else {
             // Never opened: the bridge (or whatever listens there) refused us.
-            None => AttemptError::with_detail(ErrorKind::Refused, format!("{url} failed before opening ({how})")),
-            Some(mut exchange) => {
-                exchange.handle_eof();
-                match exchange.poll_outcome() {
-                    Some(Err(error)) => AttemptError::with_detail(error.kind, format!("{} ({how})", error.detail)),
-                    _ => AttemptError::with_detail(ErrorKind::Closed, how),
-                }
-            }
+            let error = AttemptError::with_detail(ErrorKind::Refused, format!("{url} failed before opening ({how})"));
+            self.feed(Input::Failed { attempt, error });
+            return;
         };
-        self.feed(Input::Failed { attempt, error });
+        kafka.handle_closed();
+        while let Some(input) = kafka.poll_input() {
+            let input = match input {
+                Input::Failed { attempt, error } => {
+                    let detail = format!("{} ({how})", error.detail);
+                    Input::Failed { attempt, error: AttemptError::with_detail(error.kind, detail) }
+                }
+                other => other,
+            };
+            self.feed(input);
+        }
+    }
+
+    /// Feeds the core what the attempt's conversation has for it; an attempt that ended
+    /// closes its socket first (the browser keeps no connection for later).
+    fn drain(&mut self, attempt: AttemptId) {
+        while let Some(input) =
+            self.socket(attempt).and_then(|i| self.sockets[i].kafka.as_mut()).and_then(KafkaAttempt::poll_input)
+        {
+            if matches!(input, Input::Response { .. } | Input::Failed { .. }) {
+                self.close_socket(attempt);
+            }
+            self.feed(input);
+        }
     }
 
     fn on_abort(&mut self) {
@@ -291,12 +291,6 @@ impl Driver {
             None => JsValue::UNDEFINED,
         };
         self.finish(false, reason);
-    }
-
-    /// Closes the attempt's socket and reports the failure (the core wants it closed first).
-    fn fail(&mut self, attempt: AttemptId, error: AttemptError) {
-        self.close_socket(attempt);
-        self.feed(Input::Failed { attempt, error });
     }
 
     /// Feeds one input to the core, stamped with the current time.
@@ -375,7 +369,7 @@ impl Driver {
             step(&weak, |d| d.on_close(attempt, event))
         }))));
         // `error` is always followed by `close`, which carries the code: handled there.
-        self.sockets.push(Socket { attempt, broker, ws, exchange: None });
+        self.sockets.push(Socket { attempt, broker, ws, kafka: None });
     }
 
     fn socket(&self, attempt: AttemptId) -> Option<usize> {
@@ -431,12 +425,14 @@ impl Driver {
     }
 }
 
-/// Sends every frame the exchange has ready; a socket that refuses to send fails the attempt.
-fn send(ws: &WebSocket, exchange: &mut Exchange) -> Result<(), AttemptError> {
-    while let Some(frame) = exchange.poll_transmit() {
-        ws.send_with_u8_array(&frame).map_err(|thrown| {
-            AttemptError::with_detail(ErrorKind::Io, format!("WebSocket send failed: {}", message(&thrown)))
-        })?;
+/// Sends every frame the conversation has ready; a socket that refuses to send fails the
+/// attempt.
+fn send(ws: &WebSocket, kafka: &mut KafkaAttempt) {
+    while let Some(frame) = kafka.poll_transmit() {
+        if let Err(thrown) = ws.send_with_u8_array(&frame) {
+            let detail = format!("WebSocket send failed: {}", message(&thrown));
+            kafka.handle_error(AttemptError::with_detail(ErrorKind::Io, detail));
+            return;
+        }
     }
-    Ok(())
 }

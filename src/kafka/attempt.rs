@@ -1,0 +1,310 @@
+//! One attempt's Kafka conversation, as the refresh core wants to hear about it.
+//!
+//! [`Exchange`] knows what to say to a broker; [`KafkaAttempt`] also knows what the core must
+//! be told, and when: the transport is up (`Input::Connected`), the broker's
+//! first complete frame (`Input::Answered`, once, always before the end), and the end
+//! (`Input::Response` or `Input::Failed`, once), with end-of-stream and transport errors
+//! mapped to attempt errors and a TLS broker answering a plaintext connection named for what
+//! it is. Every adapter feeds it bytes and drains its inputs, so none of them re-derives any
+//! of that.
+//!
+//! | call | what it means | inputs it can produce |
+//! |---|---|---|
+//! | [`KafkaAttempt::new`] | an attempt starts; its first request is ready to write once the transport is | — |
+//! | [`KafkaAttempt::handle_connected`] | the transport is up | `Connected` |
+//! | [`KafkaAttempt::handle_bytes`] | bytes arrived | `Answered`, then `Response` or `Failed` |
+//! | [`KafkaAttempt::handle_closed`] | the peer closed the stream | `Failed` (`Closed`, or `Tls`) |
+//! | [`KafkaAttempt::handle_error`] | the transport failed | `Failed` with that error |
+
+use alloc::format;
+
+use bytes::Bytes;
+
+use super::{Exchange, ExchangeConfig};
+use crate::brokers::BrokerIdentity;
+use crate::error::{AttemptError, ErrorKind};
+use crate::refresh::{AttemptId, Input};
+
+/// How many first bytes are kept to recognise a TLS record.
+const HEAD: usize = 3;
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct KafkaAttempt {
+    attempt: AttemptId,
+    exchange: Exchange,
+    /// Whether the transport is plaintext (a TLS answer to it is then worth naming).
+    plaintext: bool,
+    /// The first bytes received.
+    head: [u8; HEAD],
+    received: usize,
+    /// Inputs not yet taken, in order: at most `Connected`, `Answered` and the end.
+    connected: Once,
+    answered: Once,
+    end: End,
+    /// The Metadata version the exchange settled on (kept past the end, for reports).
+    metadata_version: Option<i16>,
+}
+
+/// Whether an input reported once (`Connected`, `Answered`) is due, taken, or not yet earned.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Once {
+    NotYet,
+    Due,
+    Taken,
+}
+
+impl Once {
+    fn earn(&mut self) {
+        if *self == Once::NotYet {
+            *self = Once::Due;
+        }
+    }
+
+    fn take(&mut self) -> bool {
+        let due = *self == Once::Due;
+        if due {
+            *self = Once::Taken;
+        }
+        due
+    }
+}
+
+/// The attempt's end, as the core will hear it.
+#[derive(Debug)]
+enum End {
+    Running,
+    Due(Input),
+    Taken,
+}
+
+impl KafkaAttempt {
+    /// The conversation of `attempt`: its ApiVersions request is ready at once, for the
+    /// adapter to write when its transport is up (after TLS, if any). `expected` is the
+    /// broker's identity when the caller knows it (`Cluster::identity`), for Kafka 4.4's
+    /// cluster check; `plaintext` says whether the transport is unencrypted.
+    pub fn new(
+        attempt: AttemptId,
+        config: &ExchangeConfig,
+        expected: Option<&BrokerIdentity>,
+        plaintext: bool,
+    ) -> KafkaAttempt {
+        KafkaAttempt {
+            attempt,
+            exchange: Exchange::with_identity(config, expected),
+            plaintext,
+            head: [0; HEAD],
+            received: 0,
+            connected: Once::NotYet,
+            answered: Once::NotYet,
+            end: End::Running,
+            metadata_version: None,
+        }
+    }
+
+    /// The transport is up: `Input::Connected` is due. An adapter whose transport comes up in
+    /// stages reports the stage the core should time as the handshake (the tokio adapter:
+    /// the TCP handshake, before TLS) and may report it itself instead.
+    pub fn handle_connected(&mut self) {
+        self.connected.earn();
+    }
+
+    /// The next complete request frame to write, if any.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Bytes> {
+        self.exchange.poll_transmit()
+    }
+
+    /// Bytes received, in whatever pieces the transport delivers; ignored after the end.
+    pub fn handle_bytes(&mut self, data: &[u8]) {
+        if !matches!(self.end, End::Running) {
+            return;
+        }
+        if self.received < HEAD {
+            let take = (HEAD - self.received).min(data.len());
+            self.head[self.received..self.received + take].copy_from_slice(&data[..take]);
+        }
+        self.received = self.received.saturating_add(data.len());
+        self.exchange.handle_bytes(data);
+        self.settle();
+    }
+
+    /// The peer closed the stream (end of file); ignored after the end.
+    pub fn handle_closed(&mut self) {
+        if !matches!(self.end, End::Running) {
+            return;
+        }
+        self.exchange.handle_eof();
+        self.settle();
+        if matches!(self.end, End::Running) {
+            // The exchange concludes at end of stream; never leave the core waiting if not.
+            let error = AttemptError::with_detail(ErrorKind::Closed, "connection closed before a complete answer");
+            self.end = End::Due(Input::Failed { attempt: self.attempt, error });
+        }
+    }
+
+    /// The transport failed (a read or write error, a send the socket refused); ignored
+    /// after the end.
+    pub fn handle_error(&mut self, error: AttemptError) {
+        if matches!(self.end, End::Running) {
+            self.end = End::Due(Input::Failed { attempt: self.attempt, error: self.name_tls(error) });
+        }
+    }
+
+    /// The next input for the core, if any: `Connected`, then `Answered` (once the broker's
+    /// first frame is complete), then `Response` or `Failed`. Drain after every `handle_*`.
+    #[must_use]
+    pub fn poll_input(&mut self) -> Option<Input> {
+        let attempt = self.attempt;
+        if self.connected.take() {
+            return Some(Input::Connected { attempt });
+        }
+        if self.answered.take() {
+            return Some(Input::Answered { attempt });
+        }
+        match core::mem::replace(&mut self.end, End::Taken) {
+            End::Due(input) => Some(input),
+            other => {
+                self.end = other;
+                None
+            }
+        }
+    }
+
+    /// Whether the attempt has ended (its last input may not be taken yet): nothing more
+    /// needs reading or writing.
+    pub fn is_finished(&self) -> bool {
+        !matches!(self.end, End::Running)
+    }
+
+    /// The Metadata API version negotiated, once known (for reports and traces).
+    pub fn metadata_version(&self) -> Option<i16> {
+        self.metadata_version.or(self.exchange.metadata_version())
+    }
+
+    /// Moves what the exchange has concluded into inputs.
+    fn settle(&mut self) {
+        if self.exchange.has_answered() {
+            self.answered.earn();
+        }
+        self.metadata_version = self.exchange.metadata_version();
+        let attempt = self.attempt;
+        self.end = match self.exchange.poll_outcome() {
+            None => return,
+            Some(Ok(metadata)) => End::Due(Input::Response { attempt, metadata }),
+            Some(Err(error)) => End::Due(Input::Failed { attempt, error: self.name_tls(error) }),
+        };
+    }
+
+    /// A plaintext connection whose first bytes are a TLS record reached a TLS listener:
+    /// say so, rather than report the frame the exchange could not read.
+    fn name_tls(&self, error: AttemptError) -> AttemptError {
+        if !(self.plaintext && looks_like_tls(&self.head[..self.received.min(HEAD)])) {
+            return error;
+        }
+        AttemptError::with_detail(
+            ErrorKind::Tls,
+            format!(
+                "the broker answered with a TLS record ({}): it expects TLS on this port, and this \
+                 connection is plaintext (configure TLS)",
+                error.detail
+            ),
+        )
+    }
+}
+
+/// Whether `head` starts like a TLS record: an alert (21) or handshake (22) content type,
+/// then protocol version 3.x. As a Kafka length prefix that is 352–369 MB, far above any
+/// sane maximum frame size, so it is only consulted once the exchange refused the frame.
+fn looks_like_tls(head: &[u8]) -> bool {
+    matches!(head, [21 | 22, 3, 0..=4])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn attempt() -> KafkaAttempt {
+        KafkaAttempt::new(AttemptId(7), &ExchangeConfig::default(), None, true)
+    }
+
+    fn inputs(a: &mut KafkaAttempt) -> Vec<Input> {
+        core::iter::from_fn(|| a.poll_input()).collect()
+    }
+
+    #[test]
+    fn tls_records_are_recognised_only_by_their_header() {
+        assert!(looks_like_tls(&[21, 3, 3]) && looks_like_tls(&[22, 3, 1]));
+        assert!(!looks_like_tls(&[0, 0, 1]) && !looks_like_tls(&[21, 3]) && !looks_like_tls(&[23, 3, 3]));
+    }
+
+    #[test]
+    fn connected_comes_first_and_the_request_is_ready() {
+        let mut a = attempt();
+        assert!(a.poll_transmit().is_some(), "ready before the transport is");
+        assert!(inputs(&mut a).is_empty());
+        a.handle_connected();
+        assert_eq!(inputs(&mut a), [Input::Connected { attempt: AttemptId(7) }]);
+        assert!(!a.is_finished());
+    }
+
+    #[test]
+    fn answered_comes_before_the_end_even_when_one_read_brings_both() {
+        use crate::kafka::exchange::tests::{api_versions, cluster, response};
+        use kafka_protocol::messages::{ApiKey, RequestHeader};
+        use kafka_protocol::protocol::Decodable;
+
+        let correlation_of = |frame: Bytes| {
+            let mut body = frame.slice(4..);
+            let version = i16::from_be_bytes([body[2], body[3]]);
+            let key = ApiKey::try_from(i16::from_be_bytes([body[0], body[1]])).unwrap();
+            RequestHeader::decode(&mut body, key.request_header_version(version)).unwrap().correlation_id
+        };
+        let mut a = attempt();
+        a.handle_connected();
+        let api = correlation_of(a.poll_transmit().unwrap());
+        let mut both = response(api, 3, &api_versions((0, 13)));
+        // The Metadata request follows the ApiVersions answer; answer it in the same read.
+        a.handle_bytes(&both);
+        let metadata = correlation_of(a.poll_transmit().unwrap());
+        both = response(metadata, 13, &cluster());
+        a.handle_bytes(&both);
+        let got = inputs(&mut a);
+        assert!(
+            matches!(
+                &got[..],
+                [Input::Connected { .. }, Input::Answered { .. }, Input::Response { metadata, .. }]
+                    if metadata.cluster_id.as_deref() == Some("kafka-cluster-1")
+            ),
+            "{got:?}"
+        );
+        assert_eq!(a.metadata_version(), Some(13));
+    }
+
+    #[test]
+    fn a_close_before_any_answer_is_one_failed_input_then_nothing() {
+        let mut a = attempt();
+        let _ = inputs(&mut a);
+        a.handle_closed();
+        let [Input::Failed { error, .. }] = &inputs(&mut a)[..] else { panic!() };
+        assert_eq!(error.kind, ErrorKind::Closed);
+        a.handle_bytes(&[0, 0, 0, 1, 0]);
+        a.handle_closed();
+        a.handle_error(AttemptError::new(ErrorKind::Io));
+        assert!(inputs(&mut a).is_empty() && a.is_finished());
+    }
+
+    #[test]
+    fn a_tls_alert_on_a_plaintext_connection_is_named_a_tls_error() {
+        for plaintext in [true, false] {
+            let mut a = KafkaAttempt::new(AttemptId(1), &ExchangeConfig::default(), None, plaintext);
+            let _ = inputs(&mut a);
+            // A TLS alert record: content type 21, version 3.3, length 2, alert bytes.
+            a.handle_bytes(&[21, 3, 3, 0, 2, 2, 40]);
+            let [Input::Failed { error, .. }] = &inputs(&mut a)[..] else { panic!() };
+            let expected = if plaintext { ErrorKind::Tls } else { ErrorKind::FrameTooLarge };
+            assert_eq!(error.kind, expected, "{error}");
+        }
+    }
+}
