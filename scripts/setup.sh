@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 have_target() { rustup target list --installed | grep -qx "$1"; }
 for t in wasm32-unknown-unknown thumbv7m-none-eabi; do
-  have_target "$t" || rustup target add "$t"
+  # Offline fallback: the matching standard library shipped beside the project (../shared).
+  have_target "$t" || rustup target add "$t" || bash ../shared/toolchain/install.sh "$t"
 done
 # Browser adapter (adapters/browser): Debian's Chromium and chromedriver (never a downloaded
 # browser), wasm-bindgen-cli at exactly Cargo.lock's wasm-bindgen version, playwright-core.
