@@ -135,8 +135,9 @@ pub struct Fanout {
     /// A fast failure (e.g. refused) starts the next attempt at once (default true), as in
     /// Happy Eyeballs: waiting out a stagger delay after a definite "no" is pure latency.
     pub next_on_failure: bool,
-    /// When the throttle is full at a stagger tick, cancel the oldest attempt (it is past its
-    /// stagger delay, so suspected) and start the next broker in its place (default true).
+    /// When the throttle is full at a stagger tick, cancel the newest silent attempt whose own
+    /// stagger delay has run out (so it is suspected; failing that, the newest silent one)
+    /// and start the next broker in its place (default true).
     /// Without this, `max_in_flight` hung brokers at the head of the list stall the refresh
     /// for a whole attempt timeout; with it, load stays bounded by the throttle and the
     /// refresh keeps moving.
@@ -239,7 +240,8 @@ impl Default for RefreshConfig {
 }
 
 impl RefreshConfig {
-    /// The default: adaptive stagger, one attempt at a time growing by one, throttle 3.
+    /// The default: adaptive stagger, one attempt first and two more per stagger tick
+    /// (`Linear(2)`), throttle 3.
     pub fn adaptive() -> Self {
         RefreshConfig {
             fanout: Fanout::default(),

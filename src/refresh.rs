@@ -753,8 +753,8 @@ impl Refresh {
         self.in_flight >= self.config.fanout.max_in_flight
     }
 
-    /// Whether a tick may cancel the oldest attempt to start the next broker: enabled,
-    /// a broker is left to try, and the replacement can be paid for.
+    /// Whether a tick may cancel a silent attempt (see `supersede_newest_silent`) to start the
+    /// next broker: enabled, a broker is left to try, and the replacement can be paid for.
     fn can_replace(&self) -> bool {
         self.config.fanout.replace_when_full && self.has_candidate() && (self.in_flight <= 1 || self.hedge_tokens > 0)
     }

@@ -2159,14 +2159,15 @@ proptest! {
 }
 
 // ============================================================================================
-// Minimal repros of bugs the properties found (ignored until fixed)
+// Minimal repros of bugs the properties found, kept as regression tests (all fixed)
 // ============================================================================================
 
 /// Shrunk from `deadline_holds_even_when_the_adapter_oversleeps`. An adapter whose event loop
-/// stalls calls `handle_timeout` after the deadline; the machine fires the overdue attempt
-/// timeout *first*, with `now` past the deadline, which starts a replacement attempt, and
-/// only then the deadline, which cancels it again: a `Connect` (and a `Cancel{TimedOut}`)
-/// at or after start + deadline.
+/// stalls calls `handle_timeout` after the deadline; the machine used to fire the overdue
+/// attempt timeout *first*, with `now` past the deadline, starting a replacement attempt,
+/// and only then the deadline, which cancelled it again: a `Connect` (and a
+/// `Cancel{TimedOut}`) at or after start + deadline. Now the deadline wins over everything
+/// overdue.
 #[test]
 fn deadline_overslept_timeout_connects_after_deadline() {
     let mut config = RefreshConfig::sequential();
@@ -2178,7 +2179,7 @@ fn deadline_overslept_timeout_connects_after_deadline() {
     assert_eq!(drain(&mut r).len(), 1); // Connect #0.0
     r.handle_timeout(Instant::from_millis(3_500)); // woke up 0.5 s after the deadline
     let commands = drain(&mut r);
-    // Today: [Cancel{#0.0, TimedOut}, Connect{#0.1, broker 1}, Cancel{#0.1, Deadline}, GiveUp(DeadlineExceeded)]
+    // Before the fix: [Cancel{#0.0, TimedOut}, Connect{#0.1, broker 1}, Cancel{#0.1, Deadline}, GiveUp(..)]
     for c in &commands {
         assert!(
             matches!(c, Command::Cancel { reason: CancelReason::Deadline, .. } | Command::GiveUp(_)),
@@ -2188,7 +2189,7 @@ fn deadline_overslept_timeout_connects_after_deadline() {
 }
 
 /// Same bug through the stagger timer: with the default (adaptive) policy, a wake-up after
-/// the deadline first starts the overdue stagger attempt, then cancels it.
+/// the deadline used to start the overdue stagger attempt first, then cancel it.
 #[test]
 fn deadline_overslept_stagger_tick_connects_after_deadline() {
     let mut config = RefreshConfig::adaptive();
@@ -2198,7 +2199,7 @@ fn deadline_overslept_stagger_tick_connects_after_deadline() {
     drain(&mut r);
     r.handle_timeout(Instant::from_millis(2_000));
     let commands = drain(&mut r);
-    // Today: [Connect{#0.1}, Cancel{#0.0, Deadline}, Cancel{#0.1, Deadline}, GiveUp(DeadlineExceeded)]
+    // Before the fix: [Connect{#0.1}, Cancel{#0.0, Deadline}, Cancel{#0.1, Deadline}, GiveUp(..)]
     assert!(
         !commands.iter().any(|c| matches!(c, Command::Connect { .. })),
         "Connect emitted 1 s after the deadline: {commands:?}"
@@ -2206,8 +2207,8 @@ fn deadline_overslept_stagger_tick_connects_after_deadline() {
 }
 
 /// Shrunk from `cluster_hedge_tokens_never_exceed_burst_for_any_budget`: with
-/// `hedge_budget.ratio` above `burst` (here ratio 1, burst 0), one settled refresh leaves
-/// more tokens than the bucket holds.
+/// `hedge_budget.ratio` above `burst` (here ratio 1, burst 0), one settled refresh used to
+/// leave more tokens than the bucket holds; the bucket is now capped at `burst`.
 #[test]
 fn hedge_bucket_overflows_burst_when_ratio_exceeds_it() {
     let mut config = ClusterConfig::default();
@@ -2225,10 +2226,10 @@ fn hedge_bucket_overflows_burst_when_ratio_exceeds_it() {
 }
 
 /// Shrunk from `cluster_poll_timeout_is_never_due_even_when_time_goes_backwards`:
-/// `request_refresh(now)` with a `now` earlier than the cluster's clock clamps the clock
-/// (`advance`) but then starts the refresh at the raw, earlier `now` (`self.start(now)`), so
-/// the refresh begins in the past: its deadline is shortened and `poll_timeout()` can be
-/// overdue right away.
+/// `request_refresh(now)` with a `now` earlier than the cluster's clock used to clamp the
+/// clock but start the refresh at the raw, earlier `now`, so the refresh began in the past
+/// (its deadline shortened, `poll_timeout()` overdue at once). It now starts at the clamped
+/// clock.
 #[test]
 fn request_refresh_with_earlier_now_starts_refresh_in_the_past() {
     let book = BrokerBook::new(numbered_seeds(3)).unwrap();
