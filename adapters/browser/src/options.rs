@@ -101,10 +101,9 @@ pub fn validated(config: RefreshConfig) -> Result<RefreshConfig, ConfigError> {
     config.validate().map(|()| config)
 }
 
-/// A [`ConfigError`] about one of `refresh()`'s options (the core's constructor is private
-/// to it; the fields are public).
+/// A [`ConfigError`] about one of `refresh()`'s options, named by its field.
 pub fn bad(field: &'static str, problem: impl Into<String>) -> ConfigError {
-    ConfigError { field, problem: problem.into() }
+    ConfigError::new(field, problem)
 }
 
 /// One broker's story in a failed refresh, keyed by what a web page knows: the URL.
