@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant as WallClock};
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
-use stagger::{AttemptError, BrokerBook, Command, ErrorKind, Input, Instant, Refresh, RefreshConfig};
+use stagger::{AttemptError, AttemptId, BrokerBook, Command, ErrorKind, Input, Instant, Refresh, RefreshConfig};
 
 struct Counting;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
@@ -57,11 +57,7 @@ fn drive(refresh: &mut Refresh) -> u64 {
         }
         let Some(attempt) = pending.pop() else { break };
         now += 100;
-        refresh.handle_input(Instant::from_micros(now), Input::Connected { attempt });
-        refresh.handle_input(
-            Instant::from_micros(now + 50),
-            Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) },
-        );
+        connect_then_refuse(refresh, attempt, now);
         inputs += 2;
     }
     inputs
@@ -98,14 +94,19 @@ fn drive_behind_a_slow_broker(refresh: &mut Refresh) -> u64 {
             continue;
         };
         now += 100;
-        refresh.handle_input(Instant::from_micros(now), Input::Connected { attempt });
-        refresh.handle_input(
-            Instant::from_micros(now + 50),
-            Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) },
-        );
+        connect_then_refuse(refresh, attempt, now);
         inputs += 2;
     }
     inputs
+}
+
+/// The steady-state diet for one attempt at `now` µs: its broker connects, then refuses.
+fn connect_then_refuse(refresh: &mut Refresh, attempt: AttemptId, now: u64) {
+    refresh.handle_input(Instant::from_micros(now), Input::Connected { attempt });
+    refresh.handle_input(
+        Instant::from_micros(now + 50),
+        Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) },
+    );
 }
 
 fn per_input(c: &mut Criterion) {

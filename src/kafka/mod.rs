@@ -35,6 +35,7 @@ use alloc::vec::Vec;
 mod api_versions_v5;
 mod attempt;
 mod convert;
+mod decode;
 mod exchange;
 mod frame;
 mod guard;
