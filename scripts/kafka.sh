@@ -304,8 +304,12 @@ cmd_start() {
   mkdir -p "$dir"
   touch "$dir/.stagger-kafka"
   make_tls
-  # A Kafka cluster id: 16 random bytes, URL-safe base64 without padding.
-  cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  # A Kafka cluster id: 16 random bytes, URL-safe base64 without padding. Like Kafka's own
+  # Uuid.randomUuid, draw again while it starts with '-': the storage tool would read it as a flag.
+  cluster_id=-
+  while [ "${cluster_id#-}" != "$cluster_id" ]; do
+    cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  done
   for n in $(seq 1 "$brokers"); do
     write_properties "$n"
   done
@@ -314,9 +318,11 @@ cmd_start() {
     format_node "$n" "$cluster_id" &
     formatting+=($!)
   done
+  local failed=0
   for n in "${formatting[@]}"; do
-    wait "$n" || { cmd_stop; die "formatting storage failed (see above)"; }
+    wait "$n" || failed=1
   done
+  [ "$failed" = 0 ] || { cmd_stop; die "formatting storage failed (see above)"; }
   for n in $(seq 1 "$brokers"); do
     launch_node "$n"
   done
