@@ -9,7 +9,6 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use stagger::TimerKind;
 use stagger_tokio::{Event, EventKind};
 
 /// State of the view: one lane per broker, in first-seen order.
@@ -52,7 +51,7 @@ impl LiveView {
                 self.set(broker, format!("\x1b[33mcancelled\x1b[0m at {t} ({})", reason.name()), None)
             }
             EventKind::Won { broker, .. } => self.set(broker, format!("\x1b[32mwon\x1b[0m at {t}"), None),
-            EventKind::Timer { timer } => self.ticks.push(format!("{}@{t}", timer_name(*timer))),
+            EventKind::Timer { timer } => self.ticks.push(format!("{}@{t}", timer.name())),
         }
     }
 
@@ -83,15 +82,6 @@ impl LiveView {
         let _ = writeln!(err, "\x1b[2K  timers: {ticks}");
         self.drawn_lines = self.lanes.len() + 1;
         let _ = err.flush();
-    }
-}
-
-fn timer_name(timer: TimerKind) -> &'static str {
-    match timer {
-        TimerKind::Stagger => "stagger",
-        TimerKind::AttemptTimeout => "attempt-timeout",
-        TimerKind::Backoff => "backoff",
-        TimerKind::Deadline => "deadline",
     }
 }
 

@@ -34,6 +34,7 @@ fn attempt(a: AttemptId) -> String {
 pub fn timer_name(kind: Option<TimerKind>) -> &'static str {
     match kind {
         Some(TimerKind::Stagger) => "stagger delay elapsed",
+        Some(TimerKind::Spread) => "spread: the tick's next attempt",
         Some(TimerKind::AttemptTimeout) => "attempt timeout",
         Some(TimerKind::Backoff) => "backoff over: next pass",
         Some(TimerKind::Deadline) => "deadline",

@@ -84,7 +84,7 @@ export interface RefreshFailure extends Error { refreshError: RefreshErrorInfo; 
 export interface ConfigFailure extends Error { field: string; problem: string }
 
 export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded" | "overtaken";
-export type TimerKind = "stagger" | "attempt_timeout" | "backoff" | "deadline";
+export type TimerKind = "stagger" | "spread" | "attempt_timeout" | "backoff" | "deadline";
 export type Command =
   | { connect: { attempt: number; broker: number } }
   | { cancel: { attempt: number; reason: CancelReason } }

@@ -1,0 +1,186 @@
+//! The attempt table: every attempt of a refresh by number, and the ones still in flight in
+//! start order. Sized once at construction; nothing here allocates afterwards.
+//!
+//! Every attempt has the same timeout, so the oldest attempt in flight is the next to time
+//! out: the in-flight list doubles as the timeout queue, and removing an attempt from
+//! anywhere in it is O(1), so no input's cost depends on how many attempts have finished.
+
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::error::ErrorKind;
+use crate::time::Instant;
+
+use super::contract::{AttemptInfo, AttemptState};
+use super::in_flight::InFlightList;
+
+/// The most attempts one refresh can hold. A pass starts at most two attempts per broker
+/// (once, and once more if it was overtaken by a broker that then failed), so a refresh
+/// over `b` brokers with `r` retries needs at most `b × (r + 1) × 2`; configurations that
+/// could need more are refused when the refresh is built, and the table never grows.
+pub const MAX_ATTEMPTS: usize = 1 << 16;
+
+/// One attempt's record: what the public [`AttemptInfo`] says, plus what the policy needs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AttemptSlot {
+    /// Its position in the refresh's candidate list.
+    pub(super) candidate: u32,
+    pub(super) info: AttemptInfo,
+    pub(super) timeout_at: Instant,
+    /// Scales this attempt's stagger delay, fixed at launch: the jitter drawn then, in
+    /// `[1 - jitter, 1]`, times 2 per supersede so far (see `Refresh::supersede_newest_silent`).
+    pub(super) delay_factor: f64,
+}
+
+/// Every attempt so far, and which are in flight.
+#[derive(Clone, Debug)]
+pub(super) struct AttemptTable {
+    slots: Vec<AttemptSlot>,
+    /// How many attempts the table was sized for (a clone's `Vec` may hold less spare room).
+    pub(super) capacity: usize,
+    /// The attempts in flight, oldest (next to time out) first.
+    in_flight: InFlightList,
+    live: u32,
+    /// In-flight attempts whose broker has answered something.
+    answering: u32,
+}
+
+impl AttemptTable {
+    /// A table for up to `capacity` attempts (at most [`MAX_ATTEMPTS`]).
+    pub(super) fn with_capacity(capacity: usize) -> Self {
+        let capacity = capacity.min(MAX_ATTEMPTS);
+        AttemptTable {
+            slots: Vec::with_capacity(capacity),
+            capacity,
+            in_flight: InFlightList::with_capacity(capacity),
+            live: 0,
+            answering: 0,
+        }
+    }
+
+    /// Attempts started so far; also the number the next one gets.
+    pub(super) fn len(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// Whether another attempt would outgrow the table sized at construction.
+    pub(super) fn is_full(&self) -> bool {
+        self.slots.len() >= self.capacity
+    }
+
+    /// Attempts in flight.
+    pub(super) fn in_flight(&self) -> u32 {
+        self.live
+    }
+
+    /// In-flight attempts whose broker has answered.
+    pub(super) fn answering(&self) -> u32 {
+        self.answering
+    }
+
+    pub(super) fn get(&self, n: u32) -> Option<&AttemptSlot> {
+        self.slots.get(n as usize)
+    }
+
+    pub(super) fn slot(&self, n: u32) -> &AttemptSlot {
+        &self.slots[n as usize]
+    }
+
+    pub(super) fn info(&self, n: u32) -> &AttemptInfo {
+        &self.slots[n as usize].info
+    }
+
+    pub(super) fn info_mut(&mut self, n: u32) -> &mut AttemptInfo {
+        &mut self.slots[n as usize].info
+    }
+
+    /// Every attempt, in start order.
+    pub(super) fn all(&self) -> &[AttemptSlot] {
+        &self.slots
+    }
+
+    /// Attempt `n`, if it is in flight.
+    pub(super) fn live(&self, n: u32) -> Option<u32> {
+        let slot = self.slots.get(n as usize)?;
+        (slot.info.state == AttemptState::InFlight).then_some(n)
+    }
+
+    /// Records a new attempt in flight; returns its number.
+    pub(super) fn start(&mut self, slot: AttemptSlot) -> u32 {
+        let n = self.len();
+        self.slots.push(slot);
+        self.in_flight.push_back(n);
+        self.live += 1;
+        n
+    }
+
+    /// Notes that attempt `n`'s broker answered; returns false if it had already.
+    pub(super) fn mark_answered(&mut self, n: u32, now: Instant) -> bool {
+        let info = &mut self.slots[n as usize].info;
+        if info.answered_at.is_some() {
+            return false;
+        }
+        info.answered_at = Some(now);
+        info.connected_at.get_or_insert(now);
+        self.answering += 1;
+        true
+    }
+
+    /// Ends attempt `n` in `state` at `now`; returns whether it was in flight.
+    pub(super) fn end(&mut self, n: u32, state: AttemptState, now: Instant) -> bool {
+        let slot = &mut self.slots[n as usize];
+        if slot.info.state != AttemptState::InFlight {
+            return false;
+        }
+        self.in_flight.remove(n);
+        slot.info.state = state;
+        slot.info.ended_at = Some(now);
+        self.live -= 1;
+        if slot.info.answered_at.is_some() {
+            self.answering -= 1;
+        }
+        true
+    }
+
+    /// The oldest attempt in flight: the next to time out.
+    pub(super) fn oldest(&self) -> Option<u32> {
+        self.in_flight.front()
+    }
+
+    /// When the oldest attempt in flight times out.
+    pub(super) fn next_timeout(&self) -> Option<Instant> {
+        self.oldest().map(|n| self.slots[n as usize].timeout_at)
+    }
+
+    /// The attempt in flight started after `n`.
+    pub(super) fn next_of(&self, n: u32) -> Option<u32> {
+        self.in_flight.next_of(n)
+    }
+
+    /// The attempts in flight, oldest first (reverse it for newest first).
+    pub(super) fn in_flight_iter(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
+        self.in_flight.iter()
+    }
+
+    /// What timing out attempt `n` means: it never connected, or its broker never answered.
+    pub(super) fn timeout_kind(&self, n: u32) -> ErrorKind {
+        match self.slots[n as usize].info.connected_at {
+            Some(_) => ErrorKind::ResponseTimeout,
+            None => ErrorKind::ConnectTimeout,
+        }
+    }
+
+    /// The shortest start → first answer among answering attempts: what an answer takes on
+    /// this cluster when nothing better is known.
+    pub(super) fn first_answer_time(&self) -> Duration {
+        self.in_flight
+            .iter()
+            .filter_map(|n| {
+                let info = &self.slots[n as usize].info;
+                let answered = info.answered_at?;
+                Some(answered.saturating_since(info.started_at))
+            })
+            .min()
+            .unwrap_or(Duration::ZERO)
+    }
+}

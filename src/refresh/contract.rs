@@ -1,0 +1,250 @@
+//! The contract between the core and its adapters: what goes in ([`Input`]), what comes out
+//! ([`Command`]), and the names both sides use for attempts, reasons and timers.
+
+use core::fmt;
+use serde::{Deserialize, Serialize};
+
+use crate::brokers::BrokerIndex;
+use crate::error::{AttemptError, RefreshError};
+use crate::metadata::Metadata;
+use crate::time::Instant;
+
+/// Names one attempt (one connection to one broker) uniquely within a [`crate::Cluster`]:
+/// the high 32 bits are the refresh's epoch, the low 32 bits the attempt's number in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AttemptId(pub u64);
+
+impl AttemptId {
+    pub(super) fn new(epoch: u32, number: u32) -> Self {
+        AttemptId(((epoch as u64) << 32) | number as u64)
+    }
+    /// The refresh this attempt belongs to.
+    pub fn epoch(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    /// The attempt's number within its refresh, from 0.
+    pub fn number(self) -> u32 {
+        self.0 as u32
+    }
+}
+
+impl fmt::Display for AttemptId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}.{}", self.epoch(), self.number())
+    }
+}
+
+/// What the adapter reports about an attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Input {
+    /// The transport handshake completed (informational; feeds the adaptive stagger).
+    Connected {
+        /// Which attempt.
+        attempt: AttemptId,
+    },
+    /// The broker sent its first answer on this attempt (for Kafka: the ApiVersions
+    /// response, even an error one), so it is alive and reading its socket. Feeds the
+    /// adaptive stagger, which hedges silent brokers quickly and answering ones patiently;
+    /// the [`crate::kafka::Exchange`] says when ([`crate::kafka::Exchange::has_answered`]).
+    /// Adapters that cannot tell should skip it: without it every connected attempt looks
+    /// silent, and the adaptive stagger hedges after a few handshake times.
+    Answered {
+        /// Which attempt.
+        attempt: AttemptId,
+    },
+    /// The broker answered with metadata.
+    Response {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// What it answered.
+        metadata: Metadata,
+    },
+    /// The attempt failed; the adapter has already closed its connection.
+    Failed {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// Why.
+        error: AttemptError,
+    },
+}
+
+impl Input {
+    /// The attempt this input is about.
+    pub fn attempt(&self) -> AttemptId {
+        match self {
+            Input::Connected { attempt }
+            | Input::Answered { attempt }
+            | Input::Response { attempt, .. }
+            | Input::Failed { attempt, .. } => *attempt,
+        }
+    }
+}
+
+/// Why the core asks the adapter to abandon an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReason {
+    /// Another attempt won the race.
+    Lost,
+    /// This attempt exceeded `attempt_timeout`.
+    TimedOut,
+    /// The refresh's overall deadline passed.
+    Deadline,
+    /// Another attempt hit a fatal (authentication/authorisation) error.
+    Fatal,
+    /// A stagger tick cancelled this, the newest silent suspect, to start the next broker in
+    /// its place: the throttle was full (`fanout.replace_when_full`), or the hedge budget was
+    /// spent (the load in flight stays the same).
+    Superseded,
+    /// The broker answered, but with metadata that cannot win (no brokers, top-level error).
+    Rejected,
+    /// Another attempt's broker started answering while this one's had said nothing
+    /// (`fanout.cancel_silent_on_answer`).
+    Overtaken,
+}
+
+impl CancelReason {
+    /// A short lowercase name for logs, tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            CancelReason::Lost => "lost",
+            CancelReason::TimedOut => "timed_out",
+            CancelReason::Deadline => "deadline",
+            CancelReason::Fatal => "fatal",
+            CancelReason::Rejected => "rejected",
+            CancelReason::Superseded => "superseded",
+            CancelReason::Overtaken => "overtaken",
+        }
+    }
+}
+
+/// What the core asks the adapter to do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    /// Start an attempt: connect to `broker` and fetch metadata.
+    Connect {
+        /// The new attempt's id; report its progress with this id.
+        attempt: AttemptId,
+        /// Which broker of the book to connect to.
+        broker: BrokerIndex,
+    },
+    /// Abandon an attempt and close its connection.
+    Cancel {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// Why (for traces and visualisers).
+        reason: CancelReason,
+    },
+    /// Terminal: the refresh succeeded. Nothing follows.
+    Done {
+        /// The winning attempt (its connection may be kept for reuse).
+        attempt: AttemptId,
+        /// The broker that answered.
+        broker: BrokerIndex,
+        /// Its answer.
+        metadata: Metadata,
+    },
+    /// Terminal: the refresh gave up. Nothing follows.
+    GiveUp(RefreshError),
+}
+
+impl Command {
+    /// Whether this command ends the refresh.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Command::Done { .. } | Command::GiveUp(_))
+    }
+}
+
+/// Why the core wants to be woken up; shown by traces and the visualiser. Each kind is one
+/// slot of the refresh's timer table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerKind {
+    /// The stagger delay: start the next attempt if none answered.
+    Stagger,
+    /// A spread tick's next attempt (`fanout.spread_ticks`): a share of the delay after the
+    /// tick's first, unless a broker answered meanwhile.
+    Spread,
+    /// The oldest in-flight attempt's timeout.
+    AttemptTimeout,
+    /// End of the backoff between two passes.
+    Backoff,
+    /// The overall deadline.
+    Deadline,
+}
+
+impl TimerKind {
+    /// A short lowercase name for logs, tables and JSON (the serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            TimerKind::Stagger => "stagger",
+            TimerKind::Spread => "spread",
+            TimerKind::AttemptTimeout => "attempt_timeout",
+            TimerKind::Backoff => "backoff",
+            TimerKind::Deadline => "deadline",
+        }
+    }
+}
+
+/// Where an attempt stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptState {
+    /// Started, no answer yet.
+    InFlight,
+    /// Answered with metadata that won.
+    Won,
+    /// Failed (reported by the adapter, timed out, or rejected).
+    Failed,
+    /// Cancelled by the core (lost, deadline, fatal elsewhere).
+    Cancelled,
+}
+
+/// What the core knows about one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptInfo {
+    /// The broker it went to.
+    pub broker: BrokerIndex,
+    /// The pass (0 = first, 1 = first retry, …) it belongs to.
+    pub pass: u32,
+    /// When it started.
+    pub started_at: Instant,
+    /// When its transport came up, if it did.
+    pub connected_at: Option<Instant>,
+    /// When its broker first answered ([`Input::Answered`]), if it did.
+    #[serde(default)]
+    pub answered_at: Option<Instant>,
+    /// Whether it went to a broker whose connection was kept from an earlier refresh (its
+    /// handshake then measures nothing).
+    #[serde(default)]
+    pub kept: bool,
+    /// When it ended, if it did.
+    pub ended_at: Option<Instant>,
+    /// Where it stands.
+    pub state: AttemptState,
+    /// Whether it was started while another attempt was still in flight (a hedge).
+    pub hedge: bool,
+    /// Whether a spread tick started it after the tick's first attempt
+    /// (`fanout.spread_ticks`): it came a share of the delay later, because no broker had
+    /// answered meanwhile.
+    #[serde(default)]
+    pub partner: bool,
+}
+
+/// Counters of one refresh, for reports and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshStats {
+    /// Attempts started (Connect commands).
+    pub started: u32,
+    /// Attempts the core cancelled.
+    pub cancelled: u32,
+    /// Attempts that failed (including timeouts and rejected answers).
+    pub failed: u32,
+    /// Attempts started while another was in flight (spend hedge budget).
+    pub hedges: u32,
+    /// Passes over the brokers begun (1 + retries used).
+    pub passes: u32,
+}

@@ -1,0 +1,350 @@
+//! The fan-out policy: when the next attempt starts (the stagger delay), how many a tick
+//! starts (growth) and how far apart (spreading), what makes room when the throttle is full
+//! or the hedge budget spent (superseding), and what a broker's first answer cancels.
+//!
+//! [`Refresh::tick_step`] alone answers "may a tick start an attempt now?": the stagger
+//! timer is armed exactly when it says yes, and the tick and the spread partners do what it
+//! says.
+
+use core::time::Duration;
+
+use crate::config::{Growth, Stagger};
+use crate::time::{scale, Instant};
+
+use super::attempts::AttemptSlot;
+use super::contract::{AttemptInfo, AttemptState, CancelReason, Command, TimerKind};
+use super::{Phase, Refresh};
+
+/// Error detail of an attempt superseded to make room in a full throttle.
+const SUPERSEDED_FULL: &str = "superseded: no answer within the stagger delay while the throttle was full";
+/// Error detail of an attempt cancelled because another broker started answering first.
+const OVERTAKEN: &str = "overtaken: no answer yet while another broker was answering";
+/// Error detail of an attempt superseded because no hedge budget was left to add one.
+const SUPERSEDED_NO_BUDGET: &str = "superseded: no answer within the stagger delay and no hedge budget left";
+
+/// What a stagger tick may do now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TickStep {
+    /// Start the next broker beside those in flight (a hedge, paid from the budget), or
+    /// alone when nothing is in flight.
+    Add,
+    /// The throttle is full: cancel the newest silent suspect, then start the next broker
+    /// (`fanout.replace_when_full`).
+    ReplaceFull,
+    /// Out of hedge budget with every broker in flight silent: replace one in place, so the
+    /// load in flight stays the same (`fanout.replace_when_full`).
+    ReplaceInPlace,
+}
+
+/// The tick state of the current pass: where the stagger timer counts from, how the
+/// growth stands, and a spread tick's partners still to start.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ticks {
+    /// The attempt the stagger timer counts from: the latest start, except that a spread
+    /// partner leaves it on the tick's first attempt while that one is in flight.
+    pub(super) leader: Option<u32>,
+    /// Exponential growth: the size of the next tick.
+    pub(super) size: f64,
+    /// Partners of the current spread tick still to start, how far apart, and the attempt
+    /// numbers below which attempts were suspects when the tick fired.
+    pub(super) spread_left: u32,
+    pub(super) spread_gap: Duration,
+    pub(super) spread_suspects: u32,
+    /// Attempts superseded so far (a full throttle, or no hedge budget left); each doubles
+    /// the next stagger delay.
+    pub(super) doublings: u32,
+}
+
+impl Ticks {
+    pub(super) fn new() -> Self {
+        Ticks { leader: None, size: 1.0, spread_left: 0, spread_gap: Duration::ZERO, spread_suspects: 0, doublings: 0 }
+    }
+}
+
+impl Refresh {
+    /// May a tick start an attempt now, and how? `None` when the refresh is not racing, no
+    /// broker is left in this pass, or neither the throttle nor the budget allows one.
+    pub(super) fn tick_step(&self) -> Option<TickStep> {
+        if self.phase != Phase::Racing || !self.has_candidate() || self.attempts.is_full() {
+            return None;
+        }
+        let in_flight = self.attempts.in_flight();
+        if in_flight > 0 && self.hedge_tokens == 0 {
+            // An answering broker is busy on our request: replacing it, or a silent attempt
+            // beside it, would throw away work already under way.
+            let all_silent = self.attempts.answering() == 0;
+            return (self.config.fanout.replace_when_full && all_silent).then_some(TickStep::ReplaceInPlace);
+        }
+        if in_flight < self.config.fanout.max_in_flight {
+            Some(TickStep::Add)
+        } else {
+            self.config.fanout.replace_when_full.then_some(TickStep::ReplaceFull)
+        }
+    }
+
+    /// The stagger delay ran out with no answer: the tick starts the next `want` brokers
+    /// (growth), or only the first of them now and the rest spread over the next delay.
+    pub(super) fn on_stagger(&mut self, now: Instant) {
+        self.timers.stop(TimerKind::Stagger);
+        self.timers.stop(TimerKind::Spread);
+        let want = match self.config.fanout.growth {
+            Growth::Linear(n) => n.max(1),
+            Growth::Exponential(factor) => {
+                self.ticks.size = (self.ticks.size * factor).min(u32::MAX as f64);
+                (self.ticks.size as u32).max(1)
+            }
+        };
+        let gap = self.spread_gap_for_tick(want);
+        // Attempts from this tick are not suspects yet: never supersede them.
+        let suspects = self.attempts.len();
+        let mut started = 0;
+        for _ in 0..if gap.is_some() { 1 } else { want } {
+            let Some(step) = self.tick_step() else { break };
+            if !self.take_step(now, step, suspects) {
+                break;
+            }
+            started += 1;
+            if step == TickStep::ReplaceInPlace {
+                break;
+            }
+        }
+        self.arm_stagger();
+        if let (Some(gap), true) = (gap, started > 0) {
+            self.ticks.spread_left = want - 1;
+            self.ticks.spread_gap = gap;
+            self.ticks.spread_suspects = suspects;
+            self.timers.set(TimerKind::Spread, Some(now.saturating_add(gap)));
+        }
+    }
+
+    /// Carries out `step`; returns whether an attempt started.
+    fn take_step(&mut self, now: Instant, step: TickStep, suspects: u32) -> bool {
+        match step {
+            TickStep::Add => self.launch(now, false),
+            TickStep::ReplaceFull => {
+                self.supersede_newest_silent(now, suspects, SUPERSEDED_FULL, false);
+                self.launch(now, false)
+            }
+            TickStep::ReplaceInPlace => {
+                self.supersede_newest_silent(now, suspects, SUPERSEDED_NO_BUDGET, true) && self.launch(now, true)
+            }
+        }
+    }
+
+    /// Whether this tick should spread its attempts, and how far apart: a share of the delay
+    /// that just ran out, when the leader can answer well within it — a fresh broker answers
+    /// about two handshakes after its start, and the handshake of the attempt just suspected
+    /// is the best guess of this network's. Otherwise (a slow network) waiting would only
+    /// delay the partner: the tick starts all at once.
+    fn spread_gap_for_tick(&self, want: u32) -> Option<Duration> {
+        if !self.config.fanout.spread_ticks || want < 2 {
+            return None;
+        }
+        let n = self.ticks.leader?;
+        let info = self.attempts.info(n);
+        // A broker that never completed its handshake says nothing about the network: use
+        // the cluster's recent handshakes, or — knowing nothing — assume the fired delay
+        // (then the cold one) is long enough for a healthy broker to answer within a share.
+        let handshake = match info.connected_at {
+            Some(at) => self.handshake_of(info, at),
+            None => self.handshake_hint.unwrap_or(Duration::ZERO),
+        };
+        let fired = self.stagger_basis(n).1;
+        if handshake.saturating_mul(2) >= fired / want {
+            return None;
+        }
+        // The share of the delay, but never less than the adaptive floor: by its definition
+        // no broker's first answer is reliably faster, so a partner due sooner would often
+        // go out while the leader's answer is on its way.
+        let floor = match self.config.fanout.stagger {
+            Stagger::Adaptive(a) => a.floor,
+            Stagger::Fixed(_) => Duration::ZERO,
+        };
+        Some((fired / want).max(floor))
+    }
+
+    /// The next attempt of a spread tick: started unless a broker answered meanwhile
+    /// (`on_answered` stops the rest), by the same rules as the tick's own — except that a
+    /// partner never replaces in place: out of budget, the tick's first attempt is enough.
+    /// It is a partner, not a new leader: the next tick still counts from the tick's first
+    /// attempt, so spreading never slows the walk past a run of hung brokers.
+    pub(super) fn on_spread(&mut self, now: Instant) {
+        self.timers.stop(TimerKind::Spread);
+        let left = core::mem::take(&mut self.ticks.spread_left);
+        let step = match self.tick_step() {
+            Some(step @ (TickStep::Add | TickStep::ReplaceFull)) if left > 0 => step,
+            _ => return,
+        };
+        let leader = self.ticks.leader;
+        let launched = self.take_step(now, step, self.ticks.spread_suspects);
+        if launched {
+            let n = self.attempts.len() - 1;
+            self.attempts.info_mut(n).partner = true;
+            // The next tick keeps counting from the tick's first attempt while it runs.
+            if leader.is_some_and(|l| self.attempts.info(l).state == AttemptState::InFlight) {
+                self.ticks.leader = leader;
+            }
+        }
+        self.arm_stagger();
+        if launched && left > 1 {
+            self.ticks.spread_left = left - 1;
+            self.timers.set(TimerKind::Spread, Some(now.saturating_add(self.ticks.spread_gap)));
+        }
+    }
+
+    /// Makes room: cancels the newest suspect (attempt number below `suspects`) whose broker
+    /// has said nothing and whose own stagger delay has run out — failing that, the newest
+    /// silent one; or, unless `silent_only`, the newest suspect at all when every broker is
+    /// answering. Returns whether it cancelled one; each cancellation doubles the next
+    /// stagger delay.
+    ///
+    /// Why the newest: silent attempts are all suspects, but they are not worth the same.
+    /// A hung broker's attempt is worthless whatever its age; a merely queued one (a loaded
+    /// cluster, a failover storm) is worth more the earlier it queued. Keeping the oldest
+    /// keeps the client on the broker it was first assigned to, which is what keeps a
+    /// storm's load where it was balanced.
+    ///
+    /// Why only one whose delay ran out: a spread tick's partner that connected a moment
+    /// ago is not suspected yet, and may be the healthy broker about to answer.
+    ///
+    /// Why the doubling: a throttle full of silent attempts is evidence of an overload as
+    /// much as of an outage, so a refresh that has already met several silent brokers slows
+    /// down (measured in `docs/performance/fleet.md`).
+    fn supersede_newest_silent(
+        &mut self,
+        now: Instant,
+        suspects: u32,
+        detail: &'static str,
+        silent_only: bool,
+    ) -> bool {
+        let live = |n: &u32| *n < suspects;
+        let is_silent = |n: &u32| self.attempts.info(*n).answered_at.is_none();
+        let silent_newest_first = || self.attempts.in_flight_iter().rev().filter(live).filter(is_silent);
+        let overdue = |n: &u32| self.stagger_deadline(*n) <= now;
+        let silent = silent_newest_first().find(overdue).or_else(|| silent_newest_first().next());
+        let any = || if silent_only { None } else { self.attempts.in_flight_iter().rev().find(live) };
+        let Some(n) = silent.or_else(any) else { return false };
+        self.cancel(now, n, CancelReason::Superseded, Some(detail));
+        self.ticks.doublings = self.ticks.doublings.saturating_add(1);
+        true
+    }
+
+    /// A broker just answered: cancels every in-flight attempt whose broker has said nothing.
+    /// They are hung, or queued behind others and would each send a metadata request once
+    /// their broker caught up (see `fanout.cancel_silent_on_answer`).
+    ///
+    /// Why all of them, even one that connected a moment ago: sparing attempts still within
+    /// their own stagger delay helps when a slow broker answers first (a healthy one can
+    /// still win), but in a failover storm the spared attempts answer later and send their
+    /// own requests: more requests and more peak load per broker (measured in
+    /// `docs/performance/fleet.md`). The patience rule bounds what a slow broker can cost.
+    pub(super) fn cancel_silent(&mut self, now: Instant) {
+        let mut walk = self.attempts.oldest();
+        while let Some(n) = walk {
+            walk = self.attempts.next_of(n);
+            if self.attempts.info(n).answered_at.is_none() {
+                self.cancel(now, n, CancelReason::Overtaken, Some(OVERTAKEN));
+                self.pass.overtaken.push(self.attempts.slot(n).candidate);
+            }
+        }
+    }
+
+    /// Starts the next candidate if the throttle, the pass and (for hedges) the budget allow.
+    /// `replacement` marks a launch that replaces a failed attempt or opens a pass.
+    pub(super) fn launch(&mut self, now: Instant, replacement: bool) -> bool {
+        let in_flight = self.attempts.in_flight();
+        if self.phase == Phase::Finished
+            || !self.has_candidate()
+            || in_flight >= self.config.fanout.max_in_flight
+            || self.attempts.is_full()
+        {
+            return false;
+        }
+        let hedge = !replacement && in_flight > 0;
+        if hedge {
+            if self.hedge_tokens == 0 {
+                return false;
+            }
+            self.hedge_tokens -= 1;
+            self.stats.hedges += 1;
+        }
+        let candidate = self.pass.next_candidate();
+        let broker = self.candidates[candidate];
+        let n = self.attempts.start(AttemptSlot {
+            candidate: candidate as u32,
+            info: AttemptInfo {
+                broker,
+                pass: self.pass.number,
+                started_at: now,
+                connected_at: None,
+                answered_at: None,
+                kept: self.kept.get(candidate).copied().unwrap_or(false),
+                ended_at: None,
+                state: AttemptState::InFlight,
+                hedge,
+                partner: false,
+            },
+            timeout_at: now.saturating_add(self.config.attempt_timeout),
+            delay_factor: (1.0 - self.config.fanout.jitter * self.rng.unit())
+                * (1u32 << self.ticks.doublings.min(20)) as f64,
+        });
+        self.timers.set(TimerKind::AttemptTimeout, self.attempts.next_timeout());
+        self.outcomes[candidate].attempts += 1;
+        self.stats.started += 1;
+        self.ticks.leader = Some(n);
+        self.timers.stop(TimerKind::Stagger);
+        self.commands.push_back(Command::Connect { attempt: self.id(n), broker });
+        true
+    }
+
+    /// Arms the stagger timer at the leader's stagger deadline if a tick could start
+    /// something then ([`Refresh::tick_step`]); disarms it otherwise.
+    pub(super) fn arm_stagger(&mut self) {
+        let at = match (self.tick_step(), self.ticks.leader) {
+            (Some(_), Some(n)) => Some(self.stagger_deadline(n)),
+            _ => None,
+        };
+        self.timers.set(TimerKind::Stagger, at);
+    }
+
+    /// When the attempt `n` (the leader) is suspected and the next one should start.
+    ///
+    /// A fixed stagger counts from the attempt's start. The adaptive one depends on what
+    /// the attempts have shown so far (see [`crate::config::Adaptive`]): while any broker
+    /// is answering, patience from the latest start; otherwise, if the latest attempt is
+    /// connected, a few of its handshake times from the handshake; before that, the cold
+    /// or recent estimate from its start.
+    pub(super) fn stagger_deadline(&self, n: u32) -> Instant {
+        let (from, delay) = self.stagger_basis(n);
+        from.saturating_add(delay)
+    }
+
+    /// What the stagger deadline of attempt `n` counts from, and the (jittered, backed-off)
+    /// delay it adds.
+    fn stagger_basis(&self, n: u32) -> (Instant, Duration) {
+        let info = self.attempts.info(n);
+        let (from, delay) = match self.config.fanout.stagger {
+            Stagger::Fixed(d) => (info.started_at, d),
+            Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
+                let typical = self.warm_stagger.unwrap_or_else(|| self.attempts.first_answer_time());
+                (info.started_at, a.while_answering(typical))
+            }
+            Stagger::Adaptive(a) => match info.connected_at {
+                Some(at) => (at, a.after_handshake(self.handshake_of(info, at))),
+                None => (info.started_at, a.before_connect(self.warm_stagger)),
+            },
+        };
+        (from, scale(delay, self.attempts.slot(n).delay_factor))
+    }
+
+    /// The handshake time that stands for attempt `info`'s round trip: its own, or the
+    /// cluster's recent one for a kept connection (whose "handshake" measures nothing).
+    fn handshake_of(&self, info: &AttemptInfo, connected_at: Instant) -> Duration {
+        let measured = connected_at.saturating_since(info.started_at);
+        match (info.kept, self.handshake_hint) {
+            (true, Some(hint)) => hint,
+            (false, Some(hint)) if measured.is_zero() => hint,
+            _ => measured,
+        }
+    }
+}

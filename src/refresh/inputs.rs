@@ -1,0 +1,60 @@
+//! What each [`Input`] does to the refresh, once `handle_input` has checked that it names an
+//! attempt in flight that existed before the call.
+
+use crate::metadata::Metadata;
+use crate::time::Instant;
+
+use super::contract::{AttemptId, AttemptState, CancelReason, Command, Input, TimerKind};
+use super::Refresh;
+
+impl Refresh {
+    /// Applies `input` to the live attempt `n` it names.
+    pub(super) fn apply(&mut self, now: Instant, n: u32, input: Input) {
+        match input {
+            Input::Connected { .. } => self.on_connected(now, n),
+            Input::Answered { .. } => self.on_answered(now, n),
+            Input::Response { attempt, metadata } => self.on_response(now, n, attempt, metadata),
+            Input::Failed { error, .. } => self.fail(now, n, error, None),
+        }
+    }
+
+    /// The transport is up: an adaptive stagger now counts from the handshake, so the
+    /// leader's armed tick moves.
+    fn on_connected(&mut self, now: Instant, n: u32) {
+        let info = self.attempts.info_mut(n);
+        if info.connected_at.is_some() {
+            return;
+        }
+        info.connected_at = Some(now);
+        if self.ticks.leader == Some(n) && self.timers.get(TimerKind::Stagger).is_some() {
+            self.timers.set(TimerKind::Stagger, Some(self.stagger_deadline(n)));
+        }
+    }
+
+    /// The broker is alive and reading: the rest of a spread tick is not needed, and silent
+    /// attempts beside it are cancelled (`fanout.cancel_silent_on_answer`).
+    fn on_answered(&mut self, now: Instant, n: u32) {
+        if !self.attempts.mark_answered(n, now) {
+            return;
+        }
+        self.timers.stop(TimerKind::Spread);
+        if self.config.fanout.cancel_silent_on_answer {
+            self.cancel_silent(now);
+        }
+        self.arm_stagger();
+    }
+
+    /// Metadata: it wins unless it cannot (no brokers, a top-level error), and then it is a
+    /// failure like any other.
+    fn on_response(&mut self, now: Instant, n: u32, attempt: AttemptId, metadata: Metadata) {
+        if let Some(error) = metadata.rejection() {
+            self.fail(now, n, error, Some(CancelReason::Rejected));
+            return;
+        }
+        self.end_attempt(now, n, AttemptState::Won);
+        self.cancel_all(now, CancelReason::Lost);
+        let broker = self.candidates[self.attempts.slot(n).candidate as usize];
+        self.commands.push_back(Command::Done { attempt, broker, metadata });
+        self.finish();
+    }
+}

@@ -1,0 +1,390 @@
+//! One refresh episode: staggered, throttled, jittered fan-out with retries and a deadline.
+//!
+//! [`Refresh`] is a sans-IO state machine in the style of quinn-proto and str0m: time and
+//! I/O results go in through `handle_*`, commands come out of [`Refresh::poll_command`].
+//! After every `handle_*` call, drain `poll_command()` until it returns `None`, then wait
+//! until [`Refresh::poll_timeout`] or the next I/O result. Inputs that name an unknown,
+//! finished or cancelled attempt are ignored; time that goes backwards is clamped; the
+//! machine never panics on any input sequence (the property tests check this).
+//!
+//! | In                                   | Out                                                   |
+//! |--------------------------------------|-------------------------------------------------------|
+//! | [`Refresh::new`]                     | `Connect` for the first `fanout.initial` brokers      |
+//! | stagger timer, nothing answered      | `Connect` the next broker (a hedge), maybe `Cancel` a silent one to make room |
+//! | [`Input::Connected`]                 | nothing; the adaptive stagger counts from the handshake |
+//! | [`Input::Answered`]                  | `Cancel` (overtaken) the silent attempts              |
+//! | [`Input::Response`] that can win     | `Cancel` (lost) the rest, then `Done`                 |
+//! | [`Input::Failed`], attempt timeout   | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
+//! | deadline, fatal error                | `Cancel` everything in flight, then `GiveUp`          |
+//!
+//! Report [`Input::Connected`] when an attempt's transport is up and [`Input::Answered`] when
+//! its broker first answers: the adaptive stagger hedges a broker that connected but stays
+//! silent within a few handshake times, and one that is answering only after a long patience
+//! (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
+//! (`fanout.cancel_silent_on_answer`), so each refresh sends one metadata request.
+//!
+//! The machine is split by concern: `contract` (what crosses the boundary), `attempts`
+//! (the attempt table), `fanout` (the stagger policy), `retry` (passes, backoff, deadline),
+//! `timers` (the timer table) and `inputs` (what each input does). Cost per input is O(1)
+//! in the number of brokers and of finished attempts, and every buffer is sized at
+//! construction, so steady-state inputs do not allocate.
+
+mod attempts;
+mod contract;
+mod fanout;
+mod in_flight;
+mod inputs;
+mod retry;
+mod timers;
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::brokers::{BrokerBook, BrokerIndex};
+use crate::config::RefreshConfig;
+use crate::error::{AttemptError, BrokerFailure, ConfigError};
+use crate::rng::Rng;
+use crate::time::Instant;
+
+use attempts::AttemptTable;
+pub use attempts::MAX_ATTEMPTS;
+pub use contract::{AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, RefreshStats, TimerKind};
+use fanout::Ticks;
+use retry::Pass;
+use timers::TimerTable;
+
+/// Context a [`crate::Cluster`] passes to each refresh it runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RefreshContext {
+    pub(crate) epoch: u32,
+    pub(crate) hedge_tokens: u32,
+    pub(crate) warm_stagger: Option<Duration>,
+    /// A high quantile of recent fresh handshakes: stands in for the handshake of a kept
+    /// connection in the adaptive stagger.
+    pub(crate) handshake_hint: Option<Duration>,
+}
+
+impl Default for RefreshContext {
+    fn default() -> Self {
+        RefreshContext { epoch: 0, hedge_tokens: u32::MAX, warm_stagger: None, handshake_hint: None }
+    }
+}
+
+/// Where the refresh stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// A pass is under way: attempts start, and the stagger timer may be armed.
+    Racing,
+    /// Every broker of a pass failed; the backoff timer opens the next pass.
+    BackingOff,
+    /// `Done` or `GiveUp` has been emitted; no timer is armed and inputs are ignored.
+    Finished,
+}
+
+/// One metadata refresh episode. See the module documentation for the driving contract.
+#[derive(Clone, Debug)]
+pub struct Refresh {
+    config: RefreshConfig,
+    epoch: u32,
+    rng: Rng,
+    phase: Phase,
+    started_at: Instant,
+    now: Instant,
+    timers: TimerTable,
+    /// Brokers in attempt order.
+    candidates: Vec<BrokerIndex>,
+    /// Per candidate position: whether its connection is kept from an earlier refresh.
+    kept: Vec<bool>,
+    /// Per candidate position: attempts, last error (handed to `GiveUp` without copying).
+    outcomes: Vec<BrokerFailure>,
+    pass: Pass,
+    attempts: AttemptTable,
+    ticks: Ticks,
+    hedge_tokens: u32,
+    warm_stagger: Option<Duration>,
+    handshake_hint: Option<Duration>,
+    /// The latest failure: its attempt and candidate position (the error itself lives in
+    /// `outcomes`, so recording a failure never copies it).
+    last_failure: Option<(u32, usize)>,
+    commands: VecDeque<Command>,
+    stats: RefreshStats,
+}
+
+impl Refresh {
+    /// Starts a refresh at `now` over the brokers of `book`.
+    ///
+    /// Validates `config` (the error names the bad field) and refuses an empty book. The
+    /// first attempts are ready in [`Refresh::poll_command`] right away.
+    pub fn new(config: &RefreshConfig, book: &BrokerBook, now: Instant) -> Result<Self, ConfigError> {
+        Self::with_context(config, book, now, RefreshContext::default())
+    }
+
+    /// Starts a refresh that knows how this cluster usually answers: `recent` is a high
+    /// quantile of recent response times (see [`crate::estimator::Estimator`]), used by the
+    /// adaptive stagger instead of the cold 250 ms guess.
+    pub fn with_estimate(
+        config: &RefreshConfig,
+        book: &BrokerBook,
+        now: Instant,
+        recent: Option<Duration>,
+    ) -> Result<Self, ConfigError> {
+        Self::with_context(config, book, now, RefreshContext { warm_stagger: recent, ..RefreshContext::default() })
+    }
+
+    pub(crate) fn with_context(
+        config: &RefreshConfig,
+        book: &BrokerBook,
+        now: Instant,
+        ctx: RefreshContext,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let mut rng = Rng::new(config.seed ^ ((ctx.epoch as u64) << 40));
+        let mut candidates = Vec::with_capacity(book.len());
+        book.attempt_order(now, &mut rng, &mut candidates);
+        if candidates.is_empty() {
+            return Err(ConfigError::new("seeds", "the broker book has no broker to try"));
+        }
+        let outcomes = candidates
+            .iter()
+            .map(|&b| BrokerFailure {
+                broker: b,
+                address: book.get(b).map(|e| e.address.clone()).unwrap_or_else(|| "?".into()),
+                attempts: 0,
+                last_error: None,
+            })
+            .collect();
+        let kept = candidates.iter().map(|&b| book.get(b).is_some_and(|e| e.connected)).collect();
+        let n = candidates.len();
+        let capacity = attempt_capacity(config, n)?;
+        let width = (config.fanout.max_in_flight as usize).min(n);
+        let mut timers = TimerTable::default();
+        timers.set(TimerKind::Deadline, Some(now.saturating_add(config.deadline)));
+        let mut refresh = Refresh {
+            config: *config,
+            epoch: ctx.epoch,
+            rng,
+            phase: Phase::Racing,
+            started_at: now,
+            now,
+            timers,
+            candidates,
+            kept,
+            outcomes,
+            pass: Pass::new(n),
+            attempts: AttemptTable::with_capacity(capacity),
+            ticks: Ticks::new(),
+            hedge_tokens: ctx.hedge_tokens,
+            warm_stagger: ctx.warm_stagger,
+            handshake_hint: ctx.handshake_hint,
+            last_failure: None,
+            commands: VecDeque::with_capacity(2 * width + 8),
+            stats: RefreshStats::default(),
+        };
+        refresh.begin_pass(now);
+        Ok(refresh)
+    }
+
+    /// The next command to carry out, if any. Drain until `None` after every `handle_*`.
+    #[must_use]
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
+    }
+
+    /// When to call [`Refresh::handle_timeout`] next; `None` once the refresh is finished.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(at, _)| at)
+    }
+
+    /// The next timer and its reason (for traces and visualisers).
+    pub fn next_timer(&self) -> Option<(Instant, TimerKind)> {
+        self.timers.next()
+    }
+
+    /// Advances time to `now`, firing every timer that is due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clamp(now);
+        self.fire_due(now);
+    }
+
+    /// Feeds one I/O result. Timers due by `now` fire first, so a response that arrives after
+    /// the deadline does not win.
+    pub fn handle_input(&mut self, now: Instant, input: Input) {
+        let now = self.clamp(now);
+        // Only attempts issued before this call can have results: a timer due now may issue
+        // the very attempt the input names, which nobody has contacted yet.
+        let issued = self.attempts.len();
+        self.fire_due(now);
+        let attempt = input.attempt();
+        let ours = attempt.epoch() == self.epoch;
+        if self.phase == Phase::Finished || (ours && attempt.number() >= issued) {
+            return;
+        }
+        if let Some(n) = self.attempts.live(attempt.number()).filter(|_| ours) {
+            self.apply(now, n, input);
+        }
+        self.fire_due(now);
+    }
+
+    /// This refresh's epoch (the high half of its attempt ids).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Whether a terminal command (`Done` or `GiveUp`) has been emitted.
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    /// The configuration this refresh runs with.
+    pub fn config(&self) -> &RefreshConfig {
+        &self.config
+    }
+
+    /// When this refresh started.
+    pub fn started_at(&self) -> Instant {
+        self.started_at
+    }
+
+    /// The brokers in the order this refresh tries them.
+    pub fn candidates(&self) -> &[BrokerIndex] {
+        &self.candidates
+    }
+
+    /// Attempts currently in flight.
+    pub fn in_flight(&self) -> u32 {
+        self.attempts.in_flight()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> RefreshStats {
+        self.stats
+    }
+
+    /// What is known about `attempt`, if it belongs to this refresh.
+    pub fn attempt(&self, attempt: AttemptId) -> Option<&AttemptInfo> {
+        if attempt.epoch() != self.epoch {
+            return None;
+        }
+        self.attempts.get(attempt.number()).map(|s| &s.info)
+    }
+
+    /// Every attempt so far, in start order, with its id.
+    pub fn attempts(&self) -> impl Iterator<Item = (AttemptId, &AttemptInfo)> {
+        let epoch = self.epoch;
+        self.attempts.all().iter().enumerate().map(move |(i, s)| (AttemptId::new(epoch, i as u32), &s.info))
+    }
+
+    // ---- time -----------------------------------------------------------------------------
+
+    fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.now {
+            self.now = now;
+        }
+        self.now
+    }
+
+    fn fire_due(&mut self, now: Instant) {
+        // Each round either finishes the refresh or consumes a timer; the bound is a
+        // belt-and-braces guard against a logic error turning into a hang.
+        let mut budget = 4 * (self.candidates.len() + self.attempts.in_flight() as usize) + 64;
+        while self.phase != Phase::Finished && budget > 0 {
+            budget -= 1;
+            // An adapter that wakes up after the deadline must not see timers that were due
+            // before it start new attempts: the deadline wins over everything overdue.
+            if self.timers.is_due(TimerKind::Deadline, now) {
+                self.on_deadline(now);
+                return;
+            }
+            let Some((at, kind)) = self.timers.next() else { return };
+            if at > now {
+                return;
+            }
+            match kind {
+                TimerKind::Deadline => self.on_deadline(now),
+                TimerKind::AttemptTimeout => self.on_attempt_timeout(now),
+                // A stagger tick due as well starts a new tick, which drops the partners
+                // still to come of the spread one.
+                TimerKind::Spread if self.timers.is_due(TimerKind::Stagger, now) => self.on_stagger(now),
+                TimerKind::Spread => self.on_spread(now),
+                TimerKind::Stagger => self.on_stagger(now),
+                TimerKind::Backoff => self.on_backoff(now),
+            }
+        }
+    }
+
+    // ---- bookkeeping shared by the policy modules -----------------------------------------
+
+    /// Whether this pass has a broker left to try.
+    fn has_candidate(&self) -> bool {
+        self.pass.has_candidate(self.candidates.len())
+    }
+
+    fn record_error(&mut self, n: u32, error: AttemptError) {
+        let candidate = self.attempts.slot(n).candidate as usize;
+        self.outcomes[candidate].last_error = Some(error);
+        self.last_failure = Some((n, candidate));
+    }
+
+    /// Ends attempt `n`, if in flight, and keeps the attempt-timeout timer on the oldest left.
+    fn end_attempt(&mut self, now: Instant, n: u32, state: AttemptState) {
+        if self.attempts.end(n, state, now) {
+            self.timers.set(TimerKind::AttemptTimeout, self.attempts.next_timeout());
+            if state == AttemptState::Cancelled {
+                self.stats.cancelled += 1;
+            }
+        }
+    }
+
+    /// Cancels attempt `n` for `reason`; with a `detail`, its broker's error says why.
+    fn cancel(&mut self, now: Instant, n: u32, reason: CancelReason, detail: Option<&'static str>) {
+        if let Some(detail) = detail {
+            let kind = self.attempts.timeout_kind(n);
+            self.record_error(n, AttemptError::with_detail(kind, detail));
+        }
+        self.end_attempt(now, n, AttemptState::Cancelled);
+        self.commands.push_back(Command::Cancel { attempt: self.id(n), reason });
+    }
+
+    fn cancel_all(&mut self, now: Instant, reason: CancelReason) {
+        while let Some(n) = self.attempts.oldest() {
+            self.cancel(now, n, reason, None);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.phase = Phase::Finished;
+        self.timers.clear();
+    }
+
+    fn id(&self, n: u32) -> AttemptId {
+        AttemptId::new(self.epoch, n)
+    }
+}
+
+/// How many attempts a refresh over `brokers` brokers may need (see [`MAX_ATTEMPTS`]), or
+/// the field to change when that is more than a refresh holds.
+fn attempt_capacity(config: &RefreshConfig, brokers: usize) -> Result<usize, ConfigError> {
+    let per_pass = brokers.saturating_mul(2);
+    if per_pass > MAX_ATTEMPTS {
+        return Err(ConfigError::new(
+            "seeds",
+            alloc::format!("lists {brokers} brokers; a refresh tries at most {}", MAX_ATTEMPTS / 2),
+        ));
+    }
+    let passes = config.retry.retries as usize + 1;
+    if per_pass.saturating_mul(passes) > MAX_ATTEMPTS {
+        let most = MAX_ATTEMPTS / per_pass.max(1) - 1;
+        return Err(ConfigError::new(
+            "retry.retries",
+            alloc::format!(
+                "must be at most {most} for {brokers} brokers: each pass may start two attempts per broker, and a refresh holds at most {MAX_ATTEMPTS}"
+            ),
+        ));
+    }
+    Ok(per_pass * passes)
+}
+
+#[cfg(test)]
+mod tests;
