@@ -2,6 +2,7 @@
 //!
 //! Each test drives a `Refresh` (or a `Cluster`) by hand in virtual time and asserts the
 //! exact commands and when they came out. Jitter is 0 unless the test is about jitter.
+//! Short ones are written as [`table`]s: one row per call, with the commands it must emit.
 
 use std::time::Duration;
 
@@ -9,6 +10,10 @@ use stagger::{
     AttemptError, AttemptId, BrokerBook, BrokerIndex, BrokerMetadata, CancelReason, Cluster, ClusterConfig,
     ClusterEvent, Command, ErrorKind, GiveUpReason, Growth, Input, Instant, Metadata, Refresh, RefreshConfig, Stagger,
 };
+
+#[path = "support/table.rs"]
+mod table;
+use table::{Call::*, Cmd::*};
 
 fn ms(n: u64) -> Instant {
     Instant::from_millis(n)
@@ -131,19 +136,15 @@ fn all_healthy_means_exactly_one_attempt() {
 
 #[test]
 fn hung_first_broker_is_hedged_at_the_stagger_delay_and_cancelled_when_the_second_wins() {
-    let mut run = Run::new(fixed(500), 5);
-    let a0 = run.attempt(0);
-    run.input(ms(1), Input::Connected { attempt: a0 });
-    assert!(run.advance(ms(499)).is_empty(), "nothing before the stagger delay");
-    let out = run.advance(ms(500));
-    assert!(matches!(&out[..], [(t, Command::Connect { .. })] if *t == ms(500)), "{out:?}");
-    let a1 = run.attempt(1);
-    let out = run.input(ms(505), response(a1));
-    assert_eq!(out.len(), 2, "{out:?}");
-    assert_eq!(out[0], Command::Cancel { attempt: a0, reason: CancelReason::Lost });
-    assert!(
-        matches!(&out[1], Command::Done { attempt, broker, .. } if *attempt == a1 && *broker == run.connects()[1].2)
-    );
+    let mut r = Refresh::new(&fixed(500), &book(5), Instant::ZERO).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Connected(0), vec![]),
+        (ms(499), Timeout, vec![]), // nothing before the stagger delay
+        (ms(500), Timeout, vec![Connect(1, 1)]),
+        (ms(505), Response(1, metadata()), vec![Cancel(0, CancelReason::Lost), Done(1, 1)]),
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
@@ -246,66 +247,78 @@ fn a_spread_partner_follows_a_silent_first_attempt_and_is_spared_until_suspected
 fn without_spreading_a_tick_starts_its_attempts_together() {
     let mut c = no_jitter(RefreshConfig::adaptive());
     c.fanout.spread_ticks = false;
-    let mut run = Run::new(c, 5);
-    let a0 = run.attempt(0);
-    run.input(us(100), Input::Connected { attempt: a0 });
-    let out = run.advance(us(2_100));
-    assert_eq!(ticks(&out), [(us(2_100), BrokerIndex(1)), (us(2_100), BrokerIndex(2))], "{out:?}");
+    let mut r = Refresh::new(&c, &book(5), Instant::ZERO).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (us(100), Connected(0), vec![]),
+        (us(2_100), Timeout, vec![Connect(1, 1), Connect(2, 2)]),
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
 fn adaptive_waits_the_cold_250ms_for_a_broker_that_never_connects() {
-    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
-    assert!(run.advance(ms(249)).is_empty());
-    let out = run.advance(ms(250));
+    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
     // Nothing is known about this network, so the tick spreads its two attempts over the
     // 250 ms that ran out: the second follows 125 ms later, as the first is silent too.
-    assert_eq!(ticks(&out), [(ms(250), BrokerIndex(1))], "{out:?}");
-    assert!(run.advance(us(374_999)).is_empty());
-    let out = run.advance(ms(375));
-    assert_eq!(ticks(&out), [(ms(375), BrokerIndex(2))], "{out:?}");
-    assert!(run.refresh.attempt(run.attempt(2)).unwrap().partner);
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(249), Timeout, vec![]),
+        (ms(250), Timeout, vec![Connect(1, 1)]),
+        (us(374_999), Timeout, vec![]),
+        (ms(375), Timeout, vec![Connect(2, 2)]),
+    ];
+    table::run(&mut r, &rows);
+    assert!(r.attempt(table::attempt(&r, 2)).unwrap().partner);
 }
 
 #[test]
 fn adaptive_scales_with_a_slower_handshake() {
-    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
-    let a0 = run.attempt(0);
-    run.input(ms(20), Input::Connected { attempt: a0 });
-    // 2 × 20 ms after the handshake.
-    let out = run.advance(ms(1000));
-    assert!(matches!(out.first(), Some((t, Command::Connect { .. })) if *t == ms(60)), "{out:?}");
+    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(20), Connected(0), vec![]),
+        // 2 × 20 ms after the handshake. The tick starts both its attempts at once: a fresh
+        // broker answers about two handshakes (40 ms) after its start, not within half the
+        // delay, so spreading the tick would only delay the second.
+        (us(59_999), Timeout, vec![]),
+        (ms(60), Timeout, vec![Connect(1, 1), Connect(2, 2)]),
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
 fn adaptive_is_patient_with_an_answering_broker() {
-    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
-    let a0 = run.attempt(0);
-    run.input(ms(1), Input::Connected { attempt: a0 });
-    run.input(ms(2), Input::Answered { attempt: a0 });
-    // Alive and working on the request: no window yet, so patience (16) × its 2 ms to the
-    // first answer, from its start — not the 3 ms a silent broker would get.
-    assert!(run.advance(us(31_999)).is_empty(), "no hedge while the broker is answering");
-    let out = run.advance(ms(32));
-    // The tick's second attempt follows half the delay later (a 1 ms handshake network
-    // answers well within 16 ms).
-    assert_eq!(ticks(&out), [(ms(32), BrokerIndex(1))], "{out:?}");
-    assert_eq!(ticks(&run.advance(ms(48))), [(ms(48), BrokerIndex(2))]);
+    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Connected(0), vec![]),
+        (ms(2), Answered(0), vec![]),
+        // Alive and working on the request: no window yet, so patience (16) × its 2 ms to
+        // the first answer, from its start — not the 3 ms a silent broker would get.
+        (us(31_999), Timeout, vec![]), // no hedge while the broker is answering
+        (ms(32), Timeout, vec![Connect(1, 1)]),
+        // The tick's second attempt follows half the delay later (a 1 ms handshake network
+        // answers well within 16 ms).
+        (ms(48), Timeout, vec![Connect(2, 2)]),
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
 fn adaptive_patience_follows_the_recent_window() {
     let c = no_jitter(RefreshConfig::adaptive());
-    let refresh = Refresh::with_estimate(&c, &book(5), Instant::ZERO, Some(Duration::from_millis(5))).unwrap();
-    let mut run = Run { refresh, log: Vec::new() };
-    run.drain(Instant::ZERO);
-    let a0 = run.attempt(0);
-    run.input(ms(1), Input::Connected { attempt: a0 });
-    run.input(ms(2), Input::Answered { attempt: a0 });
-    // Answers usually take 5 ms here: 16 × 5 ms = 80 ms from the start.
-    assert!(run.advance(us(79_999)).is_empty());
-    assert_eq!(ticks(&run.advance(ms(80))), [(ms(80), BrokerIndex(1))]);
-    assert_eq!(ticks(&run.advance(ms(120))), [(ms(120), BrokerIndex(2))], "partner after half of 80 ms");
+    let mut r = Refresh::with_estimate(&c, &book(5), Instant::ZERO, Some(Duration::from_millis(5))).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Connected(0), vec![]),
+        (ms(2), Answered(0), vec![]),
+        // Answers usually take 5 ms here: 16 × 5 ms = 80 ms from the start.
+        (us(79_999), Timeout, vec![]),
+        (ms(80), Timeout, vec![Connect(1, 1)]),
+        (ms(120), Timeout, vec![Connect(2, 2)]), // the partner, after half of 80 ms
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
@@ -418,25 +431,26 @@ fn answers_for_unknown_or_finished_attempts_are_ignored() {
 
 #[test]
 fn refused_starts_the_next_attempt_at_once() {
-    let mut run = Run::new(RefreshConfig::default(), 3);
-    let a0 = run.attempt(0);
-    let out = run.input(ms(1), failed(a0, ErrorKind::Refused));
-    assert!(matches!(&out[..], [Command::Connect { .. }]), "{out:?}");
-    assert_eq!(run.connects()[1].0, ms(1));
-    let a1 = run.attempt(1);
-    let out = run.input(ms(3), response(a1));
-    assert!(matches!(&out[..], [Command::Done { .. }]), "{out:?}");
+    let mut r = Refresh::new(&RefreshConfig::default(), &book(3), Instant::ZERO).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Failed(0, ErrorKind::Refused), vec![Connect(1, 1)]),
+        (ms(3), Response(1, metadata()), vec![Done(1, 1)]),
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
 fn without_next_on_failure_a_failure_waits_for_the_stagger_tick() {
     let mut c = fixed(100);
     c.fanout.next_on_failure = false;
-    let mut run = Run::new(c, 3);
-    let a0 = run.attempt(0);
-    assert!(run.input(ms(1), failed(a0, ErrorKind::Refused)).is_empty());
-    let out = run.advance(ms(100));
-    assert!(matches!(&out[..], [(t, Command::Connect { .. })] if *t == ms(100)), "{out:?}");
+    let mut r = Refresh::new(&c, &book(3), Instant::ZERO).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Failed(0, ErrorKind::Refused), vec![]),
+        (ms(100), Timeout, vec![Connect(1, 1)]),
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
@@ -586,10 +600,12 @@ fn authentication_failure_is_fatal_at_once() {
 
 #[test]
 fn cluster_authorization_error_code_is_fatal_too() {
-    let mut run = Run::new(fixed(10), 3);
-    let a0 = run.attempt(0);
-    let out = run.input(ms(1), failed(a0, ErrorKind::BrokerError(31)));
-    assert!(matches!(out.last(), Some(Command::GiveUp(e)) if e.reason == GiveUpReason::Fatal), "{out:?}");
+    let mut r = Refresh::new(&fixed(10), &book(3), Instant::ZERO).unwrap();
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Failed(0, ErrorKind::BrokerError(31)), vec![GiveUp(GiveUpReason::Fatal)]),
+    ];
+    table::run(&mut r, &rows);
 }
 
 #[test]
