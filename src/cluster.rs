@@ -16,7 +16,10 @@ use crate::config::Stagger;
 use crate::error::{ConfigError, ErrorKind, RefreshError};
 use crate::estimator::Estimator;
 use crate::metadata::Metadata;
-use crate::refresh::{AttemptId, AttemptState, CancelReason, Command, Input, Refresh, RefreshContext, RefreshStats};
+use crate::refresh::{
+    attempt_capacity, AttemptId, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh, RefreshContext,
+    RefreshStats,
+};
 use crate::time::Instant;
 
 /// Settings of a long-lived cluster view.
@@ -108,6 +111,8 @@ pub struct Cluster {
     metadata: Option<Metadata>,
     fetched_at: Option<Instant>,
     current: Option<Refresh>,
+    /// The refresh that finished last, kept so callers can read its attempts.
+    last: Option<Refresh>,
     epoch: u32,
     now: Instant,
     next_periodic: Instant,
@@ -126,6 +131,8 @@ impl Cluster {
     /// Creates a cluster view over `book`; no refresh runs until requested or due.
     pub fn new(config: ClusterConfig, book: BrokerBook, now: Instant) -> Result<Self, ConfigError> {
         config.refresh.validate()?;
+        // The seeds must fit one refresh; brokers discovered later are fitted to it.
+        attempt_capacity(&config.refresh, book.len())?;
         if config.refresh_interval.is_zero() {
             return Err(ConfigError::new("refresh_interval", "must be positive"));
         }
@@ -135,6 +142,7 @@ impl Cluster {
             metadata: None,
             fetched_at: None,
             current: None,
+            last: None,
             epoch: 0,
             now,
             next_periodic: now.saturating_add(config.refresh_interval),
@@ -159,30 +167,27 @@ impl Cluster {
     }
 
     /// Feeds an I/O result for an attempt; inputs from finished refreshes are ignored.
-    pub fn handle_input(&mut self, now: Instant, input: Input) {
+    pub fn handle_input(&mut self, now: Instant, input: Input) -> InputOutcome {
         self.advance(now);
-        if let Some(r) = &mut self.current {
-            let attempt = input.attempt();
-            if attempt.epoch() == r.epoch() {
-                // Only an attempt issued before this call can have a result (a timer due now
-                // may issue the one the input names). What is due fires first, as
-                // `Refresh::handle_input` would do anyway, so the attempt's state before and
-                // after shows what this input did to it.
-                let issued = r.attempt(attempt).is_some();
-                r.handle_timeout(self.now);
-                let in_flight = |r: &Refresh| r.attempt(attempt).is_some_and(|a| a.state == AttemptState::InFlight);
-                let rebootstrap = issued && in_flight(r) && asks_to_rebootstrap(&input);
-                if issued {
-                    r.handle_input(self.now, input);
-                }
-                // The rule this feeds is documented on `ClusterEvent::Rebootstrapped`.
-                if rebootstrap && r.attempt(attempt).is_some_and(|a| a.state == AttemptState::Failed) {
+        let epoch = input.attempt().epoch();
+        let outcome = match &mut self.current {
+            Some(r) if epoch == r.epoch() => {
+                let rebootstrap = asks_to_rebootstrap(&input);
+                let outcome = r.handle_input(self.now, input);
+                // An applied REBOOTSTRAP_REQUIRED failed its attempt; the rule this feeds is
+                // documented on `ClusterEvent::Rebootstrapped`.
+                if rebootstrap && outcome.is_applied() {
                     self.rebootstrap_required = true;
                 }
                 self.pump();
+                outcome
             }
-        }
+            // A refresh of this view that has finished (epochs count up from 1).
+            _ if epoch != 0 && epoch <= self.epoch => InputOutcome::RefreshFinished,
+            _ => InputOutcome::OtherRefresh,
+        };
         self.handle_timeout(self.now);
+        outcome
     }
 
     /// Which node of which cluster `broker` should be, as far as this view knows: the cached
@@ -250,6 +255,13 @@ impl Cluster {
         self.current.as_ref()
     }
 
+    /// The refresh that finished most recently (kept until the next one finishes), so a
+    /// caller that saw `Refreshed` or `RefreshFailed` can read every attempt's record —
+    /// when it started, connected, answered and ended, and how — from the core itself.
+    pub fn last_refresh(&self) -> Option<&Refresh> {
+        self.last.as_ref()
+    }
+
     /// Whole hedge tokens available to the next refresh.
     pub fn hedge_tokens(&self) -> u32 {
         (self.hedge_millitokens / 1000).min(u32::MAX as u64) as u32
@@ -281,7 +293,13 @@ impl Cluster {
             Stagger::Adaptive(a) => (self.estimator.quantile(a.quantile), self.handshakes.quantile(a.quantile)),
             Stagger::Fixed(_) => (None, None),
         };
-        let ctx = RefreshContext { epoch: self.epoch, hedge_tokens: self.hedge_tokens(), warm_stagger, handshake_hint };
+        let ctx = RefreshContext {
+            epoch: self.epoch,
+            hedge_tokens: self.hedge_tokens(),
+            warm_stagger,
+            handshake_hint,
+            fit_candidates: true,
+        };
         // The config was validated in `new` and the book is never empty, so this succeeds;
         // should it not, report a failed refresh rather than panic.
         match Refresh::with_context(&config, &self.book, now, ctx) {
@@ -329,6 +347,7 @@ impl Cluster {
         }
         let Some(done) = self.current.take() else { return };
         self.settle(&done);
+        self.last = Some(done);
     }
 
     /// Learns from a finished refresh: broker health, hedge budget, rebootstrap.

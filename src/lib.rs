@@ -40,6 +40,6 @@ pub use error::{AttemptError, ConfigError, ErrorKind, GiveUpReason, RefreshError
 pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
-    AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, Refresh, RefreshStats, TimerKind,
+    AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh, RefreshStats, TimerKind,
 };
 pub use time::Instant;

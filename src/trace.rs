@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::brokers::BrokerBook;
 use crate::config::RefreshConfig;
 use crate::error::ConfigError;
-use crate::refresh::{Command, Input, Refresh, TimerKind};
+use crate::refresh::{Command, Input, InputOutcome, Refresh, TimerKind};
 use crate::time::Instant;
 
 /// Format version of [`Trace`]; bumped on incompatible changes.
@@ -181,9 +181,9 @@ impl Recorder {
     }
 
     /// As [`Refresh::handle_input`], recorded.
-    pub fn handle_input(&mut self, now: Instant, input: Input) {
+    pub fn handle_input(&mut self, now: Instant, input: Input) -> InputOutcome {
         self.trace.events.push(TraceEvent::Input { at: now, input: input.clone() });
-        self.refresh.handle_input(now, input);
+        self.refresh.handle_input(now, input)
     }
 
     /// As [`Refresh::handle_timeout`], recorded.

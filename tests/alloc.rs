@@ -61,8 +61,10 @@ fn drive(config: RefreshConfig, brokers: usize, succeed: bool) -> (u64, usize) {
                 let now = now.saturating_add(Duration::from_micros(200));
                 refresh.handle_input(now, Input::Connected { attempt });
                 match step % 3 {
-                    0 => refresh
-                        .handle_input(now, Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) }),
+                    0 => {
+                        refresh
+                            .handle_input(now, Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) });
+                    }
                     1 if succeed && step as usize >= brokers => {
                         let metadata = metadata.take().unwrap_or_default();
                         refresh.handle_input(now, Input::Response { attempt, metadata });

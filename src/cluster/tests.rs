@@ -4,7 +4,7 @@
 use super::*;
 use crate::error::{AttemptError, GiveUpReason};
 use crate::metadata::BrokerMetadata;
-use crate::refresh::AttemptId;
+use crate::refresh::{AttemptId, InputOutcome};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -210,4 +210,45 @@ fn a_discovered_winner_after_rebootstrap_required_needs_no_rebootstrap() {
     let ev = events(&mut cluster);
     assert!(matches!(ev[..], [ClusterEvent::Refreshed { .. }]), "{ev:?}");
     assert!(cluster.book().has_discovered());
+}
+
+#[test]
+fn inputs_say_what_became_of_them_and_the_finished_refresh_stays_readable() {
+    let (mut cluster, won) = discovered(config());
+    let last = cluster.last_refresh().expect("the first refresh finished");
+    assert_eq!(last.attempt(won).map(|a| a.state), Some(AttemptState::Won));
+    // An input about the finished refresh, and one about a refresh that never was.
+    assert_eq!(cluster.handle_input(ms(2), failed(won, ErrorKind::Refused)), InputOutcome::RefreshFinished);
+    assert_eq!(cluster.handle_input(ms(2), failed(AttemptId(9 << 32), ErrorKind::Refused)), InputOutcome::OtherRefresh);
+    let epoch = cluster.request_refresh(ms(3));
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    assert_eq!(attempt.epoch(), epoch);
+    assert_eq!(cluster.handle_input(ms(4), Input::Connected { attempt }), InputOutcome::Applied);
+    assert_eq!(cluster.handle_input(ms(4), Input::Connected { attempt }), InputOutcome::Repeated);
+    assert_eq!(cluster.handle_input(ms(5), failed(attempt, REBOOTSTRAP_REQUIRED)), InputOutcome::Applied);
+}
+
+#[test]
+fn a_discovered_book_larger_than_a_refresh_holds_is_fitted_not_refused() {
+    let mut refresh = RefreshConfig::sequential();
+    refresh.retry.retries = 1000;
+    // 32 brokers × 1001 passes × 2 > 65,536: only the seeds count at construction.
+    let mut cluster = Cluster::new(
+        ClusterConfig { refresh, ..ClusterConfig::default() },
+        BrokerBook::new(["seed:9092"]).unwrap(),
+        ms(0),
+    )
+    .unwrap();
+    cluster.request_refresh(ms(0));
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    let hosts: Vec<String> = (0..40).map(|i| alloc::format!("b{i}")).collect();
+    let brokers: Vec<(i32, &str)> = hosts.iter().enumerate().map(|(i, h)| (i as i32, h.as_str())).collect();
+    cluster.handle_input(ms(1), Input::Response { attempt, metadata: metadata(Some("c1"), &brokers) });
+    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Refreshed { .. }]));
+    assert_eq!(cluster.book().len(), 41);
+    let epoch = cluster.request_refresh(ms(2));
+    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Connect { .. }]), "the next refresh runs");
+    let current = cluster.current().expect("running");
+    assert_eq!(current.epoch(), epoch);
+    assert_eq!(current.candidates().len(), crate::refresh::MAX_ATTEMPTS / 2 / 1001);
 }

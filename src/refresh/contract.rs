@@ -82,6 +82,47 @@ impl Input {
     }
 }
 
+/// What [`crate::Refresh::handle_input`] did with an input: whether it changed the attempt
+/// it names, and if not, why. Adapters' reports and traces take it from here instead of
+/// re-deriving the core's rules (timers due at the call fire first, so an input can find
+/// its attempt already ended by the same call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputOutcome {
+    /// The input was applied to its attempt.
+    Applied,
+    /// The refresh had already finished, perhaps by a timer due at this very call.
+    RefreshFinished,
+    /// The attempt belongs to another refresh (another epoch).
+    OtherRefresh,
+    /// No such attempt had been issued before this call.
+    NotIssued,
+    /// The attempt had already ended (won, failed, cancelled, timed out), perhaps by a
+    /// timer due at this very call.
+    AttemptEnded,
+    /// The same fact was reported before: a second `Connected` or `Answered`.
+    Repeated,
+}
+
+impl InputOutcome {
+    /// Whether the input changed the refresh.
+    pub fn is_applied(self) -> bool {
+        self == InputOutcome::Applied
+    }
+
+    /// A short lowercase name for logs, tables and JSON (the serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            InputOutcome::Applied => "applied",
+            InputOutcome::RefreshFinished => "refresh_finished",
+            InputOutcome::OtherRefresh => "other_refresh",
+            InputOutcome::NotIssued => "not_issued",
+            InputOutcome::AttemptEnded => "attempt_ended",
+            InputOutcome::Repeated => "repeated",
+        }
+    }
+}
+
 /// Why the core asks the adapter to abandon an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -4,44 +4,57 @@
 use crate::metadata::Metadata;
 use crate::time::Instant;
 
-use super::contract::{AttemptId, AttemptState, CancelReason, Command, Input, TimerKind};
+use super::contract::{AttemptId, AttemptState, CancelReason, Command, Input, InputOutcome, TimerKind};
 use super::Refresh;
 
 impl Refresh {
     /// Applies `input` to the live attempt `n` it names.
-    pub(super) fn apply(&mut self, now: Instant, n: u32, input: Input) {
-        match input {
+    pub(super) fn apply(&mut self, now: Instant, n: u32, input: Input) -> InputOutcome {
+        let fresh = match input {
             Input::Connected { .. } => self.on_connected(now, n),
             Input::Answered { .. } => self.on_answered(now, n),
-            Input::Response { attempt, metadata } => self.on_response(now, n, attempt, metadata),
-            Input::Failed { error, .. } => self.fail(now, n, error, None),
+            Input::Response { attempt, metadata } => {
+                self.on_response(now, n, attempt, metadata);
+                true
+            }
+            Input::Failed { error, .. } => {
+                self.fail(now, n, error, None);
+                true
+            }
+        };
+        if fresh {
+            InputOutcome::Applied
+        } else {
+            InputOutcome::Repeated
         }
     }
 
     /// The transport is up: an adaptive stagger now counts from the handshake, so the
     /// leader's armed tick moves.
-    fn on_connected(&mut self, now: Instant, n: u32) {
+    fn on_connected(&mut self, now: Instant, n: u32) -> bool {
         let info = self.attempts.info_mut(n);
         if info.connected_at.is_some() {
-            return;
+            return false;
         }
         info.connected_at = Some(now);
         if self.ticks.leader == Some(n) && self.timers.get(TimerKind::Stagger).is_some() {
             self.timers.set(TimerKind::Stagger, Some(self.stagger_deadline(n)));
         }
+        true
     }
 
     /// The broker is alive and reading: the rest of a spread tick is not needed, and silent
     /// attempts beside it are cancelled (`fanout.cancel_silent_on_answer`).
-    fn on_answered(&mut self, now: Instant, n: u32) {
+    fn on_answered(&mut self, now: Instant, n: u32) -> bool {
         if !self.attempts.mark_answered(n, now) {
-            return;
+            return false;
         }
         self.timers.stop(TimerKind::Spread);
         if self.config.fanout.cancel_silent_on_answer {
             self.cancel_silent(now);
         }
         self.arm_stagger();
+        true
     }
 
     /// Metadata: it wins unless it cannot (no brokers, a top-level error), and then it is a

@@ -49,7 +49,9 @@ use crate::time::Instant;
 
 use attempts::AttemptTable;
 pub use attempts::MAX_ATTEMPTS;
-pub use contract::{AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, RefreshStats, TimerKind};
+pub use contract::{
+    AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, RefreshStats, TimerKind,
+};
 use fanout::Ticks;
 use retry::Pass;
 use timers::TimerTable;
@@ -63,11 +65,20 @@ pub(crate) struct RefreshContext {
     /// A high quantile of recent fresh handshakes: stands in for the handshake of a kept
     /// connection in the adaptive stagger.
     pub(crate) handshake_hint: Option<Duration>,
+    /// Try only as many candidates as the attempt table can hold instead of refusing a
+    /// larger book: a cluster's book grows from broker answers, which no config foresees.
+    pub(crate) fit_candidates: bool,
 }
 
 impl Default for RefreshContext {
     fn default() -> Self {
-        RefreshContext { epoch: 0, hedge_tokens: u32::MAX, warm_stagger: None, handshake_hint: None }
+        RefreshContext {
+            epoch: 0,
+            hedge_tokens: u32::MAX,
+            warm_stagger: None,
+            handshake_hint: None,
+            fit_candidates: false,
+        }
     }
 }
 
@@ -142,6 +153,9 @@ impl Refresh {
         let mut rng = Rng::new(config.seed ^ ((ctx.epoch as u64) << 40));
         let mut candidates = Vec::with_capacity(book.len());
         book.attempt_order(now, &mut rng, &mut candidates);
+        if ctx.fit_candidates {
+            candidates.truncate(MAX_ATTEMPTS / 2 / passes(config));
+        }
         if candidates.is_empty() {
             return Err(ConfigError::new("seeds", "the broker book has no broker to try"));
         }
@@ -208,9 +222,10 @@ impl Refresh {
         self.fire_due(now);
     }
 
-    /// Feeds one I/O result. Timers due by `now` fire first, so a response that arrives after
-    /// the deadline does not win.
-    pub fn handle_input(&mut self, now: Instant, input: Input) {
+    /// Feeds one I/O result and says what became of it. Timers due by `now` fire first, so a
+    /// response that arrives after the deadline does not win, and an input about an attempt
+    /// those timers ended is not applied.
+    pub fn handle_input(&mut self, now: Instant, input: Input) -> InputOutcome {
         let now = self.clamp(now);
         // Only attempts issued before this call can have results: a timer due now may issue
         // the very attempt the input names, which nobody has contacted yet.
@@ -218,13 +233,19 @@ impl Refresh {
         self.fire_due(now);
         let attempt = input.attempt();
         let ours = attempt.epoch() == self.epoch;
-        if self.phase == Phase::Finished || (ours && attempt.number() >= issued) {
-            return;
+        if self.phase == Phase::Finished {
+            return InputOutcome::RefreshFinished;
         }
-        if let Some(n) = self.attempts.live(attempt.number()).filter(|_| ours) {
-            self.apply(now, n, input);
+        if ours && attempt.number() >= issued {
+            return InputOutcome::NotIssued;
         }
+        let outcome = match self.attempts.live(attempt.number()) {
+            _ if !ours => InputOutcome::OtherRefresh,
+            Some(n) => self.apply(now, n, input),
+            None => InputOutcome::AttemptEnded,
+        };
         self.fire_due(now);
+        outcome
     }
 
     /// This refresh's epoch (the high half of its attempt ids).
@@ -363,9 +384,13 @@ impl Refresh {
     }
 }
 
+fn passes(config: &RefreshConfig) -> usize {
+    config.retry.retries as usize + 1
+}
+
 /// How many attempts a refresh over `brokers` brokers may need (see [`MAX_ATTEMPTS`]), or
 /// the field to change when that is more than a refresh holds.
-fn attempt_capacity(config: &RefreshConfig, brokers: usize) -> Result<usize, ConfigError> {
+pub(crate) fn attempt_capacity(config: &RefreshConfig, brokers: usize) -> Result<usize, ConfigError> {
     let per_pass = brokers.saturating_mul(2);
     if per_pass > MAX_ATTEMPTS {
         return Err(ConfigError::new(
@@ -373,7 +398,7 @@ fn attempt_capacity(config: &RefreshConfig, brokers: usize) -> Result<usize, Con
             alloc::format!("lists {brokers} brokers; a refresh tries at most {}", MAX_ATTEMPTS / 2),
         ));
     }
-    let passes = config.retry.retries as usize + 1;
+    let passes = passes(config);
     if per_pass.saturating_mul(passes) > MAX_ATTEMPTS {
         let most = MAX_ATTEMPTS / per_pass.max(1) - 1;
         return Err(ConfigError::new(

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::brokers::numbered_seeds;
+use crate::error::AttemptError;
 
 fn book(n: usize) -> BrokerBook {
     BrokerBook::new(numbered_seeds(n)).unwrap()
@@ -24,4 +25,38 @@ fn a_refresh_that_could_outgrow_its_attempt_table_is_refused_naming_the_field() 
     let error = Refresh::new(&config, &book(MAX_ATTEMPTS / 2 + 1), Instant::ZERO).unwrap_err();
     assert_eq!(error.field, "seeds");
     assert!(Refresh::new(&config, &book(MAX_ATTEMPTS / 2), Instant::ZERO).is_ok());
+}
+
+/// Every way `handle_input` can treat an input, each in one row: (input, expected outcome).
+#[test]
+fn handle_input_says_what_became_of_each_input() {
+    let mut config = RefreshConfig::default();
+    config.fanout.stagger = crate::config::Stagger::Fixed(Duration::from_millis(100));
+    config.fanout.jitter = 0.0;
+    config.attempt_timeout = Duration::from_millis(150);
+    let mut r = Refresh::new(&config, &book(3), Instant::ZERO).unwrap();
+    let id = |n| AttemptId::new(0, n);
+    let at = Instant::from_millis;
+    let refused = |n| Input::Failed { attempt: id(n), error: AttemptError::new(crate::error::ErrorKind::Refused) };
+    let rows = [
+        (at(1), Input::Connected { attempt: id(0) }, InputOutcome::Applied),
+        (at(2), Input::Connected { attempt: id(0) }, InputOutcome::Repeated),
+        (at(3), Input::Answered { attempt: id(0) }, InputOutcome::Applied),
+        (at(4), Input::Answered { attempt: id(0) }, InputOutcome::Repeated),
+        (at(5), Input::Connected { attempt: AttemptId::new(7, 0) }, InputOutcome::OtherRefresh),
+        // #0.1 is issued by the stagger tick due at 100 ms, in this very call.
+        (at(100), Input::Connected { attempt: id(1) }, InputOutcome::NotIssued),
+        (at(101), refused(1), InputOutcome::Applied),
+        (at(102), refused(1), InputOutcome::AttemptEnded),
+        // #0.0 times out at 150 ms, in the call that reports it.
+        (at(150), refused(0), InputOutcome::AttemptEnded),
+    ];
+    for (i, (now, input, want)) in rows.into_iter().enumerate() {
+        assert_eq!(r.handle_input(now, input.clone()), want, "row {i}: {input:?}");
+        while r.poll_command().is_some() {}
+    }
+    r.handle_timeout(at(3_600_000));
+    while r.poll_command().is_some() {}
+    assert!(r.is_finished());
+    assert_eq!(r.handle_input(at(152), refused(0)), InputOutcome::RefreshFinished);
 }

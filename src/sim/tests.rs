@@ -122,7 +122,9 @@ fn check_report(config: &RefreshConfig, report: &Report) {
     let mut core = Refresh::new(&trace.config, &trace.book, trace.started_at).unwrap();
     for e in &trace.events {
         match e {
-            TraceEvent::Input { at, input } => core.handle_input(*at, input.clone()),
+            TraceEvent::Input { at, input } => {
+                core.handle_input(*at, input.clone());
+            }
             TraceEvent::Timeout { at, .. } => core.handle_timeout(*at),
             TraceEvent::Command { .. } => {}
         }

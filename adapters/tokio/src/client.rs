@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use stagger::{
-    AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, Instant, Metadata,
+    AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, InputOutcome,
+    Instant, Metadata,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
@@ -192,7 +193,7 @@ struct Background {
     /// The connection of the answer fed last, until the core says whether it won.
     answered: Option<(AttemptId, Transport)>,
     /// The input fed last, for the ledger.
-    fed: Option<(AttemptId, Reported)>,
+    fed: Option<(AttemptId, Reported, InputOutcome)>,
     shared: Arc<Shared>,
 }
 
@@ -253,8 +254,8 @@ impl Background {
                 (Input::Failed { attempt, error: error.clone() }, Reported::Failed(error))
             }
         };
-        self.cluster.handle_input(at, input);
-        self.fed = Some((attempt, reported));
+        let outcome = self.cluster.handle_input(at, input);
+        self.fed = Some((attempt, reported, outcome));
     }
 
     /// Drains the cluster's events and carries them out.
@@ -354,11 +355,9 @@ impl Background {
             acts.push(act);
         }
         let mut ignore = |_: &crate::report::Event| {};
-        if let Some((attempt, reported)) = self.fed.take() {
-            let epoch = attempt.epoch();
-            let same: Vec<Act<'_>> = acts.iter().copied().filter(|a| a.attempt().epoch() == epoch).collect();
-            if let Some(ledger) = self.ledger(epoch) {
-                ledger.settle_input(at, attempt, reported, &same, &mut ignore);
+        if let Some((attempt, reported, outcome)) = self.fed.take() {
+            if let Some(ledger) = self.ledger(attempt.epoch()) {
+                ledger.settle_input(at, attempt, reported, outcome, &mut ignore);
             }
         }
         for act in acts {

@@ -5,7 +5,9 @@
 //! and hand it to the core. Nothing here decides anything; the core does.
 
 use stagger::trace::{Recorder, Trace};
-use stagger::{AttemptId, BrokerBook, Command, Input, Instant, Metadata, Refresh, RefreshConfig, TimerKind};
+use stagger::{
+    AttemptId, BrokerBook, Command, Input, InputOutcome, Instant, Metadata, Refresh, RefreshConfig, TimerKind,
+};
 
 use crate::attempt::{AttemptContext, AttemptSet, Progress};
 use crate::clock::Clock;
@@ -54,7 +56,7 @@ pub async fn refresh_with(
     let mut attempts = AttemptSet::new(AttemptContext { exchange: options.exchange.clone(), tls });
     let mut ledger = Ledger::new(at);
     // The input fed by the last call, and the Metadata version of the last answer.
-    let mut fed: Option<(AttemptId, Reported)> = None;
+    let mut fed: Option<(AttemptId, Reported, InputOutcome)> = None;
     let mut answer_version = None;
     loop {
         let mut commands = Vec::new();
@@ -62,8 +64,8 @@ pub async fn refresh_with(
             commands.push(command);
         }
         let acts: Vec<Act<'_>> = commands.iter().filter_map(|c| act(c, &book)).collect();
-        if let Some((attempt, reported)) = fed.take() {
-            ledger.settle_input(at, attempt, reported, &acts, &mut observer);
+        if let Some((attempt, reported, outcome)) = fed.take() {
+            ledger.settle_input(at, attempt, reported, outcome, &mut observer);
         }
         for a in acts {
             ledger.apply(at, a, &mut observer);
@@ -111,8 +113,8 @@ pub async fn refresh_with(
                         (Input::Failed { attempt, error: error.clone() }, Reported::Failed(error))
                     }
                 };
-                core.handle_input(at, input);
-                fed = Some((attempt, reported));
+                let outcome = core.handle_input(at, input);
+                fed = Some((attempt, reported, outcome));
             }
             () = clock.sleep_until(timer.map(|(due, _)| due)) => {
                 at = clock.now();
@@ -149,7 +151,7 @@ impl Core {
         }
     }
 
-    fn handle_input(&mut self, now: Instant, input: Input) {
+    fn handle_input(&mut self, now: Instant, input: Input) -> InputOutcome {
         match self {
             Core::Plain(r) => r.handle_input(now, input),
             Core::Recorded(r) => r.handle_input(now, input),

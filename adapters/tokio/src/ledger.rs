@@ -1,17 +1,14 @@
 //! Mirrors the core's view of every attempt into [`AttemptReport`]s and [`Event`]s.
 //!
 //! The core decides; the ledger only listens. It learns from the commands the core emits
-//! and from the inputs the driver fed it, and decides whether an input was *accepted* the
-//! way the core does: the core fires due timers before looking at an input, so an input
-//! about an attempt that a command of the same call ended (timed out, cancelled by the
-//! deadline) was ignored. Checking the commands first therefore reproduces the core's
-//! state exactly, without reaching into it (a [`stagger::Cluster`] drops its finished
-//! refresh before the driver could look).
+//! and from the inputs the driver fed it, each with the [`InputOutcome`] the core returned
+//! for it: an input the core did not apply (say, about an attempt a timer due at the same
+//! call had already ended) leaves no trace here either.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use stagger::{AttemptError, AttemptId, CancelReason, ErrorKind, Instant, TimerKind};
+use stagger::{AttemptError, AttemptId, CancelReason, ErrorKind, InputOutcome, Instant, TimerKind};
 
 use crate::report::{AttemptOutcome, AttemptReport, Event, EventKind};
 
@@ -68,17 +65,19 @@ impl Ledger {
         at.saturating_since(self.origin)
     }
 
-    /// Records the fate of an input fed at `now`, given the acts the same call produced.
-    /// Call before [`Ledger::apply`]ing those acts, so events come in causal order.
+    /// Records an input fed at `now` that the core answered with `outcome`. Call before
+    /// [`Ledger::apply`]ing the acts of the same call, so events come in causal order.
     pub(crate) fn settle_input(
         &mut self,
         now: Instant,
         attempt: AttemptId,
         reported: Reported,
-        acts: &[Act<'_>],
+        outcome: InputOutcome,
         observer: Observer<'_>,
     ) {
-        let ended_by_act = acts.iter().any(|a| a.attempt() == attempt && !matches!(a, Act::Start { .. }));
+        if !outcome.is_applied() {
+            return;
+        }
         match reported {
             Reported::Response { rejection } => {
                 // A response is judged by the core's own commands (Done or Cancel{Rejected}).
@@ -86,7 +85,6 @@ impl Ledger {
                     self.rejection = Some((attempt, error));
                 }
             }
-            _ if ended_by_act => {}
             Reported::Connected => {
                 let elapsed = self.offset(now);
                 if let Some(r) = self.in_flight(attempt) {
@@ -221,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn an_input_ended_by_a_timer_in_the_same_call_is_ignored_like_the_core_does() {
+    fn an_input_the_core_did_not_apply_leaves_no_trace() {
         let mut events = Vec::new();
         let mut obs = |e: &Event| events.push(e.kind.clone());
         let mut ledger = Ledger::new(Instant::ZERO);
@@ -229,7 +227,7 @@ mod tests {
         let t = Instant::from_millis(5);
         let acts = [Act::Cancel { attempt: id(0), reason: CancelReason::TimedOut }];
         let refused = AttemptError::new(ErrorKind::Refused);
-        ledger.settle_input(t, id(0), Reported::Failed(refused), &acts, &mut obs);
+        ledger.settle_input(t, id(0), Reported::Failed(refused), InputOutcome::AttemptEnded, &mut obs);
         for act in acts {
             ledger.apply(t, act, &mut obs);
         }
@@ -250,7 +248,7 @@ mod tests {
             Instant::ZERO,
             id(0),
             Reported::Response { rejection: Some(rejection.clone()) },
-            &acts,
+            InputOutcome::Applied,
             &mut obs,
         );
         for act in acts {
