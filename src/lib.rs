@@ -42,4 +42,5 @@ pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
     AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, Refresh, RefreshStats, TimerKind,
 };
+pub use rng::Rng;
 pub use time::Instant;
