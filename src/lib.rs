@@ -26,7 +26,6 @@ pub mod estimator;
 pub mod metadata;
 pub mod refresh;
 mod rng;
-pub mod sim;
 pub mod time;
 pub mod trace;
 

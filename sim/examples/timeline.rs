@@ -8,8 +8,8 @@
 //! Run with `cargo run --example timeline`.
 
 use core::time::Duration;
-use stagger::sim::{run_refresh, BrokerBehavior, Scenario};
 use stagger::RefreshConfig;
+use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 
 fn main() {
     let scenario = Scenario::from_behaviors([

@@ -8,13 +8,10 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::*;
-use crate::brokers::BrokerIndex;
-use crate::cluster::ClusterConfig;
-use crate::config::RefreshConfig;
-use crate::error::{ErrorKind, GiveUpReason};
-use crate::refresh::{AttemptState, CancelReason, Refresh};
-use crate::rng::Rng;
-use crate::trace::TraceEvent;
+use stagger::trace::TraceEvent;
+use stagger::{
+    AttemptState, BrokerIndex, CancelReason, ClusterConfig, ErrorKind, GiveUpReason, Refresh, RefreshConfig, Rng,
+};
 
 fn us(n: u64) -> Duration {
     Duration::from_micros(n)
@@ -36,8 +33,8 @@ fn healthy(rtt_ms: u64) -> BrokerBehavior {
 fn with_deadline(mut config: RefreshConfig, deadline: Duration) -> RefreshConfig {
     config.deadline = deadline;
     match &mut config.fanout.stagger {
-        crate::Stagger::Fixed(d) => *d = (*d).min(deadline),
-        crate::Stagger::Adaptive(a) => a.cold = a.cold.min(deadline),
+        stagger::Stagger::Fixed(d) => *d = (*d).min(deadline),
+        stagger::Stagger::Adaptive(a) => a.cold = a.cold.min(deadline),
     }
     config
 }
@@ -89,7 +86,7 @@ fn check_report(config: &RefreshConfig, report: &Report) {
     let trace_connects = trace
         .events
         .iter()
-        .filter(|e| matches!(e, TraceEvent::Command { command: crate::Command::Connect { .. }, .. }))
+        .filter(|e| matches!(e, TraceEvent::Command { command: stagger::Command::Connect { .. }, .. }))
         .count() as u32;
     assert_eq!(report.attempts_started, connects, "{}", show());
     assert_eq!(report.attempts_started, trace_connects, "{}", show());
@@ -399,7 +396,7 @@ fn bad_input_is_reported_not_panicked() {
 
     // Metadata no broker can win with: every answer is rejected, the refresh gives up.
     let mut scenario = Scenario::from_behaviors([healthy(1), healthy(1)]);
-    scenario.metadata = Some(crate::Metadata::default());
+    scenario.metadata = Some(stagger::Metadata::default());
     let report = run(&RefreshConfig::adaptive(), &scenario);
     assert!(matches!(report.give_up().map(|e| e.reason), Some(GiveUpReason::AllFailed { .. })));
     assert!(report.spans().all(|(_, s)| matches!(s.outcome, SpanOutcome::Failed { kind: ErrorKind::NoBrokers, .. })));
@@ -433,7 +430,7 @@ fn scenario_serde_defaults_and_addresses() {
     let meta = scenario.metadata();
     assert_eq!(meta.brokers.len(), 2);
     assert!(meta.rejection().is_none());
-    let mut book = crate::BrokerBook::new(scenario.seeds()).unwrap();
+    let mut book = stagger::BrokerBook::new(scenario.seeds()).unwrap();
     book.update_from_metadata(&meta);
     assert_eq!(book.len(), 2, "metadata names the same brokers as the seeds");
 }
@@ -516,9 +513,9 @@ fn random_scenarios_keep_every_invariant() {
             f.max_in_flight = 1 + rng.below(5) as u32;
             f.initial = 1 + rng.below(f.max_in_flight as usize) as u32;
             f.growth = if rng.below(2) == 0 {
-                crate::Growth::Linear(1 + rng.below(3) as u32)
+                stagger::Growth::Linear(1 + rng.below(3) as u32)
             } else {
-                crate::Growth::Exponential(1.0 + 2.0 * rng.unit())
+                stagger::Growth::Exponential(1.0 + 2.0 * rng.unit())
             };
             f.jitter = rng.unit();
             f.next_on_failure = rng.below(2) == 0;
@@ -543,7 +540,7 @@ fn random_scenarios_keep_every_invariant() {
 #[test]
 fn events_name_timer_kinds() {
     let report = run(&RefreshConfig::adaptive(), &example_scenario());
-    assert!(report.events.iter().any(|e| matches!(e, SimEvent::Timer { kind: Some(crate::TimerKind::Stagger), .. })));
+    assert!(report.events.iter().any(|e| matches!(e, SimEvent::Timer { kind: Some(stagger::TimerKind::Stagger), .. })));
     let text: String = serde_json::to_string(&report.events).unwrap();
     assert!(text.contains(r#""type":"timer""#) && text.contains(r#""kind":"stagger""#), "{text}");
 }

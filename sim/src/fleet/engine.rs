@@ -13,14 +13,12 @@ use core::time::Duration;
 
 use super::stats::{cdf_points, peak_in_window, Percentiles};
 use super::{math, FleetConfig, FleetScenario, ScenarioResult, Strategy};
-use crate::brokers::{numbered_seeds, BrokerBook};
-use crate::cluster::{Cluster, ClusterConfig, ClusterEvent};
-use crate::error::{AttemptError, ErrorKind};
-use crate::metadata::Metadata;
-use crate::refresh::{AttemptId, Input};
-use crate::rng::Rng;
-use crate::sim::Scenario;
-use crate::time::{duration_micros, Instant};
+use crate::Scenario;
+use stagger::brokers::numbered_seeds;
+use stagger::time::duration_micros;
+use stagger::{
+    AttemptError, AttemptId, BrokerBook, Cluster, ClusterConfig, ClusterEvent, ErrorKind, Input, Instant, Metadata, Rng,
+};
 
 /// Upper bound on events one phase may process: a core livelock must end the run, not hang it.
 const MAX_EVENTS: u64 = 400_000_000;

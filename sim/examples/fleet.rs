@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use stagger::sim::fleet::{
+use stagger::{Adaptive, Growth, RefreshConfig, Stagger};
+use stagger_sim::fleet::{
     check_targets, render_markdown, render_svg, scenario_major, FleetConfig, FleetReport, FleetScenario,
     ScenarioResult, Strategy, WarmFleet,
 };
-use stagger::{Adaptive, Growth, RefreshConfig, Stagger};
 
 const COMMAND: &str = "cargo run --release --example fleet -- --out docs/performance";
 const SWEEP_COMMAND: &str = "cargo run --release --example fleet -- --sweep --out docs/performance";
