@@ -5,7 +5,7 @@
 //! simulator, so the ten seconds Sarama-style `sequential` spends on the hung broker take no
 //! real time at all.
 //!
-//! Run with `cargo run --example timeline`.
+//! Run with `cargo run -p stagger-sim --example timeline`.
 
 use core::time::Duration;
 use stagger::RefreshConfig;

@@ -33,7 +33,7 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          once, at a random time within {} ({} in the failover storm). `all-at-once` runs with its \
          hedge budget lifted (otherwise a `Cluster` would cut it down to 1 + tokens attempts); the \
          oracle knows which brokers are healthy and sends one request to the one whose queue \
-         empties first. Full model: `src/sim/fleet/mod.rs`.\n",
+         empties first. Full model: `sim/src/fleet/mod.rs`.\n",
         c.clients,
         c.brokers,
         c.seed,
