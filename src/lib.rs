@@ -26,7 +26,6 @@ pub mod estimator;
 pub mod metadata;
 pub mod refresh;
 mod rng;
-pub mod sim;
 pub mod time;
 pub mod trace;
 
@@ -42,4 +41,5 @@ pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
     AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh, RefreshStats, TimerKind,
 };
+pub use rng::Rng;
 pub use time::Instant;

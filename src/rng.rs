@@ -5,19 +5,24 @@
 //! lines, has no state beyond one `u64`, and is good enough for scheduling decisions.
 
 /// Deterministic pseudo-random source seeded from the configuration.
+///
+/// Why public: code around the core that needs randomness of its own — the simulator's
+/// brokers and fleet, an adapter's test double, seeded SASL nonces where a trace must replay —
+/// draws from this same generator, so a run replays byte for byte from its seeds. It is a
+/// scheduling PRNG, not a cryptographic one.
 #[derive(Clone, Debug)]
-pub(crate) struct Rng {
+pub struct Rng {
     state: u64,
 }
 
 impl Rng {
     /// Creates a generator; equal seeds give equal sequences.
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         Rng { state: seed }
     }
 
     /// Next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -26,12 +31,12 @@ impl Rng {
     }
 
     /// A uniform float in `[0, 1)`.
-    pub(crate) fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// A uniform integer in `[0, n)`; `n == 0` yields 0.
-    pub(crate) fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         if n == 0 {
             return 0;
         }
@@ -39,7 +44,7 @@ impl Rng {
     }
 
     /// Fisher–Yates shuffle of `items`.
-    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(i + 1);
             items.swap(i, j);

@@ -48,12 +48,19 @@ impl Instant {
 }
 
 /// A duration in whole microseconds, saturating at `u64::MAX`.
-pub(crate) fn duration_micros(d: Duration) -> u64 {
+///
+/// Public because code outside the core that keeps time in microseconds (the simulator, its
+/// reports) must round exactly as the core does, or its timelines drift from the trace.
+pub fn duration_micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Scales `d` by `factor` (non-negative, finite), saturating; used for jitter and growth.
-pub(crate) fn scale(d: Duration, factor: f64) -> Duration {
+///
+/// Public for the same reason as [`duration_micros`]: a simulator that draws random delays
+/// from [`Rng`](crate::Rng) scales them with the core's own rounding, so its runs are
+/// deterministic across the crate boundary.
+pub fn scale(d: Duration, factor: f64) -> Duration {
     let micros = duration_micros(d) as f64 * factor;
     if micros.is_nan() || micros <= 0.0 {
         Duration::ZERO

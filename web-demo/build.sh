@@ -3,7 +3,7 @@
 #
 #   web-demo/build.sh            # then: python3 -m http.server -d web-demo/dist 8080 --bind 127.0.0.1
 #
-# 1. the engine (crate `stagger-demo`: the core + simulator) for wasm32, size-optimised,
+# 1. the engine (crate `stagger-demo`: the core + stagger-sim) for wasm32, size-optimised,
 #    through wasm-bindgen --target web into dist/pkg;
 # 2. the page itself (index.html, style.css, js/) and the fixture traces;
 # 3. the browser adapter (`stagger-web`, adapters/browser/pkg) into dist/browser, if it has

@@ -9,8 +9,8 @@
 use core::time::Duration;
 use std::path::PathBuf;
 
-use stagger::sim::{run_refresh, BrokerBehavior, Scenario};
 use stagger::RefreshConfig;
+use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 
 fn main() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");

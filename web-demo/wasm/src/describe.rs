@@ -4,8 +4,8 @@
 //! Why in Rust: the wording then comes from the core's own `Display` impls (errors, give-up
 //! reasons), so the page says exactly what the CLI says.
 
-use stagger::sim::SimEvent;
 use stagger::{AttemptId, BrokerIndex, Command, GiveUpReason, TimerKind};
+use stagger_sim::SimEvent;
 
 /// Display names for broker addresses: the host alone when every broker listens on the same
 /// port (`broker-0`), the whole `host:port` otherwise (`127.0.0.1:9093`).

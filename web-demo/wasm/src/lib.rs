@@ -12,8 +12,8 @@ mod replay;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use stagger::sim::{run_refresh, Outcome, Scenario};
 use stagger::RefreshConfig;
+use stagger_sim::{run_refresh, Outcome, Scenario};
 use wasm_bindgen::prelude::wasm_bindgen;
 
 pub use replay::replay_trace;

@@ -3,8 +3,8 @@
 use core::time::Duration;
 
 use serde_json::{json, Value};
-use stagger::sim::{run_refresh, BrokerBehavior, Scenario};
 use stagger::RefreshConfig;
+use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 
 use super::{compare, presets, replay, simulate, validate};
 

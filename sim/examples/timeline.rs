@@ -5,11 +5,11 @@
 //! simulator, so the ten seconds Sarama-style `sequential` spends on the hung broker take no
 //! real time at all.
 //!
-//! Run with `cargo run --example timeline`.
+//! Run with `cargo run -p stagger-sim --example timeline`.
 
 use core::time::Duration;
-use stagger::sim::{run_refresh, BrokerBehavior, Scenario};
 use stagger::RefreshConfig;
+use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 
 fn main() {
     let scenario = Scenario::from_behaviors([

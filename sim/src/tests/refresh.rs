@@ -1,177 +1,7 @@
-//! Simulator scenarios: each checks an outcome, and every report is also checked against the
-//! invariants in [`check_report`] (trace replays, counters agree with the core, spans agree
-//! with the core's own attempt records, throttle respected).
-
-use alloc::string::String;
-use alloc::vec;
-use alloc::vec::Vec;
-use core::time::Duration;
+//! One refresh against the simulated brokers: each behaviour, presets, determinism, bad
+//! input, the timeline, the scenario's serde form.
 
 use super::*;
-use crate::brokers::BrokerIndex;
-use crate::cluster::ClusterConfig;
-use crate::config::RefreshConfig;
-use crate::error::{ErrorKind, GiveUpReason};
-use crate::refresh::{AttemptState, CancelReason, Refresh};
-use crate::rng::Rng;
-use crate::trace::TraceEvent;
-
-fn us(n: u64) -> Duration {
-    Duration::from_micros(n)
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn at_ms(n: u64) -> Instant {
-    Instant::from_millis(n)
-}
-
-fn healthy(rtt_ms: u64) -> BrokerBehavior {
-    BrokerBehavior::Healthy { rtt: ms(rtt_ms) }
-}
-
-/// `config` with a shorter deadline, its stagger clamped so the config stays valid.
-fn with_deadline(mut config: RefreshConfig, deadline: Duration) -> RefreshConfig {
-    config.deadline = deadline;
-    match &mut config.fanout.stagger {
-        crate::Stagger::Fixed(d) => *d = (*d).min(deadline),
-        crate::Stagger::Adaptive(a) => a.cold = a.cold.min(deadline),
-    }
-    config
-}
-
-fn presets() -> [(&'static str, RefreshConfig); 4] {
-    [
-        ("adaptive", RefreshConfig::adaptive()),
-        ("staggered", RefreshConfig::staggered()),
-        ("sequential", RefreshConfig::sequential()),
-        ("all_at_once", RefreshConfig::all_at_once()),
-    ]
-}
-
-/// The example's cluster: hung, refused, slow 20–40 ms, healthy, healthy.
-fn example_scenario() -> Scenario {
-    Scenario::from_behaviors([
-        BrokerBehavior::Hung,
-        BrokerBehavior::Refused,
-        BrokerBehavior::Slow { min: ms(20), max: ms(40) },
-        healthy(2),
-        healthy(2),
-    ])
-}
-
-fn lane(report: &Report, i: u32) -> &Lane {
-    report.lanes.iter().find(|l| l.broker == BrokerIndex(i)).expect("lane exists")
-}
-
-/// Runs and checks every invariant; returns the report.
-fn run(config: &RefreshConfig, scenario: &Scenario) -> Report {
-    let report = run_refresh(config, scenario);
-    check_report(config, &report);
-    report
-}
-
-fn check_report(config: &RefreshConfig, report: &Report) {
-    let show = || report.render_timeline();
-    assert!(!matches!(report.outcome, Outcome::Aborted { .. }), "aborted:\n{}", show());
-
-    // The trace replays to the same commands.
-    let trace = report.trace.as_ref().expect("trace recorded");
-    match trace.replay() {
-        Ok(Ok(_)) => {}
-        other => panic!("replay failed: {other:?}\n{}", show()),
-    }
-
-    // Counters agree with the event log and with the core.
-    let connects = report.events.iter().filter(|e| matches!(e, SimEvent::Connect { .. })).count() as u32;
-    let trace_connects = trace
-        .events
-        .iter()
-        .filter(|e| matches!(e, TraceEvent::Command { command: crate::Command::Connect { .. }, .. }))
-        .count() as u32;
-    assert_eq!(report.attempts_started, connects, "{}", show());
-    assert_eq!(report.attempts_started, trace_connects, "{}", show());
-    assert_eq!(report.attempts_started, report.stats.started, "{}", show());
-    assert_eq!(report.attempts_cancelled, report.stats.cancelled, "{}", show());
-    assert_eq!(report.attempts_failed, report.stats.failed, "{}", show());
-    assert!(report.requests_reached <= report.attempts_started, "{}", show());
-    assert_eq!(report.spans().count() as u32, report.attempts_started);
-
-    // Exactly one terminal event, and it is the last command.
-    let terminals =
-        report.events.iter().filter(|e| matches!(e, SimEvent::Done { .. } | SimEvent::GiveUp { .. })).count();
-    assert_eq!(terminals, 1, "{}", show());
-    let last_command = report
-        .events
-        .iter()
-        .rev()
-        .find(|e| {
-            matches!(
-                e,
-                SimEvent::Connect { .. } | SimEvent::Cancel { .. } | SimEvent::Done { .. } | SimEvent::GiveUp { .. }
-            )
-        })
-        .unwrap();
-    assert!(matches!(last_command, SimEvent::Done { .. } | SimEvent::GiveUp { .. }), "{}", show());
-
-    check_events(&report.events, config.fanout.max_in_flight, report.lanes.len(), &show);
-
-    // Spans agree with what a fresh core, fed the trace, knows about each attempt.
-    let mut core = Refresh::new(&trace.config, &trace.book, trace.started_at).unwrap();
-    for e in &trace.events {
-        match e {
-            TraceEvent::Input { at, input } => {
-                core.handle_input(*at, input.clone());
-            }
-            TraceEvent::Timeout { at, .. } => core.handle_timeout(*at),
-            TraceEvent::Command { .. } => {}
-        }
-    }
-    assert_eq!(core.attempts().count() as u32, report.attempts_started);
-    for (id, info) in core.attempts() {
-        let (broker, span) = report.spans().find(|(_, s)| s.attempt == id).expect("span for every attempt");
-        assert_eq!(broker, info.broker);
-        assert_eq!(span.start, info.started_at, "{id}");
-        assert_eq!(span.end, info.ended_at, "{id}");
-        assert_eq!(span.connected_at, info.connected_at, "{id}");
-        assert_eq!((span.pass, span.hedge, span.partner), (info.pass, info.hedge, info.partner), "{id}");
-        let expected = match span.outcome {
-            SpanOutcome::Won => AttemptState::Won,
-            SpanOutcome::Failed { .. } => AttemptState::Failed,
-            SpanOutcome::Cancelled { .. } => AttemptState::Cancelled,
-            SpanOutcome::InFlight => AttemptState::InFlight,
-        };
-        assert_eq!(info.state, expected, "{id}\n{}", show());
-    }
-}
-
-/// Time only moves forward; the throttle holds; one attempt per broker at a time; nothing
-/// is left in flight at the end.
-fn check_events(events: &[SimEvent], max_in_flight: u32, brokers: usize, show: &dyn Fn() -> String) {
-    let mut last = Instant::ZERO;
-    let mut in_flight = 0u32;
-    let mut per_broker: Vec<u32> = vec![0; brokers];
-    for e in events {
-        assert!(e.at() >= last, "time went backwards at {e:?}");
-        last = e.at();
-        match e {
-            SimEvent::Connect { broker, .. } => {
-                in_flight += 1;
-                per_broker[broker.0 as usize] += 1;
-                assert!(in_flight <= max_in_flight, "throttle exceeded\n{}", show());
-                assert!(per_broker[broker.0 as usize] <= 1, "two attempts on {broker:?} at once\n{}", show());
-            }
-            SimEvent::Cancel { broker, .. } | SimEvent::Done { broker, .. } | SimEvent::Failed { broker, .. } => {
-                in_flight -= 1;
-                per_broker[broker.0 as usize] -= 1;
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(in_flight, 0, "attempts left in flight after the end\n{}", show());
-}
 
 #[test]
 fn healthy_cluster_needs_one_attempt() {
@@ -401,7 +231,7 @@ fn bad_input_is_reported_not_panicked() {
 
     // Metadata no broker can win with: every answer is rejected, the refresh gives up.
     let mut scenario = Scenario::from_behaviors([healthy(1), healthy(1)]);
-    scenario.metadata = Some(crate::Metadata::default());
+    scenario.metadata = Some(stagger::Metadata::default());
     let report = run(&RefreshConfig::adaptive(), &scenario);
     assert!(matches!(report.give_up().map(|e| e.reason), Some(GiveUpReason::AllFailed { .. })));
     assert!(report.spans().all(|(_, s)| matches!(s.outcome, SpanOutcome::Failed { kind: ErrorKind::NoBrokers, .. })));
@@ -435,117 +265,15 @@ fn scenario_serde_defaults_and_addresses() {
     let meta = scenario.metadata();
     assert_eq!(meta.brokers.len(), 2);
     assert!(meta.rejection().is_none());
-    let mut book = crate::BrokerBook::new(scenario.seeds()).unwrap();
+    let mut book = stagger::BrokerBook::new(scenario.seeds()).unwrap();
     book.update_from_metadata(&meta);
     assert_eq!(book.len(), 2, "metadata names the same brokers as the seeds");
 }
 
 #[test]
-fn cluster_coalesces_concurrent_requests() {
-    let scenario = Scenario::from_behaviors([healthy(2), healthy(2), healthy(2)]);
-    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, ms(1)]);
-    assert_eq!(report.error, None);
-    assert_eq!(report.refreshes.len(), 1, "{}", report.render_summary());
-    assert_eq!(report.requests.len(), 2);
-    assert!(report.requests.iter().all(|r| r.epoch == 1));
-    let r = &report.refreshes[0];
-    assert_eq!(r.requests, 2);
-    assert_eq!(r.winner(), Some(BrokerIndex(0)));
-    assert_eq!(r.duration(), Some(ms(3)));
-    assert_eq!(r.stats.map(|s| s.started), Some(1));
-}
-
-#[test]
-fn cluster_prefers_the_previous_winner() {
-    let scenario = Scenario::from_behaviors([BrokerBehavior::Hung, healthy(2), healthy(2)]);
-    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, Duration::from_secs(10)]);
-    assert_eq!(report.error, None);
-    assert_eq!(report.refreshes.len(), 2, "{}", report.render_summary());
-    let (first, second) = (&report.refreshes[0], &report.refreshes[1]);
-    // The hung broker is hedged with two brokers at once (growth Linear(2)).
-    assert_eq!(first.brokers_tried, [BrokerIndex(0), BrokerIndex(1), BrokerIndex(2)]);
-    let winner = first.winner().unwrap();
-    assert_eq!(winner, BrokerIndex(1));
-    assert_eq!(second.brokers_tried, [winner], "{}", report.render_summary());
-    assert_eq!(second.duration(), Some(ms(3)));
-    assert_eq!(second.start, Instant::from_millis(10_000));
-    assert!(report.render_summary().contains("answered 1 request"));
-}
-
-#[test]
-fn cluster_rebootstraps_and_recovers() {
-    // Everything dies after the first refresh: the second fails and falls back to seeds.
-    let dies = BrokerBehavior::DiesAt { at: Duration::from_secs(1), rtt: ms(2) };
-    let scenario = Scenario::from_behaviors([dies.clone(), dies.clone(), dies]);
-    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, Duration::from_secs(2)]);
-    assert_eq!(report.error, None);
-    assert_eq!(report.refreshes.len(), 2, "{}", report.render_summary());
-    assert!(report.refreshes[0].winner().is_some());
-    assert!(matches!(report.refreshes[1].outcome, RefreshOutcome::Failed { .. }));
-    assert_eq!(report.rebootstraps, 1, "{}", report.render_summary());
-}
-
-const CASES: u64 = 400;
-
-/// Random scenarios under random policies: no aborts, every invariant of `check_report`.
-#[test]
-fn random_scenarios_keep_every_invariant() {
-    let mut rng = Rng::new(0x5eed);
-    for case in 0..CASES {
-        let n = 1 + rng.below(6);
-        let brokers = (0..n)
-            .map(|_| {
-                let d = |rng: &mut Rng, max_ms: usize| Duration::from_micros(rng.below(max_ms * 1000) as u64);
-                let behavior = match rng.below(6) {
-                    0 => BrokerBehavior::Healthy { rtt: d(&mut rng, 5) },
-                    1 => {
-                        let (a, b) = (d(&mut rng, 50), d(&mut rng, 50));
-                        BrokerBehavior::Slow { min: a, max: b }
-                    }
-                    2 => BrokerBehavior::Hung,
-                    3 => BrokerBehavior::Refused,
-                    4 => BrokerBehavior::Flaky { p: rng.unit(), rtt: d(&mut rng, 5) },
-                    _ => BrokerBehavior::DiesAt { at: d(&mut rng, 30), rtt: d(&mut rng, 5) },
-                };
-                SimBroker::new(behavior).with_handshake(d(&mut rng, 3))
-            })
-            .collect();
-        let scenario = Scenario::new(brokers).with_seed(case);
-        let (_, mut config) = presets()[rng.below(4)];
-        config.seed = rng.next_u64();
-        if rng.below(2) == 0 {
-            let f = &mut config.fanout;
-            f.max_in_flight = 1 + rng.below(5) as u32;
-            f.initial = 1 + rng.below(f.max_in_flight as usize) as u32;
-            f.growth = if rng.below(2) == 0 {
-                crate::Growth::Linear(1 + rng.below(3) as u32)
-            } else {
-                crate::Growth::Exponential(1.0 + 2.0 * rng.unit())
-            };
-            f.jitter = rng.unit();
-            f.next_on_failure = rng.below(2) == 0;
-            config.retry.retries = rng.below(4) as u32;
-        }
-        if rng.below(3) == 0 {
-            config.attempt_timeout = ms(5 + rng.below(50) as u64);
-            config = with_deadline(config, ms(20 + rng.below(500) as u64));
-        }
-        let report = run_refresh(&config, &scenario);
-        check_report(&config, &report);
-        if case % 8 == 0 {
-            let cluster = ClusterConfig { refresh: config, ..ClusterConfig::default() };
-            let r = run_cluster(&cluster, &scenario, &[Duration::ZERO, ms(1), Duration::from_secs(70)]);
-            assert_eq!(r.error, None, "{}", r.render_summary());
-            assert!(r.refreshes.iter().all(|r| r.end.is_some()), "{}", r.render_summary());
-            check_events(&r.events, config.fanout.max_in_flight, r.lanes.len(), &|| r.render_summary());
-        }
-    }
-}
-
-#[test]
 fn events_name_timer_kinds() {
     let report = run(&RefreshConfig::adaptive(), &example_scenario());
-    assert!(report.events.iter().any(|e| matches!(e, SimEvent::Timer { kind: Some(crate::TimerKind::Stagger), .. })));
+    assert!(report.events.iter().any(|e| matches!(e, SimEvent::Timer { kind: Some(stagger::TimerKind::Stagger), .. })));
     let text: String = serde_json::to_string(&report.events).unwrap();
     assert!(text.contains(r#""type":"timer""#) && text.contains(r#""kind":"stagger""#), "{text}");
 }

@@ -1,4 +1,4 @@
-//! One [`Refresh`](crate::Refresh) against a simulated cluster, in virtual time, and the
+//! One [`Refresh`](stagger::Refresh) against a simulated cluster, in virtual time, and the
 //! [`Report`] it produces: outcome, counters, per-broker lanes, an event log and a trace.
 
 use alloc::string::String;
@@ -8,12 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::world::World;
 use super::{Scenario, SimBroker, SimError, MAX_STEPS, RECORDER};
-use crate::brokers::{BrokerBook, BrokerIndex};
-use crate::config::RefreshConfig;
-use crate::error::{AttemptError, ErrorKind, GiveUpReason, RefreshError};
-use crate::refresh::{AttemptId, CancelReason, Command, RefreshStats, TimerKind};
-use crate::time::Instant;
-use crate::trace::{Recorder, Trace};
+use stagger::trace::{Recorder, Trace};
+use stagger::{
+    AttemptError, AttemptId, BrokerBook, BrokerIndex, CancelReason, Command, ErrorKind, GiveUpReason, Instant,
+    RefreshConfig, RefreshError, RefreshStats, TimerKind,
+};
 
 /// How a simulated refresh ended.
 ///
@@ -192,21 +191,21 @@ pub enum SimEvent {
         error: AttemptError,
     },
     /// A timer fired. `kind` is what the core said it was waiting for (`next_timer()`);
-    /// `None` is a [`Cluster`](crate::Cluster)'s periodic-refresh timer.
+    /// `None` is a [`Cluster`](stagger::Cluster)'s periodic-refresh timer.
     Timer {
         /// When.
         at: Instant,
         /// Which timer.
         kind: Option<TimerKind>,
     },
-    /// The application asked a [`Cluster`](crate::Cluster) for fresh metadata.
+    /// The application asked a [`Cluster`](stagger::Cluster) for fresh metadata.
     Request {
         /// When.
         at: Instant,
         /// The refresh that will answer (a running one, when coalesced).
         epoch: u32,
     },
-    /// A [`Cluster`](crate::Cluster) forgot its discovered brokers and fell back to the seeds.
+    /// A [`Cluster`](stagger::Cluster) forgot its discovered brokers and fell back to the seeds.
     Rebootstrapped {
         /// When.
         at: Instant,
@@ -330,9 +329,9 @@ impl Report {
 /// Runs one refresh with `config` against `scenario` in virtual time and reports it.
 ///
 /// Builds a [`BrokerBook`] from [`Scenario::seeds`] (so `BrokerIndex(i)` is simulated broker
-/// `i`) and a [`Refresh`](crate::Refresh) at [`Instant::ZERO`], then repeatedly advances to
+/// `i`) and a [`Refresh`](stagger::Refresh) at [`Instant::ZERO`], then repeatedly advances to
 /// the earliest of the core's next timer and the next broker event — timers first on a tie,
-/// as [`Refresh::handle_input`](crate::Refresh::handle_input) itself does — until `Done` or
+/// as [`Refresh::handle_input`](stagger::Refresh::handle_input) itself does — until `Done` or
 /// `GiveUp`. A `Cancel` drops the attempt's pending broker events. Never panics: a bad
 /// config or scenario, or more than [`MAX_STEPS`] steps, ends in [`Outcome::Aborted`].
 pub fn run_refresh(config: &RefreshConfig, scenario: &Scenario) -> Report {

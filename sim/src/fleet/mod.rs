@@ -2,7 +2,7 @@
 //!
 //! Why it exists: a single refresh against idle brokers cannot show the cost that matters
 //! most on a big cluster — load. Here `C` clients (default 10,000), each running its own core
-//! [`Cluster`](crate::Cluster) with its own seed, share `B` brokers (default 30). Every
+//! [`Cluster`](stagger::Cluster) with its own seed, share `B` brokers (default 30). Every
 //! broker serves metadata requests one at a time from a FIFO queue, so a burst of requests
 //! raises everyone's latency, and extra (hedged) attempts cost real capacity. The same
 //! machinery runs an **oracle** client that knows which brokers are healthy and asks the
@@ -30,7 +30,7 @@
 //!   and never answers anything (not even ApiVersions); a **dead** one refuses connections.
 //! * **Requests** counted for load are Metadata requests, the expensive ones: an attempt the
 //!   core cancels before its ApiVersions answer never sends one.
-//! * **Clients**: each is a long-lived core [`Cluster`](crate::Cluster) given three seed
+//! * **Clients**: each is a long-lived core [`Cluster`](stagger::Cluster) given three seed
 //!   brokers; it learns the other brokers from metadata. Before the measurement, a calm
 //!   warm-up lets each client refresh [`FleetConfig::warmup_refreshes`] times (one every
 //!   [`FleetConfig::warmup_spacing`] on average), so it holds metadata, a kept connection to
@@ -50,8 +50,8 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{RefreshConfig, Stagger};
-use crate::estimator::WINDOW;
+use stagger::estimator::WINDOW;
+use stagger::{RefreshConfig, Stagger};
 
 pub use engine::WarmFleet;
 pub use render::{render_markdown, render_svg};
@@ -192,7 +192,7 @@ impl FleetScenario {
 // A handful of these exist per run; boxing the config would only make them clumsier to build.
 #[allow(clippy::large_enum_variant)]
 pub enum Strategy {
-    /// Every client runs a core [`Cluster`](crate::Cluster) with this refresh policy.
+    /// Every client runs a core [`Cluster`](stagger::Cluster) with this refresh policy.
     Core {
         /// Name in tables and plots.
         name: String,
@@ -221,7 +221,7 @@ impl Strategy {
     /// The comparison: `sequential`, `all-at-once`, `staggered` (fixed 500 ms),
     /// `adaptive` (the default) and the `oracle`.
     ///
-    /// `all-at-once` runs with its hedge budget lifted: under a [`Cluster`](crate::Cluster)
+    /// `all-at-once` runs with its hedge budget lifted: under a [`Cluster`](stagger::Cluster)
     /// the default budget would otherwise cut it down to one attempt plus whatever tokens
     /// are left, which is neither what the preset means nor a useful reference point for
     /// "ask every broker at once".

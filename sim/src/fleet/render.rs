@@ -10,7 +10,7 @@ use core::fmt::Write as _;
 use super::math::log10;
 use super::stats::fmt_ms;
 use super::{FleetReport, FleetScenario, ScenarioResult};
-use crate::time::duration_micros;
+use stagger::time::duration_micros;
 
 fn dur(d: core::time::Duration) -> String {
     fmt_ms(Some(duration_micros(d) as f64 / 1000.0))
@@ -33,7 +33,7 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          once, at a random time within {} ({} in the failover storm). `all-at-once` runs with its \
          hedge budget lifted (otherwise a `Cluster` would cut it down to 1 + tokens attempts); the \
          oracle knows which brokers are healthy and sends one request to the one whose queue \
-         empties first. Full model: `src/sim/fleet/mod.rs`.\n",
+         empties first. Full model: `sim/src/fleet/mod.rs`.\n",
         c.clients,
         c.brokers,
         c.seed,

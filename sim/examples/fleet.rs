@@ -1,7 +1,7 @@
 //! The fleet simulation: 10,000 clients on one 30-broker cluster, every preset and an oracle,
 //! four scenarios; writes `fleet.json`, `fleet.md` and `fleet.svg`.
 //!
-//! Run: `cargo run --release --example fleet -- --out docs/performance`
+//! Run: `cargo run --release -p stagger-sim --example fleet -- --out docs/performance`
 //!
 //! Options: `--out DIR` (default `docs/performance`), `--clients N`, `--brokers N`,
 //! `--seed N`, `--threads N` (default: available cores), `--rtt-ms X` and `--service-ms X`
@@ -9,21 +9,21 @@
 //! `--sweep` (instead: the tuning sweep of the adaptive knobs, about ten minutes; writes
 //! `tuning.md` and `tuning.json`).
 //!
-//! Everything is virtual time in the core's simulator; threads only run independent
+//! Everything is virtual time in the simulator; threads only run independent
 //! (strategy) jobs side by side, so the output does not depend on them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use stagger::sim::fleet::{
+use stagger::{Adaptive, Growth, RefreshConfig, Stagger};
+use stagger_sim::fleet::{
     check_targets, render_markdown, render_svg, scenario_major, FleetConfig, FleetReport, FleetScenario,
     ScenarioResult, Strategy, WarmFleet,
 };
-use stagger::{Adaptive, Growth, RefreshConfig, Stagger};
 
-const COMMAND: &str = "cargo run --release --example fleet -- --out docs/performance";
-const SWEEP_COMMAND: &str = "cargo run --release --example fleet -- --sweep --out docs/performance";
+const COMMAND: &str = "cargo run --release -p stagger-sim --example fleet -- --out docs/performance";
+const SWEEP_COMMAND: &str = "cargo run --release -p stagger-sim --example fleet -- --sweep --out docs/performance";
 
 struct Args {
     out: PathBuf,

@@ -11,11 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::render::fmt_instant;
 use super::world::World;
 use super::{Lane, Scenario, SimError, SimEvent, MAX_STEPS};
-use crate::brokers::{BrokerBook, BrokerIndex};
-use crate::cluster::{Cluster, ClusterConfig, ClusterEvent};
-use crate::error::RefreshError;
-use crate::refresh::{AttemptId, RefreshStats};
-use crate::time::Instant;
+use stagger::{
+    AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Instant, RefreshError, RefreshStats,
+};
 
 /// One call of [`Cluster::request_refresh`] and the refresh that answers it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! The simulated brokers' side of the wire: what each `Connect` turns into, when, and which
-//! pending answers a `Cancel` drops. Shared by the [`Refresh`](crate::Refresh) and
-//! [`Cluster`](crate::Cluster) drivers so both see identical broker behaviour.
+//! pending answers a `Cancel` drops. Shared by the [`Refresh`](stagger::Refresh) and
+//! [`Cluster`](stagger::Cluster) drivers so both see identical broker behaviour.
 
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
@@ -8,12 +8,9 @@ use alloc::vec::Vec;
 
 use super::refresh_sim::{Lane, SimEvent, Span, SpanOutcome};
 use super::{BrokerBehavior, Scenario};
-use crate::brokers::{BrokerBook, BrokerIndex};
-use crate::error::{AttemptError, ErrorKind};
-use crate::metadata::Metadata;
-use crate::refresh::{AttemptId, CancelReason, Input};
-use crate::rng::Rng;
-use crate::time::Instant;
+use stagger::{
+    AttemptError, AttemptId, BrokerBook, BrokerIndex, CancelReason, ErrorKind, Input, Instant, Metadata, Rng,
+};
 
 /// What a broker will report about an attempt, once its time comes.
 #[derive(Clone, Debug)]
@@ -146,7 +143,7 @@ impl<'a> World<'a> {
             }
             BrokerBehavior::Slow { min, max } => {
                 let (lo, hi) = if min <= max { (*min, *max) } else { (*max, *min) };
-                let delay = lo + crate::time::scale(hi - lo, rng.unit());
+                let delay = lo + stagger::time::scale(hi - lo, rng.unit());
                 push(connected, Pending::Connected);
                 answer_then(&mut push, connected.saturating_add(delay));
                 push(connected.saturating_add(delay), Pending::Response);
@@ -255,7 +252,7 @@ impl<'a> World<'a> {
     }
 
     /// Copies what the core knows about an attempt (pass, hedge, partner) into its span.
-    pub(super) fn annotate(&mut self, attempt: AttemptId, info: &crate::refresh::AttemptInfo) {
+    pub(super) fn annotate(&mut self, attempt: AttemptId, info: &stagger::AttemptInfo) {
         if let Some(span) = self.span_mut(attempt) {
             span.pass = info.pass;
             span.hedge = info.hedge;

@@ -1,6 +1,6 @@
 //! A seeded, virtual-time simulator: a pretend Kafka cluster whose brokers are healthy, slow,
-//! hung, refused, flaky or dying, driving the real [`Refresh`](crate::Refresh) and
-//! [`Cluster`](crate::Cluster) state machines.
+//! hung, refused, flaky or dying, driving the real [`Refresh`](stagger::Refresh) and
+//! [`Cluster`](stagger::Cluster) state machines.
 //!
 //! Why it exists: the core is sans-IO, so the exact code that runs against real brokers can
 //! be run here against simulated ones, thousands of times a second, with no sockets, no
@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use core::time::Duration;
-//! use stagger::sim::{run_refresh, BrokerBehavior, Scenario};
+//! use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 //! use stagger::RefreshConfig;
 //!
 //! let scenario = Scenario::from_behaviors([
@@ -22,8 +22,18 @@
 //! assert_eq!(report.winner().map(|b| b.0), Some(1));
 //! println!("{}", report.render_timeline());
 //! ```
+//!
+//! Why a crate of its own: the core is the state machine and what an adapter needs; the
+//! simulator is a laboratory built on the core's public API, as an adapter is. It stays
+//! `no_std` + `alloc` (the web demo runs it in wasm); feature `fleet` (default) adds the
+//! `fleet` laboratory behind `docs/performance/`.
+#![no_std]
+#![warn(missing_docs)]
+
+extern crate alloc;
 
 mod cluster_sim;
+#[cfg(feature = "fleet")]
 pub mod fleet;
 mod refresh_sim;
 mod render;
@@ -37,10 +47,8 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-use crate::brokers::numbered_seeds;
-use crate::error::ConfigError;
-use crate::metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
-use crate::time::Instant;
+use stagger::brokers::numbered_seeds;
+use stagger::{BrokerMetadata, ConfigError, Instant, Metadata, PartitionMetadata, TopicMetadata};
 
 pub use cluster_sim::{run_cluster, ClusterReport, RefreshOutcome, RefreshRecord, RequestRecord};
 pub use refresh_sim::{run_refresh, Lane, Outcome, Report, SimEvent, Span, SpanOutcome};
@@ -78,10 +86,10 @@ pub enum BrokerBehavior {
     },
     /// Accepts the connection after the handshake, then never answers (a stuck broker).
     Hung,
-    /// Refuses the connection after about one handshake time ([`ErrorKind::Refused`](crate::ErrorKind)).
+    /// Refuses the connection after about one handshake time ([`ErrorKind::Refused`](stagger::ErrorKind)).
     Refused,
     /// Accepts the connection; with probability `p` closes it after `rtt`
-    /// ([`ErrorKind::Closed`](crate::ErrorKind)), otherwise answers after `rtt`.
+    /// ([`ErrorKind::Closed`](stagger::ErrorKind)), otherwise answers after `rtt`.
     Flaky {
         /// Probability of failing, in `[0, 1]`.
         p: f64,
@@ -197,7 +205,7 @@ impl Scenario {
     }
 
     /// The seed broker addresses a client is given: `broker-0:9092`, `broker-1:9092`, ….
-    /// In a fresh [`BrokerBook`](crate::BrokerBook) built from them, `BrokerIndex(i)` is
+    /// In a fresh [`BrokerBook`](stagger::BrokerBook) built from them, `BrokerIndex(i)` is
     /// simulated broker `i`.
     pub fn seeds(&self) -> Vec<String> {
         numbered_seeds(self.brokers.len())
@@ -213,7 +221,7 @@ impl Scenario {
 
     /// Which simulated broker listens on `address` (`broker-i:9092`), if any.
     ///
-    /// Why by address and not by index: a long-lived [`Cluster`](crate::Cluster) adds the
+    /// Why by address and not by index: a long-lived [`Cluster`](stagger::Cluster) adds the
     /// brokers metadata lists to its book, so only the address is stable across refreshes.
     pub fn broker_for_address(&self, address: &str) -> Option<usize> {
         let i: usize = address.strip_prefix("broker-")?.strip_suffix(":9092")?.parse().ok()?;
@@ -226,7 +234,7 @@ impl Scenario {
     /// with replicas spread over the brokers.
     ///
     /// Why these: the brokers must match the seeds so that
-    /// [`BrokerBook::update_from_metadata`](crate::BrokerBook::update_from_metadata) finds
+    /// [`BrokerBook::update_from_metadata`](stagger::BrokerBook::update_from_metadata) finds
     /// the same entries, and a couple of topics make the answer look like a real one.
     pub fn standard_metadata(n: usize) -> Metadata {
         let brokers = (0..n)

@@ -7,9 +7,8 @@ use core::fmt::Write as _;
 use core::time::Duration;
 
 use super::refresh_sim::{Lane, Outcome, Report, Span, SpanOutcome};
-use crate::error::{ErrorKind, GiveUpReason};
-use crate::refresh::CancelReason;
-use crate::time::{duration_micros, Instant};
+use stagger::time::duration_micros;
+use stagger::{CancelReason, ErrorKind, GiveUpReason, Instant};
 
 /// Dots drawn across the whole run; each span segment gets its share (at least one).
 const DOTS: u64 = 24;

@@ -1,0 +1,347 @@
+//! The event loop: pops timed events in order and carries out each client's `Connect` and
+//! `Cancel` against the simulated brokers, feeding the results back as an adapter would.
+
+use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Tally, MAX_EVENTS};
+use crate::fleet::math;
+use stagger::{AttemptError, AttemptId, ClusterEvent, ErrorKind, Input, Instant, Rng};
+
+impl Engine {
+    pub(super) fn push(&mut self, at: u64, ev: Ev) {
+        self.heap.push(Entry { at, seq: self.seq, ev });
+        self.seq += 1;
+    }
+
+    /// The next attempt's round trip (`rtt · [0.8, 1.2]`) and service time (exponential,
+    /// mean `service_time`).
+    ///
+    /// During a measurement the `k`-th attempt of client `i` draws from a stream of its own
+    /// (common random numbers): under every strategy, client `i`'s first attempt meets the
+    /// same network and the same broker work, so strategies differ only by what they do.
+    fn draw(&mut self, ci: usize) -> Draw {
+        let c = &mut self.clients[ci];
+        let mut own;
+        let rng = if self.tally.is_some() && c.measured.is_some() {
+            own = Rng::new(mix(mix(self.seed, 0xC0 + ci as u64), c.draws as u64));
+            c.draws += 1;
+            &mut own
+        } else {
+            &mut self.rng
+        };
+        let rtt = (self.rtt_us * (0.8 + 0.4 * rng.unit())) as u64;
+        let service = -math::ln(1.0 - rng.unit()) * self.service_us;
+        Draw { rtt: rtt.clamp(1, u32::MAX as u64) as u32, service: (service as u64).min(u32::MAX as u64) as u32 }
+    }
+
+    pub(super) fn run(&mut self) {
+        while let Some(Entry { at, ev, .. }) = self.heap.pop() {
+            self.events += 1;
+            if self.events > MAX_EVENTS {
+                self.overflow = true;
+                return;
+            }
+            self.now = self.now.max(at);
+            let now = self.now;
+            match ev {
+                Ev::Request { client, measured } => self.on_request(client as usize, measured),
+                Ev::Timer { client, gen } => {
+                    let c = &mut self.clients[client as usize];
+                    if c.timer_gen == gen {
+                        c.timer_at = None;
+                        if let Some(cluster) = &mut c.cluster {
+                            cluster.handle_timeout(Instant::from_micros(now));
+                        }
+                        self.drain(client as usize);
+                    }
+                }
+                Ev::Connected { client, attempt, broker, draw } => {
+                    self.on_connected(client as usize, attempt, broker, draw)
+                }
+                Ev::ApiArrive { client, attempt, broker, draw } => {
+                    // ApiVersions is cheap but waits in the same queue as everything else;
+                    // a hung broker never answers it.
+                    let api = (self.service_us / 20.0) as u32;
+                    if let Some(done) = self.serve(broker as usize, api) {
+                        let at = done + (draw.rtt / 2) as u64;
+                        self.push(at, Ev::ApiAnswer { client, attempt, broker, draw });
+                    }
+                }
+                Ev::ApiAnswer { client, attempt, broker, draw } => {
+                    // The Metadata request goes out only if the attempt is still wanted.
+                    let ci = client as usize;
+                    if self.is_live(ci, attempt) {
+                        if self.is_measured(ci, attempt) {
+                            self.tally_mut(|t| t.requests_sent += 1);
+                        }
+                        self.push(now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
+                        if self.clients[ci].cluster.is_some() {
+                            self.deliver(ci, Input::Answered { attempt });
+                        }
+                    }
+                }
+                Ev::MetaArrive { client, attempt, broker, draw } => {
+                    let b = broker as usize;
+                    if let Some(t) = &mut self.tally {
+                        t.arrivals[b].push(now.saturating_sub(t.t0).min(u32::MAX as u64) as u32);
+                    }
+                    if let Some(done) = self.serve(b, draw.service) {
+                        self.push(done + (draw.rtt / 2) as u64, Ev::Response { client, attempt });
+                    }
+                }
+                Ev::Response { client, attempt } => {
+                    let ci = client as usize;
+                    if self.clients[ci].cluster.is_none() {
+                        self.finish_measured(ci, true);
+                    } else if self.take_live(ci, attempt) {
+                        let input = Input::Response { attempt, metadata: self.metadata.clone() };
+                        self.deliver(ci, input);
+                    }
+                }
+                Ev::Refused { client, attempt } => {
+                    let ci = client as usize;
+                    let counted = self.is_measured(ci, attempt);
+                    if self.take_live(ci, attempt) {
+                        if counted {
+                            self.tally_mut(|t| t.refused += 1);
+                        }
+                        let error = AttemptError::with_detail(ErrorKind::Refused, "simulated: broker is down");
+                        self.deliver(ci, Input::Failed { attempt, error });
+                    } else if counted {
+                        self.tally_mut(|t| t.cancelled_before_handshake += 1);
+                    }
+                }
+            }
+        }
+    }
+
+    fn tally_mut(&mut self, f: impl FnOnce(&mut Tally)) {
+        if let Some(t) = &mut self.tally {
+            f(t);
+        }
+    }
+
+    /// Whether `attempt` belongs to client `ci`'s measured refresh (during a measurement).
+    fn is_measured(&self, ci: usize, attempt: AttemptId) -> bool {
+        let c = &self.clients[ci];
+        self.tally.is_some() && c.measured.is_some_and(|m| c.cluster.is_none() || m.epoch == attempt.epoch())
+    }
+
+    /// Whether the client still wants `attempt` (an oracle client always does).
+    fn is_live(&self, ci: usize, attempt: AttemptId) -> bool {
+        let c = &self.clients[ci];
+        c.cluster.is_none() || c.live.contains(&attempt)
+    }
+
+    fn take_live(&mut self, ci: usize, attempt: AttemptId) -> bool {
+        let c = &mut self.clients[ci];
+        if c.cluster.is_none() {
+            return true;
+        }
+        match c.live.iter().position(|&a| a == attempt) {
+            Some(i) => {
+                c.live.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn on_request(&mut self, ci: usize, measured: bool) {
+        let now = self.now;
+        if !measured {
+            let c = &mut self.clients[ci];
+            if c.warm_left > 0 {
+                c.warm_left -= 1;
+            }
+            if c.warm_left > 0 {
+                let gap = (self.warm_spacing_us as f64 * (0.5 + self.rng.unit())) as u64;
+                self.push(now + gap.max(1), Ev::Request { client: ci as u32, measured: false });
+            }
+        }
+        let c = &mut self.clients[ci];
+        match &mut c.cluster {
+            Some(cluster) => {
+                let epoch = cluster.request_refresh(Instant::from_micros(now));
+                if measured {
+                    c.measured = Some(Measured { requested_at: now, epoch, done: false });
+                }
+                self.drain(ci);
+            }
+            None => {
+                if !measured {
+                    return;
+                }
+                c.measured = Some(Measured { requested_at: now, epoch: 0, done: false });
+                self.tally_mut(|t| t.attempts += 1);
+                let draw = self.draw(ci);
+                match self.least_loaded(draw) {
+                    Some(b) => {
+                        let ev = Ev::Connected { client: ci as u32, attempt: AttemptId(0), broker: b as u16, draw };
+                        self.push(now + draw.rtt as u64, ev);
+                    }
+                    None => self.finish_measured(ci, false),
+                }
+            }
+        }
+    }
+
+    /// The oracle's pick: the healthy broker whose queue empties first, counting the work
+    /// of requests already sent to it but still on the wire (without that, every oracle
+    /// client asking within one round trip would herd onto the same idle broker). Ties are
+    /// broken from a random starting point so equal brokers share the load.
+    fn least_loaded(&mut self, draw: Draw) -> Option<usize> {
+        let n = self.brokers.len();
+        let start = self.rng.below(n);
+        let now = self.now;
+        let mut best: Option<(u64, usize)> = None;
+        for k in 0..n {
+            let b = (start + k) % n;
+            let broker = &self.brokers[b];
+            if broker.mode != Mode::Healthy {
+                continue;
+            }
+            let free = broker.free_at.max(broker.promised_until).max(now);
+            if best.is_none_or(|(f, _)| free < f) {
+                best = Some((free, b));
+            }
+        }
+        let (free, b) = best?;
+        let work = draw.service as u64 + (self.service_us / 20.0) as u64;
+        self.brokers[b].promised_until = free + work;
+        Some(b)
+    }
+
+    /// A request taking `service` µs joins broker `b`'s queue now. Returns when it is
+    /// served (`None` for a broker that never answers).
+    fn serve(&mut self, b: usize, service: u32) -> Option<u64> {
+        let now = self.now;
+        let broker = &mut self.brokers[b];
+        match broker.mode {
+            Mode::Healthy => {
+                let done = broker.free_at.max(now) + service as u64;
+                broker.free_at = done;
+                Some(done)
+            }
+            Mode::Hung | Mode::Dead => None,
+        }
+    }
+
+    fn on_connected(&mut self, ci: usize, attempt: AttemptId, broker: u16, draw: Draw) {
+        let counted = self.is_measured(ci, attempt);
+        if !self.is_live(ci, attempt) {
+            if counted {
+                self.tally_mut(|t| t.cancelled_before_handshake += 1);
+            }
+            return;
+        }
+        if counted {
+            self.tally_mut(|t| t.reached += 1);
+        }
+        let at = self.now + (draw.rtt / 2) as u64;
+        self.push(at, Ev::ApiArrive { client: ci as u32, attempt, broker, draw });
+        if self.clients[ci].cluster.is_some() {
+            self.deliver(ci, Input::Connected { attempt });
+        }
+    }
+
+    fn deliver(&mut self, ci: usize, input: Input) {
+        if let Some(cluster) = &mut self.clients[ci].cluster {
+            cluster.handle_input(Instant::from_micros(self.now), input);
+        }
+        self.drain(ci);
+    }
+
+    /// Carries out everything client `ci`'s core has queued, then re-arms its timer.
+    fn drain(&mut self, ci: usize) {
+        let mut scratch = core::mem::take(&mut self.scratch);
+        if let Some(cluster) = &mut self.clients[ci].cluster {
+            while let Some(event) = cluster.poll_event() {
+                scratch.push(event);
+            }
+        }
+        for event in scratch.drain(..) {
+            self.on_event(ci, event);
+        }
+        self.scratch = scratch;
+        self.rearm(ci);
+    }
+
+    fn on_event(&mut self, ci: usize, event: ClusterEvent) {
+        let now = self.now;
+        match event {
+            ClusterEvent::Connect { attempt, broker } => {
+                let target = self.clients[ci].cluster.as_ref().and_then(|c| broker_of(c.book().address(broker)));
+                self.clients[ci].live.push(attempt);
+                if self.is_measured(ci, attempt) {
+                    self.tally_mut(|t| t.attempts += 1);
+                }
+                let draw = self.draw(ci);
+                let at = now + draw.rtt as u64;
+                match target {
+                    Some(b) if b < self.brokers.len() && self.brokers[b].mode != Mode::Dead => {
+                        self.push(at, Ev::Connected { client: ci as u32, attempt, broker: b as u16, draw });
+                    }
+                    _ => self.push(at, Ev::Refused { client: ci as u32, attempt }),
+                }
+            }
+            ClusterEvent::Cancel { attempt, .. } => {
+                self.take_live(ci, attempt);
+            }
+            ClusterEvent::Refreshed { epoch, stats, .. } => {
+                if self.clients[ci].measured.is_some_and(|m| m.epoch == epoch && !m.done) {
+                    self.tally_mut(|t| {
+                        t.hedges += stats.hedges as u64;
+                        t.core_started += stats.started as u64;
+                    });
+                    self.finish_measured(ci, true);
+                }
+            }
+            ClusterEvent::RefreshFailed { epoch, .. } => {
+                if self.clients[ci].measured.is_some_and(|m| m.epoch == epoch && !m.done) {
+                    self.finish_measured(ci, false);
+                }
+            }
+            ClusterEvent::Rebootstrapped => {}
+        }
+    }
+
+    fn finish_measured(&mut self, ci: usize, ok: bool) {
+        let now = self.now;
+        let Some(m) = &mut self.clients[ci].measured else { return };
+        if m.done || self.tally.is_none() {
+            return;
+        }
+        m.done = true;
+        let took = now.saturating_sub(m.requested_at);
+        self.tally_mut(|t| {
+            t.outstanding = t.outstanding.saturating_sub(1);
+            if ok {
+                t.times.push(took);
+            } else {
+                t.failed += 1;
+                t.times.push(u64::MAX);
+            }
+        });
+    }
+
+    fn rearm(&mut self, ci: usize) {
+        let horizon = self.horizon;
+        let now = self.now;
+        let c = &mut self.clients[ci];
+        let Some(cluster) = &c.cluster else { return };
+        match cluster.poll_timeout().map(Instant::as_micros) {
+            Some(t) if t <= horizon => {
+                if c.timer_at != Some(t) {
+                    c.timer_gen = c.timer_gen.wrapping_add(1);
+                    c.timer_at = Some(t);
+                    let gen = c.timer_gen;
+                    self.push(t.max(now), Ev::Timer { client: ci as u32, gen });
+                }
+            }
+            _ => {
+                if c.timer_at.take().is_some() {
+                    c.timer_gen = c.timer_gen.wrapping_add(1);
+                }
+            }
+        }
+    }
+}

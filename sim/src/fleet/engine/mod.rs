@@ -1,0 +1,191 @@
+//! The fleet's event loop: one priority queue of timed events for every client and broker.
+//!
+//! Why one queue: clients interact only through the brokers' queues, so a single totally
+//! ordered stream of events (time, then insertion order) is both the simplest faithful model
+//! and deterministic. Each client is a real [`Cluster`]; the engine carries out its
+//! `Connect`/`Cancel` events against simulated brokers and feeds the results back, exactly as
+//! an adapter would.
+//!
+//! By concern: this file holds the engine's state; [`warm`] builds and warms a fleet and
+//! turns a measured run into a [`ScenarioResult`](super::ScenarioResult); [`events`] is the
+//! event loop that moves clients and brokers through time.
+
+use alloc::collections::BinaryHeap;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+use core::time::Duration;
+
+mod events;
+mod warm;
+
+use super::FleetConfig;
+use crate::Scenario;
+use stagger::{AttemptId, Cluster, ClusterEvent, Metadata, Rng};
+
+/// Upper bound on events one phase may process: a core livelock must end the run, not hang it.
+const MAX_EVENTS: u64 = 400_000_000;
+
+/// Periodic refreshes are switched off (well, pushed a day away): the simulation asks for
+/// every refresh itself, so what is measured is exactly the scenario's requests.
+const REFRESH_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Healthy,
+    Hung,
+    Dead,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Broker {
+    mode: Mode,
+    /// When the broker finishes the last request queued so far (µs).
+    free_at: u64,
+    /// When it would finish if every request the oracle has sent it, including those
+    /// still on the wire, were queued already: what the all-knowing oracle balances on.
+    promised_until: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    /// The application asks client `client` for fresh metadata.
+    Request { client: u32, measured: bool },
+    /// The client's core asked to be woken now (stale unless `gen` is current).
+    Timer { client: u32, gen: u32 },
+    /// The TCP handshake of `attempt` completed; the client sends ApiVersions.
+    Connected { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// The ApiVersions request reaches the broker.
+    ApiArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// The ApiVersions answer reaches the client, which sends the Metadata request.
+    ApiAnswer { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// The Metadata request reaches the broker.
+    MetaArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// The broker's metadata answer reaches the client.
+    Response { client: u32, attempt: AttemptId },
+    /// The broker refused `attempt`'s connection.
+    Refused { client: u32, attempt: AttemptId },
+}
+
+/// The random parts of one attempt: its connection's round trip and the broker time its
+/// request takes (both µs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Draw {
+    rtt: u32,
+    service: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    at: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    /// Reversed, so `BinaryHeap` (a max-heap) pops the earliest event first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Measured {
+    requested_at: u64,
+    epoch: u32,
+    done: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Client {
+    /// `None` for an oracle client.
+    cluster: Option<Cluster>,
+    /// Attempts started and neither cancelled nor answered.
+    live: Vec<AttemptId>,
+    timer_at: Option<u64>,
+    timer_gen: u32,
+    warm_left: u32,
+    measured: Option<Measured>,
+    /// Attempts drawn so far in the measurement (picks each attempt's random stream).
+    draws: u32,
+}
+
+/// Counters of the measurement phase.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    t0: u64,
+    arrivals: Vec<Vec<u32>>,
+    attempts: u64,
+    reached: u64,
+    requests_sent: u64,
+    refused: u64,
+    cancelled_before_handshake: u64,
+    hedges: u64,
+    core_started: u64,
+    times: Vec<u64>,
+    failed: u32,
+    outstanding: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Engine {
+    brokers: Vec<Broker>,
+    clients: Vec<Client>,
+    heap: BinaryHeap<Entry>,
+    seq: u64,
+    rng: Rng,
+    seed: u64,
+    metadata: Metadata,
+    now: u64,
+    horizon: u64,
+    rtt_us: f64,
+    service_us: f64,
+    warm_spacing_us: u64,
+    tally: Option<Tally>,
+    scratch: Vec<ClusterEvent>,
+    events: u64,
+    overflow: bool,
+}
+
+/// A fleet after its calm warm-up, ready to run scenarios.
+///
+/// Why separate from running: the warm-up (up to 64 refreshes per client) costs more than a
+/// scenario, and every scenario starts from the same warmed state, so one warm-up per
+/// strategy serves all four scenarios (each run works on a copy).
+#[derive(Clone, Debug)]
+pub struct WarmFleet {
+    config: FleetConfig,
+    strategy_name: alloc::string::String,
+    engine: Engine,
+}
+
+/// Mixes a seed with a stream number (SplitMix64's finaliser), for independent streams.
+fn mix(seed: u64, stream: u64) -> u64 {
+    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// What every healthy broker answers: the standard simulated cluster's brokers, no topics.
+///
+/// Why no topics: a client learns brokers from metadata, which is all the fleet measures;
+/// topic lists would only add allocations to each of the millions of simulated answers.
+fn fleet_metadata(brokers: usize) -> Metadata {
+    Metadata { topics: Vec::new(), ..Scenario::standard_metadata(brokers) }
+}
+
+/// `broker-i:9092` → `i` (the simulated cluster's addresses), without allocating.
+fn broker_of(address: &str) -> Option<usize> {
+    address.strip_prefix("broker-")?.strip_suffix(":9092")?.parse().ok()
+}

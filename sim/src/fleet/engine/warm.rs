@@ -1,0 +1,210 @@
+//! Building a fleet, its calm warm-up, and one measured scenario run on a copy of it.
+
+use alloc::collections::BinaryHeap;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::{broker_of, fleet_metadata, mix, Broker, Client, Engine, Ev, Mode, Tally, WarmFleet, REFRESH_INTERVAL};
+use crate::fleet::stats::{cdf_points, peak_in_window, Percentiles};
+use crate::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy};
+use stagger::brokers::numbered_seeds;
+use stagger::time::duration_micros;
+use stagger::{BrokerBook, Cluster, ClusterConfig, Instant, Rng};
+
+impl WarmFleet {
+    /// Builds `config.clients` clients running `strategy` and lets each refresh
+    /// [`FleetConfig::warmup_for`] times against a calm, healthy cluster.
+    pub fn new(config: &FleetConfig, strategy: &Strategy) -> Self {
+        let brokers = config.brokers.clamp(1, u16::MAX as u32) as usize;
+        let addresses = numbered_seeds(brokers);
+        let warmup = config.warmup_for(strategy);
+        let mut clients = Vec::with_capacity(config.clients as usize);
+        for i in 0..config.clients as usize {
+            let cluster = match strategy {
+                Strategy::Oracle => None,
+                Strategy::Core { refresh, .. } => {
+                    // Three seed brokers per client, rotating, as a config management tool
+                    // would hand out; the rest are learned from metadata.
+                    let seeds = (0..3.min(brokers)).map(|k| addresses[(i + k) % brokers].as_str());
+                    let book = BrokerBook::new(seeds).ok();
+                    let cfg = ClusterConfig {
+                        refresh: refresh.with_seed(mix(config.seed, 1 + i as u64)),
+                        refresh_interval: REFRESH_INTERVAL,
+                        rebootstrap: true,
+                    };
+                    book.and_then(|b| Cluster::new(cfg, b, Instant::ZERO).ok())
+                }
+            };
+            clients.push(Client {
+                cluster,
+                live: Vec::with_capacity(4),
+                timer_at: None,
+                timer_gen: 0,
+                warm_left: warmup,
+                measured: None,
+                draws: 0,
+            });
+        }
+        let mut engine = Engine {
+            brokers: alloc::vec![Broker { mode: Mode::Healthy, free_at: 0, promised_until: 0 }; brokers],
+            clients,
+            heap: BinaryHeap::with_capacity(config.clients as usize * 2),
+            seq: 0,
+            rng: Rng::new(mix(config.seed, 0xB0)),
+            seed: config.seed,
+            metadata: fleet_metadata(brokers),
+            now: 0,
+            horizon: 0,
+            rtt_us: duration_micros(config.rtt) as f64,
+            service_us: duration_micros(config.service_time) as f64,
+            warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
+            tally: None,
+            scratch: Vec::with_capacity(16),
+            events: 0,
+            overflow: false,
+        };
+        // The warm-up schedule comes from its own stream, so it is the same for every
+        // strategy: strategies differ only in what their clients do.
+        let mut schedule = Rng::new(mix(config.seed, 0x5C));
+        let spacing = engine.warm_spacing_us;
+        if warmup > 0 && matches!(strategy, Strategy::Core { .. }) {
+            for i in 0..engine.clients.len() {
+                let at = (schedule.unit() * spacing as f64) as u64;
+                engine.push(at, Ev::Request { client: i as u32, measured: false });
+            }
+        }
+        engine.horizon =
+            spacing.saturating_mul(warmup as u64 + 2).saturating_add(duration_micros(Duration::from_secs(3600)));
+        engine.run();
+        engine.heap.clear();
+        for c in &mut engine.clients {
+            c.timer_at = None;
+            c.timer_gen = c.timer_gen.wrapping_add(1);
+        }
+        WarmFleet { config: config.clone(), strategy_name: strategy.name().into(), engine }
+    }
+
+    /// Runs `scenario` on a copy of the warmed fleet and reports it.
+    pub fn run(&self, scenario: FleetScenario) -> ScenarioResult {
+        let config = &self.config;
+        let mut e = self.engine.clone();
+        let n_brokers = e.brokers.len();
+        let t0 = e.now.saturating_add(duration_micros(config.settle));
+        // Which brokers fail, and when clients ask, come from a stream of their own: the
+        // same for every strategy, so strategies face exactly the same incident.
+        let mut schedule = Rng::new(mix(config.seed, 0x100 + scenario as u64));
+        let mut order: Vec<usize> = (0..n_brokers).collect();
+        schedule.shuffle(&mut order);
+        let (failing, mode) = match scenario {
+            FleetScenario::Healthy => (0, Mode::Healthy),
+            FleetScenario::OneHung => (1, Mode::Hung),
+            FleetScenario::ThirdHung => ((n_brokers / 3).max(1), Mode::Hung),
+            FleetScenario::FailoverStorm => (1, Mode::Dead),
+        };
+        for &b in order.iter().take(failing.min(n_brokers.saturating_sub(1))) {
+            e.brokers[b].mode = mode;
+        }
+        if mode == Mode::Dead {
+            // The dead broker's kept connections close: their clients learn of it at once.
+            let dead: Vec<usize> = (0..n_brokers).filter(|&b| e.brokers[b].mode == Mode::Dead).collect();
+            for c in &mut e.clients {
+                if let Some(cluster) = &mut c.cluster {
+                    let closed: Vec<_> = cluster
+                        .book()
+                        .iter()
+                        .filter(|(_, entry)| {
+                            entry.connected && broker_of(&entry.address).is_some_and(|b| dead.contains(&b))
+                        })
+                        .map(|(i, _)| i)
+                        .collect();
+                    for i in closed {
+                        cluster.connection_closed(i);
+                    }
+                }
+            }
+        }
+        let window = match scenario {
+            FleetScenario::FailoverStorm => config.storm_window,
+            _ => config.request_window,
+        };
+        let window_us = duration_micros(window) as f64;
+        for i in 0..e.clients.len() {
+            let at = t0 + (schedule.unit() * window_us) as u64;
+            e.push(at, Ev::Request { client: i as u32, measured: true });
+        }
+        e.tally = Some(Tally {
+            t0,
+            arrivals: alloc::vec![Vec::new(); n_brokers],
+            outstanding: e.clients.len() as u32,
+            ..Tally::default()
+        });
+        e.horizon = t0.saturating_add(duration_micros(Duration::from_secs(3600)));
+        e.run();
+        let overflow = e.overflow;
+        let tally = e.tally.take().unwrap_or_default();
+        result(config, scenario, &self.strategy_name, tally, overflow)
+    }
+
+    /// The config this fleet was built with.
+    pub fn config(&self) -> &FleetConfig {
+        &self.config
+    }
+
+    /// Whole hedge tokens each client holds after the warm-up (for reports and tests).
+    pub fn hedge_tokens(&self) -> Vec<u32> {
+        self.engine.clients.iter().filter_map(|c| c.cluster.as_ref().map(Cluster::hedge_tokens)).collect()
+    }
+
+    /// Each client's core view after the warm-up (`None` for oracle clients): tests inspect
+    /// estimators, books and budgets through it.
+    pub fn clusters(&self) -> impl Iterator<Item = Option<&Cluster>> {
+        self.engine.clients.iter().map(|c| c.cluster.as_ref())
+    }
+}
+
+fn result(
+    config: &FleetConfig,
+    scenario: FleetScenario,
+    strategy: &str,
+    mut tally: Tally,
+    overflow: bool,
+) -> ScenarioResult {
+    // Refreshes that never finished (only after an event overflow) count as failed.
+    let unfinished = if overflow { tally.outstanding } else { 0 };
+    for _ in 0..unfinished {
+        tally.times.push(u64::MAX);
+    }
+    tally.times.sort_unstable();
+    let refreshes = tally.times.len() as u32;
+    let per = |x: u64| if refreshes == 0 { 0.0 } else { x as f64 / refreshes as f64 };
+    let window = duration_micros(config.peak_window).min(u32::MAX as u64) as u32;
+    let (mut peak, mut peak_broker) = (0, 0);
+    for (b, arrivals) in tally.arrivals.iter().enumerate() {
+        let p = peak_in_window(arrivals, window);
+        if p > peak {
+            peak = p;
+            peak_broker = b as u32;
+        }
+    }
+    ScenarioResult {
+        scenario,
+        strategy: strategy.into(),
+        refreshes,
+        failed: tally.failed + unfinished,
+        time_to_metadata: Percentiles::of_sorted(&tally.times),
+        attempts: tally.attempts,
+        attempts_per_refresh: per(tally.attempts),
+        hedges: tally.hedges,
+        connections: tally.reached,
+        requests: tally.requests_sent,
+        requests_per_refresh: per(tally.requests_sent),
+        refused: tally.refused,
+        cancelled_before_handshake: tally.cancelled_before_handshake,
+        peak_requests: peak,
+        peak_broker,
+        requests_per_broker: tally.arrivals.iter().map(|a| a.len() as u64).collect(),
+        core_started: tally.core_started,
+        cdf: cdf_points(&tally.times),
+        times_us: tally.times,
+    }
+}

@@ -1,0 +1,48 @@
+//! A long-lived `Cluster` in the simulator: single-flight, the previous winner, rebootstrap.
+
+use super::*;
+
+#[test]
+fn cluster_coalesces_concurrent_requests() {
+    let scenario = Scenario::from_behaviors([healthy(2), healthy(2), healthy(2)]);
+    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, ms(1)]);
+    assert_eq!(report.error, None);
+    assert_eq!(report.refreshes.len(), 1, "{}", report.render_summary());
+    assert_eq!(report.requests.len(), 2);
+    assert!(report.requests.iter().all(|r| r.epoch == 1));
+    let r = &report.refreshes[0];
+    assert_eq!(r.requests, 2);
+    assert_eq!(r.winner(), Some(BrokerIndex(0)));
+    assert_eq!(r.duration(), Some(ms(3)));
+    assert_eq!(r.stats.map(|s| s.started), Some(1));
+}
+
+#[test]
+fn cluster_prefers_the_previous_winner() {
+    let scenario = Scenario::from_behaviors([BrokerBehavior::Hung, healthy(2), healthy(2)]);
+    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, Duration::from_secs(10)]);
+    assert_eq!(report.error, None);
+    assert_eq!(report.refreshes.len(), 2, "{}", report.render_summary());
+    let (first, second) = (&report.refreshes[0], &report.refreshes[1]);
+    // The hung broker is hedged with two brokers at once (growth Linear(2)).
+    assert_eq!(first.brokers_tried, [BrokerIndex(0), BrokerIndex(1), BrokerIndex(2)]);
+    let winner = first.winner().unwrap();
+    assert_eq!(winner, BrokerIndex(1));
+    assert_eq!(second.brokers_tried, [winner], "{}", report.render_summary());
+    assert_eq!(second.duration(), Some(ms(3)));
+    assert_eq!(second.start, Instant::from_millis(10_000));
+    assert!(report.render_summary().contains("answered 1 request"));
+}
+
+#[test]
+fn cluster_rebootstraps_and_recovers() {
+    // Everything dies after the first refresh: the second fails and falls back to seeds.
+    let dies = BrokerBehavior::DiesAt { at: Duration::from_secs(1), rtt: ms(2) };
+    let scenario = Scenario::from_behaviors([dies.clone(), dies.clone(), dies]);
+    let report = run_cluster(&ClusterConfig::default(), &scenario, &[Duration::ZERO, Duration::from_secs(2)]);
+    assert_eq!(report.error, None);
+    assert_eq!(report.refreshes.len(), 2, "{}", report.render_summary());
+    assert!(report.refreshes[0].winner().is_some());
+    assert!(matches!(report.refreshes[1].outcome, RefreshOutcome::Failed { .. }));
+    assert_eq!(report.rebootstraps, 1, "{}", report.render_summary());
+}
