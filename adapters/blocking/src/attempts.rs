@@ -130,9 +130,9 @@ impl Attempts {
         self.answers.remove(&attempt)
     }
 
-    /// Closes the connections of answers nobody took.
-    pub(crate) fn drop_answers(&mut self) {
-        self.answers.clear();
+    /// Closes the connection `attempt` answered on, unless it was taken.
+    pub(crate) fn drop_answer(&mut self, attempt: AttemptId) {
+        self.answers.remove(&attempt);
     }
 
     /// Keeps `transport` between refreshes, watched: [`Attempts::kept_stirred`] tells when

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use mio::Waker;
 use stagger::kafka::validate;
-use stagger::{BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, ConfigError, Instant, Metadata};
+use stagger::{
+    AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, Instant, Metadata,
+};
 
 use crate::attempt::Context;
 use crate::attempts::Attempts;
@@ -99,8 +101,15 @@ impl Client {
         let waker = attempts.waker();
         let shared = Arc::new(Shared::default());
         let (requests, inbox) = mpsc::channel();
-        let background =
-            Background { cluster, clock, attempts, kept: None, waiters: HashMap::new(), shared: shared.clone() };
+        let background = Background {
+            cluster,
+            clock,
+            attempts,
+            kept: None,
+            waiters: HashMap::new(),
+            answered: None,
+            shared: shared.clone(),
+        };
         let thread = std::thread::Builder::new().name("stagger-client".into()).spawn(move || background.run(inbox))?;
         Ok(Client { requests, waker, shared, max_age: config.refresh_interval, thread: Some(thread) })
     }
@@ -165,6 +174,8 @@ struct Background {
     kept: Option<BrokerIndex>,
     /// Callers waiting, by refresh epoch.
     waiters: HashMap<u32, Vec<Reply>>,
+    /// The attempt whose metadata answer was fed last, until the core says whether it won.
+    answered: Option<AttemptId>,
     shared: Arc<Shared>,
 }
 
@@ -198,7 +209,12 @@ impl Background {
                 }
             }
             match self.attempts.poll_input() {
-                Some(input) => self.cluster.handle_input(now, input),
+                Some(input) => {
+                    if let Input::Response { attempt, .. } = input {
+                        self.answered = Some(attempt);
+                    }
+                    self.cluster.handle_input(now, input);
+                }
                 None => self.cluster.handle_timeout(now),
             }
         }
@@ -249,6 +265,9 @@ impl Background {
                         self.attempts.keep(transport);
                     }
                     won = Some(broker);
+                    // Published before any caller is answered, so what a caller reads next
+                    // is up to date.
+                    self.publish(&book);
                     let metadata = self.cluster.metadata().cloned().map(Arc::new);
                     if let Some(metadata) = &metadata {
                         *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
@@ -258,6 +277,7 @@ impl Background {
                     }
                 }
                 ClusterEvent::RefreshFailed { epoch, error } => {
+                    self.publish(&book);
                     let failure = Error::Refresh { error, attempts: Vec::new() };
                     for reply in self.waiters.remove(&epoch).unwrap_or_default() {
                         let _ = reply.send(Err(failure.clone()));
@@ -275,8 +295,15 @@ impl Background {
                 }
             }
         }
-        // Answers that did not win: close their connections.
-        self.attempts.drop_answers();
+        // An answer that did not win: close its connection.
+        if let Some(attempt) = self.answered.take() {
+            self.attempts.drop_answer(attempt);
+        }
+        self.publish(&book);
+    }
+
+    /// Copies the connection counters and the kept broker into the shared stats.
+    fn publish(&self, book: &BrokerBook) {
         let mut stats = lock(&self.shared.stats);
         stats.connections_opened = self.attempts.opened();
         stats.connections_reused = self.attempts.reused();
