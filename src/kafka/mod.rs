@@ -39,6 +39,7 @@ mod decode;
 mod exchange;
 mod frame;
 mod guard;
+pub mod validate;
 
 pub use attempt::KafkaAttempt;
 pub use exchange::Exchange;

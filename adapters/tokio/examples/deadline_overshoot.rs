@@ -11,10 +11,6 @@
 //! cargo run --release -p stagger-tokio --example deadline_overshoot -- [runs=200] [deadline_ms=200]
 //! ```
 
-#[allow(dead_code)]
-#[path = "../tests/common/sockets.rs"]
-mod sockets;
-
 use std::error::Error;
 use std::time::{Duration, Instant};
 
@@ -41,7 +37,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     for id in 1..=3 {
         mock.broker_round_trip_time(id, Duration::from_secs(3600))?;
     }
-    let unanswered = sockets::Unanswered::new();
+    let unanswered = stagger_test_faults::sockets::Unanswered::new();
     seeds.push(unanswered.address.clone());
     println!(
         "{} brokers, all hung (3 accept and never answer, 1 never completes the TCP handshake); \

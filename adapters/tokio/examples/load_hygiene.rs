@@ -13,20 +13,13 @@
 //! cargo run --release -p stagger-tokio --example load_hygiene -- [sequential=1000] [concurrent=200] [rounds=5]
 //! ```
 
-#[allow(dead_code)]
-#[path = "../tests/common/fake.rs"]
-mod fake;
-#[allow(dead_code)]
-#[path = "../tests/common/sockets.rs"]
-mod sockets;
-
 use std::error::Error;
 use std::time::{Duration, Instant};
 
-use fake::{FakeBroker, Script};
 use rdkafka::mocking::MockCluster;
-use sockets::{open_fds, Refusing, Unanswered};
 use stagger::{GiveUpReason, RefreshConfig, Stagger};
+use stagger_test_faults::fake::{FakeBroker, Script};
+use stagger_test_faults::sockets::{open_fds, Refusing, Unanswered};
 use stagger_tokio::{refresh_with, RefreshOptions};
 use tokio::task::JoinSet;
 

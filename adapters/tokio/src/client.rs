@@ -34,7 +34,7 @@ use crate::ledger::{Act, Ledger, Reported};
 use crate::options::TlsOptions;
 use crate::tls;
 use crate::transport::Transport;
-use crate::validate;
+use stagger::kafka::validate;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]

@@ -16,7 +16,7 @@ use crate::ledger::{Act, Ledger, Reported};
 use crate::options::RefreshOptions;
 use crate::report::{Event, RefreshOutcome};
 use crate::tls;
-use crate::validate;
+use stagger::kafka::validate;
 
 /// Name written into recorded traces.
 const RECORDER: &str = concat!("stagger-tokio ", env!("CARGO_PKG_VERSION"));

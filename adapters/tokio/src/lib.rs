@@ -34,7 +34,6 @@ mod options;
 mod report;
 mod tls;
 mod transport;
-mod validate;
 
 pub use client::{Client, ClientOptions, ClientStats};
 pub use driver::{refresh, refresh_with};

@@ -1,14 +1,12 @@
 //! Cancellation safety: dropping a refresh closes every socket it opened, at once; a
 //! cancelled attempt's socket is closed before the next attempt even connects.
 
-mod common;
-
 use std::time::Duration;
 
-use common::bounded;
-use common::mock::Mock;
-use common::sockets::{open_fds, sockets_to};
 use stagger::{CancelReason, ErrorKind, RefreshConfig};
+use stagger_test_faults::bounded;
+use stagger_test_faults::mock::Mock;
+use stagger_test_faults::sockets::{open_fds, sockets_to};
 use stagger_tokio::{refresh_with, AttemptOutcome, EventKind, RefreshOptions};
 use tokio::sync::oneshot;
 

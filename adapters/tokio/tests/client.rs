@@ -1,15 +1,13 @@
 //! The long-lived client: single-flight, cache, kept connection, periodic refresh, close.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::bounded;
-use common::fake::{FakeBroker, Script};
-use common::mock::Mock;
-use common::sockets::sockets_to;
 use stagger::{Adaptive, ClusterConfig, Growth, Stagger};
+use stagger_test_faults::bounded;
+use stagger_test_faults::fake::{FakeBroker, Script};
+use stagger_test_faults::mock::Mock;
+use stagger_test_faults::sockets::sockets_to;
 use stagger_tokio::{Client, ClientOptions, Error};
 
 /// Default policy, but a silent connected broker is suspected after 100 ms rather than

@@ -2,14 +2,12 @@
 //! fault fails its attempt with the right `ErrorKind` and the refresh still succeeds from a
 //! healthy broker; with only faulty brokers it gives up listing every broker's error.
 
-mod common;
-
 use std::time::Duration;
 
-use common::bounded;
-use common::mock::Mock;
-use common::proxy::{Fault, Proxy};
 use stagger::{ErrorKind, GiveUpReason, RefreshConfig, Stagger};
+use stagger_test_faults::bounded;
+use stagger_test_faults::mock::Mock;
+use stagger_test_faults::proxy::{Fault, Proxy};
 use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions};
 
 /// One attempt at a time (so each fault is seen in full), a short attempt timeout (so the

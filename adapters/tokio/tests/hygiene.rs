@@ -2,21 +2,19 @@
 //! and dropping a refresh or a client closes its sockets promptly.
 //!
 //! Everything is checked by counting — open descriptors (`/proc/self/fd`), this process's
-//! sockets to given ports (`common/sockets.rs`), the runtime's alive tasks
+//! sockets to given ports (`stagger_test_faults::sockets`), the runtime's alive tasks
 //! (`RuntimeMetrics::num_alive_tasks`) and scheduler yields — never by sleeping and hoping.
 //! Where the other end (the in-process mock brokers) closes on its own schedule, the test
 //! waits for the count to come back, bounded by the test's 60 s limit. Timing and memory
 //! numbers are printed by `examples/deadline_overshoot.rs` and `examples/load_hygiene.rs`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::bounded;
-use common::fake::{FakeBroker, Script};
-use common::mock::Mock;
-use common::sockets::{describe_sockets_to, open_fds, sockets_to, Refusing, Unanswered};
 use stagger::{CancelReason, ClusterConfig, ErrorKind, GiveUpReason, RefreshConfig, Stagger};
+use stagger_test_faults::bounded;
+use stagger_test_faults::fake::{FakeBroker, Script};
+use stagger_test_faults::mock::Mock;
+use stagger_test_faults::sockets::{describe_sockets_to, open_fds, sockets_to, Refusing, Unanswered};
 use stagger_tokio::{refresh_with, AttemptOutcome, Client, ClientOptions, Error, EventKind, RefreshOptions};
 use tokio::task::JoinSet;
 

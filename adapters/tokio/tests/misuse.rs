@@ -6,13 +6,11 @@
 //! "Before any broker is contacted" is checked with a fake broker that counts the
 //! connections it accepts: it must see none.
 
-mod common;
-
 use std::time::Duration;
 
-use common::bounded;
-use common::fake::{FakeBroker, Script};
 use stagger::{ClusterConfig, ConfigError, GiveUpReason, Growth, RefreshConfig, Stagger};
+use stagger_test_faults::bounded;
+use stagger_test_faults::fake::{FakeBroker, Script};
 use stagger_tokio::{refresh, refresh_with, Client, ClientOptions, Error, ExchangeConfig, RefreshOptions, TlsOptions};
 
 /// The configuration error of `result`, or a panic saying what came instead.
@@ -118,7 +116,7 @@ async fn unparsable_addresses_are_refused_saying_why() {
 #[tokio::test]
 async fn duplicate_seeds_are_merged_at_construction() {
     bounded(async {
-        let refusing = common::sockets::Refusing::new();
+        let refusing = stagger_test_faults::sockets::Refusing::new();
         let a = refusing.address.clone();
         let seeds = vec![a.clone(), format!(" {a} "), a.clone(), format!("{a}\t")];
         let mut config = RefreshConfig::all_at_once();

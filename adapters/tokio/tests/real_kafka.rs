@@ -3,15 +3,13 @@
 //! cluster's CA works and a wrong CA fails that attempt with a certificate error. Broker
 //! faults, the cluster check and Kafka 3.9 are in `real_kafka_faults.rs`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::bounded;
-use common::tls::TestPki;
 use stagger::{ClusterConfig, ErrorKind, Metadata, RefreshConfig};
 use stagger_kafka_fixture::librdkafka::{create_topic, librdkafka_cluster_id, librdkafka_view, stagger_view, FullView};
 use stagger_kafka_fixture::KafkaCluster;
+use stagger_test_faults::bounded;
+use stagger_test_faults::tls::TestPki;
 use stagger_tokio::{refresh_with, AttemptOutcome, Client, ClientOptions, Error, RefreshOptions, TlsOptions};
 
 const TOPIC: &str = "stagger-real-orders";

@@ -9,13 +9,11 @@
 //! negotiation test and the cluster check of a broker that predates it. Time bounds are a quarter of the attempt timeout: far above
 //! what a refresh takes here (milliseconds), far below what waiting out a hung broker costs.
 
-mod common;
-
 use std::time::Duration;
 
-use common::bounded;
 use stagger::{CancelReason, ClusterConfig, ErrorKind, RefreshConfig};
 use stagger_kafka_fixture::{Forwarder, KafkaCluster, Options, OLDER_VERSION};
+use stagger_test_faults::bounded;
 use stagger_tokio::{refresh_with, AttemptOutcome, Client, ClientOptions, RefreshOptions};
 use tokio::sync::Mutex;
 

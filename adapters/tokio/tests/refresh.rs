@@ -1,13 +1,11 @@
 //! One refresh against a real Kafka-protocol cluster (librdkafka's mock): healthy, hung
 //! brokers first, refused brokers first. Assertions use the core's reports and events.
 
-mod common;
-
 use std::time::Duration;
 
-use common::bounded;
-use common::mock::Mock;
 use stagger::{Adaptive, CancelReason, ErrorKind, Growth, RefreshConfig, Stagger, TimerKind};
+use stagger_test_faults::bounded;
+use stagger_test_faults::mock::Mock;
 use stagger_tokio::{refresh, refresh_with, AttemptOutcome, Event, EventKind, RefreshOptions};
 
 fn failed_kind(outcome: &AttemptOutcome) -> Option<ErrorKind> {

@@ -1,13 +1,11 @@
 //! TLS through a TLS-terminating proxy (tokio-rustls, rcgen-made CA) in front of a mock
 //! broker: success with the CA, a clear certificate error without it or for the wrong name.
 
-mod common;
-
-use common::bounded;
-use common::mock::Mock;
-use common::proxy::{Fault, Proxy};
-use common::tls::TestPki;
 use stagger::{ErrorKind, RefreshConfig};
+use stagger_test_faults::bounded;
+use stagger_test_faults::mock::Mock;
+use stagger_test_faults::proxy::{Fault, Proxy};
+use stagger_test_faults::tls::TestPki;
 use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions, TlsOptions};
 
 async fn refresh_through_tls(tls: TlsOptions) -> Result<stagger_tokio::RefreshOutcome, Error> {

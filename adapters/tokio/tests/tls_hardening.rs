@@ -9,16 +9,14 @@
 //! * mismatches between the two ends (TLS to a plaintext broker, a broker demanding a client
 //!   certificate) fail their attempt too, and a client certificate makes mutual TLS work.
 
-mod common;
-
 use std::time::Duration;
 
-use common::bounded;
-use common::mock::Mock;
-use common::proxy::{Fault, Proxy};
-use common::sockets::sockets_to;
-use common::tls::{Leaf, TestPki};
 use stagger::{ErrorKind, GiveUpReason, RefreshConfig};
+use stagger_test_faults::bounded;
+use stagger_test_faults::mock::Mock;
+use stagger_test_faults::proxy::{Fault, Proxy};
+use stagger_test_faults::sockets::sockets_to;
+use stagger_test_faults::tls::{Leaf, TestPki};
 use stagger_tokio::{refresh_with, AttemptOutcome, ClientCert, Error, RefreshOptions, TlsOptions};
 
 /// One attempt at a time, no retry: each broker is seen exactly once, in seed order.

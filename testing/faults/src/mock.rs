@@ -24,6 +24,25 @@ pub struct View {
     pub topics: Vec<(String, Vec<(i32, i32)>)>,
 }
 
+impl View {
+    /// What our metadata says, in the same shape (sorted), to compare with librdkafka's.
+    pub fn of(metadata: &stagger::Metadata) -> View {
+        let mut brokers: Vec<(i32, String)> = metadata.brokers.iter().map(|b| (b.node_id, b.address())).collect();
+        brokers.sort();
+        let mut topics: Vec<(String, Vec<(i32, i32)>)> = metadata
+            .topics
+            .iter()
+            .map(|t| {
+                let mut partitions: Vec<(i32, i32)> = t.partitions.iter().map(|p| (p.id, p.leader)).collect();
+                partitions.sort();
+                (t.name.clone(), partitions)
+            })
+            .collect();
+        topics.sort();
+        View { brokers, topics }
+    }
+}
+
 impl Mock {
     /// Starts `brokers` brokers and creates `topics` (`(name, partitions)`).
     pub fn start(brokers: i32, topics: &[(&str, i32)]) -> Mock {

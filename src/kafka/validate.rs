@@ -1,6 +1,6 @@
-//! Checks of what only the adapter can judge, run when a refresh or a [`crate::Client`] is
-//! constructed, so that misuse fails there — naming the field — and never comes back later
-//! as every attempt's error.
+//! Checks an adapter runs when a refresh or a long-lived client is constructed, so that
+//! misuse fails there — naming the field — and never comes back later as every attempt's
+//! error. They are pure (no lookup, no socket), so every adapter runs the same ones.
 //!
 //! The core already refuses empty seed lists and entries that are not `host:port` with a
 //! valid port (and merges duplicates). What it cannot know is whether a host could ever be
@@ -9,21 +9,25 @@
 //! can satisfy (a client id too long to encode, a frame limit smaller than any broker's
 //! answer, a topic name Kafka cannot hold) would fail every attempt the same way.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::String;
+use core::net::{Ipv4Addr, Ipv6Addr};
 
-use stagger::kafka::{Exchange, ExchangeConfig};
-use stagger::{BrokerBook, ConfigError};
+use super::{Exchange, ExchangeConfig};
+use crate::brokers::BrokerBook;
+use crate::error::ConfigError;
 
 /// The smallest `max_frame_size` accepted. No real broker's ApiVersions answer fits in less
 /// (Kafka 3.x sends ~600 bytes), so a smaller limit could only fail every attempt.
-pub(crate) const MIN_MAX_FRAME_SIZE: usize = 1024;
+pub const MIN_MAX_FRAME_SIZE: usize = 1024;
 
 /// Kafka's longest topic name.
 const MAX_TOPIC_NAME: usize = 249;
 
 /// Checks that every seed's host could be looked up: an IPv4 address, a bracketed IPv6
 /// address, or a syntactically valid host name.
-pub(crate) fn seeds(book: &BrokerBook) -> Result<(), ConfigError> {
+pub fn seeds(book: &BrokerBook) -> Result<(), ConfigError> {
     for (_, entry) in book.iter() {
         let address = &*entry.address;
         let (host, _) = address.rsplit_once(':').unwrap_or((address, ""));
@@ -65,7 +69,7 @@ fn host_name(host: &str) -> Result<(), String> {
 }
 
 /// Checks that the exchange settings allow a conversation at all.
-pub(crate) fn exchange(config: &ExchangeConfig) -> Result<(), ConfigError> {
+pub fn exchange(config: &ExchangeConfig) -> Result<(), ConfigError> {
     if config.max_frame_size < MIN_MAX_FRAME_SIZE {
         return Err(ConfigError {
             field: "exchange.max_frame_size",

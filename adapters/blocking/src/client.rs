@@ -1,0 +1,312 @@
+//! A long-lived client: cached metadata, single-flight refresh, periodic refresh, and the
+//! winning connection kept for the next refresh — on a background thread of its own.
+//!
+//! The core's [`Cluster`] makes every decision (when to refresh, which broker first —
+//! connected ones are preferred —, whether concurrent requests share a refresh). One thread
+//! owns the `Cluster`, the attempts and the kept connection and runs the poll loop; [`Client`]
+//! handles send it requests over a channel and wake its poll. Closing or dropping the client
+//! stops that thread, and returns once every socket is closed.
+//!
+//! Every fresh connection to a discovered broker carries the cluster and node id the core
+//! expects of it ([`Cluster::identity`]), so a broker that is no longer that node of that
+//! cluster is noticed and the core rebootstraps; a kept connection is not checked again.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mio::Waker;
+use stagger::kafka::validate;
+use stagger::{
+    AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, Instant, Metadata,
+};
+
+use crate::attempt::Context;
+use crate::attempts::Attempts;
+use crate::clock::Clock;
+use crate::error::Error;
+
+/// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    /// What each attempt asks the broker (client id, topics, maximum frame size).
+    pub exchange: stagger::kafka::ExchangeConfig,
+    /// TLS to the brokers; `None` for plaintext.
+    #[cfg(feature = "tls")]
+    pub tls: Option<crate::options::Tls>,
+}
+
+/// Counters of a [`Client`], so callers (and tests) can see what the core decided: how many
+/// refreshes really ran, how many connections they cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Refreshes the core started (single-flight joins and cache hits do not count).
+    pub refreshes: u32,
+    /// Attempts started over all refreshes.
+    pub attempts: u64,
+    /// TCP connections opened.
+    pub connections_opened: u64,
+    /// Attempts that ran on a connection kept from an earlier refresh instead.
+    pub connections_reused: u64,
+    /// The broker whose connection is kept open for the next refresh, if any.
+    pub kept: Option<String>,
+    /// Times the view was rebuilt from the seeds ([`ClusterEvent::Rebootstrapped`]).
+    pub rebootstraps: u32,
+}
+
+/// Long-lived cluster metadata for an application. See the module documentation.
+///
+/// Every method takes `&self`, and the client is `Send + Sync`: share it behind an `Arc`.
+#[derive(Debug)]
+pub struct Client {
+    requests: Sender<Request>,
+    waker: Arc<Waker>,
+    shared: Arc<Shared>,
+    max_age: Duration,
+    thread: Option<JoinHandle<()>>,
+}
+
+type Reply = Sender<Result<Arc<Metadata>, Error>>;
+
+#[derive(Debug)]
+enum Request {
+    Refresh(Reply),
+    Close,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    cache: Mutex<Option<(Arc<Metadata>, std::time::Instant)>>,
+    stats: Mutex<ClientStats>,
+}
+
+impl Client {
+    /// Starts a client over `seeds` (`host:port`) and its background thread; no broker is
+    /// contacted until the first [`Client::metadata`] or [`Client::refresh`], or the first
+    /// periodic refresh.
+    pub fn new(config: ClusterConfig, seeds: &[impl AsRef<str>], options: ClientOptions) -> Result<Client, Error> {
+        let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
+        validate::seeds(&book)?;
+        validate::exchange(&options.exchange)?;
+        let ctx = Context {
+            exchange: options.exchange,
+            #[cfg(feature = "tls")]
+            tls: options.tls,
+        };
+        let clock = Clock::start();
+        let cluster = Cluster::new(config, book, clock.now())?;
+        let attempts = Attempts::new(ctx)?;
+        let waker = attempts.waker();
+        let shared = Arc::new(Shared::default());
+        let (requests, inbox) = mpsc::channel();
+        let background = Background {
+            cluster,
+            clock,
+            attempts,
+            kept: None,
+            waiters: HashMap::new(),
+            answered: None,
+            shared: shared.clone(),
+        };
+        let thread = std::thread::Builder::new().name("stagger-client".into()).spawn(move || background.run(inbox))?;
+        Ok(Client { requests, waker, shared, max_age: config.refresh_interval, thread: Some(thread) })
+    }
+
+    /// The cluster metadata: the cached copy while it is younger than the refresh interval
+    /// (Kafka's `metadata.max.age.ms`), otherwise a fresh one (blocking until it comes).
+    pub fn metadata(&self) -> Result<Arc<Metadata>, Error> {
+        let cached = lock(&self.shared.cache).clone();
+        match cached {
+            Some((metadata, at)) if at.elapsed() < self.max_age => Ok(metadata),
+            _ => self.refresh(),
+        }
+    }
+
+    /// The cached metadata, however old, without contacting anyone.
+    pub fn cached(&self) -> Option<Arc<Metadata>> {
+        lock(&self.shared.cache).as_ref().map(|(m, _)| m.clone())
+    }
+
+    /// Fresh metadata now, blocking until it comes. Concurrent callers (on other threads)
+    /// share one refresh: the core coalesces them.
+    pub fn refresh(&self) -> Result<Arc<Metadata>, Error> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Request::Refresh(reply))?;
+        answer.recv().unwrap_or(Err(Error::Closed))
+    }
+
+    /// What the client has done so far.
+    pub fn stats(&self) -> ClientStats {
+        lock(&self.shared.stats).clone()
+    }
+
+    /// Stops the background thread and returns once every connection is closed (dropping
+    /// the client does the same).
+    pub fn close(self) {}
+
+    fn send(&self, request: Request) -> Result<(), Error> {
+        self.requests.send(request).map_err(|_| Error::Closed)?;
+        self.waker.wake().map_err(Error::from)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.send(Request::Close);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The background thread's state.
+struct Background {
+    cluster: Cluster,
+    clock: Clock,
+    attempts: Attempts,
+    /// The broker whose connection `attempts` keeps.
+    kept: Option<BrokerIndex>,
+    /// Callers waiting, by refresh epoch.
+    waiters: HashMap<u32, Vec<Reply>>,
+    /// The attempt whose metadata answer was fed last, until the core says whether it won.
+    answered: Option<AttemptId>,
+    shared: Arc<Shared>,
+}
+
+impl Background {
+    fn run(mut self, inbox: Receiver<Request>) {
+        loop {
+            self.carry_out();
+            if let Err(e) = self.attempts.wait(self.clock.deadline(self.cluster.poll_timeout())) {
+                // The poll itself failed: nothing more can be done; tell every waiter why.
+                let error = Error::from(e);
+                for reply in self.waiters.drain().flat_map(|(_, replies)| replies) {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                return;
+            }
+            let now = self.clock.now();
+            if self.attempts.take_woken() {
+                loop {
+                    match inbox.try_recv() {
+                        Ok(Request::Refresh(reply)) => self.request(now, reply),
+                        Ok(Request::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
+                        Err(mpsc::TryRecvError::Empty) => break,
+                    }
+                }
+            }
+            if self.attempts.kept_stirred() {
+                // The broker closed (or wrote to) an idle kept connection: forget it.
+                self.attempts.unkeep();
+                if let Some(broker) = self.kept.take() {
+                    self.cluster.connection_closed(broker);
+                }
+            }
+            match self.attempts.poll_input() {
+                Some(input) => {
+                    if let Input::Response { attempt, .. } = input {
+                        self.answered = Some(attempt);
+                    }
+                    self.cluster.handle_input(now, input);
+                }
+                None => self.cluster.handle_timeout(now),
+            }
+        }
+    }
+
+    fn request(&mut self, at: Instant, reply: Reply) {
+        let epoch = self.cluster.request_refresh(at);
+        if self.cluster.current().map(|r| r.epoch()) == Some(epoch) {
+            self.waiters.entry(epoch).or_default().push(reply);
+        } else {
+            // Cannot happen with a validated config and a non-empty book; never hang a caller.
+            let problem = "the core could not start a refresh".into();
+            let _ = reply.send(Err(Error::Config(ConfigError { field: "cluster", problem })));
+        }
+    }
+
+    /// Drains the cluster's events and carries them out.
+    fn carry_out(&mut self) {
+        let book = self.cluster.book().clone();
+        // The broker whose answer won in this batch: its connection was just kept.
+        let mut won = None;
+        while let Some(event) = self.cluster.poll_event() {
+            match event {
+                ClusterEvent::Connect { attempt, broker } => {
+                    let mut stats = lock(&self.shared.stats);
+                    stats.attempts += 1;
+                    if attempt.number() == 0 {
+                        stats.refreshes += 1;
+                    }
+                    drop(stats);
+                    let address = book.address(broker).into();
+                    let reuse = match self.kept {
+                        Some(kept) if kept == broker => self.kept.take().and(self.attempts.unkeep()),
+                        _ => None,
+                    };
+                    match reuse {
+                        // The broker process that already answered on this connection.
+                        Some(transport) => self.attempts.reuse(attempt, address, transport),
+                        None => self.attempts.connect(attempt, address, self.cluster.identity(broker)),
+                    }
+                }
+                ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
+                ClusterEvent::Refreshed { epoch, attempt, broker, .. } => {
+                    if let Some((transport, _)) = self.attempts.take_answer(attempt) {
+                        if let Some(old) = self.kept.replace(broker).filter(|old| *old != broker) {
+                            self.cluster.connection_closed(old);
+                        }
+                        self.attempts.keep(transport);
+                    }
+                    won = Some(broker);
+                    // Published before any caller is answered, so what a caller reads next
+                    // is up to date.
+                    self.publish(&book);
+                    let metadata = self.cluster.metadata().cloned().map(Arc::new);
+                    if let Some(metadata) = &metadata {
+                        *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
+                    }
+                    for reply in self.waiters.remove(&epoch).unwrap_or_default() {
+                        let _ = reply.send(metadata.clone().ok_or(Error::Closed));
+                    }
+                }
+                ClusterEvent::RefreshFailed { epoch, error } => {
+                    self.publish(&book);
+                    let failure = Error::Refresh { error, attempts: Vec::new() };
+                    for reply in self.waiters.remove(&epoch).unwrap_or_default() {
+                        let _ = reply.send(Err(failure.clone()));
+                    }
+                }
+                ClusterEvent::Rebootstrapped => {
+                    lock(&self.shared.stats).rebootstraps += 1;
+                    // The view starts again from the seeds: a connection kept to a forgotten
+                    // broker goes, the one a seed just won on stays.
+                    if let Some(kept) = self.kept.filter(|kept| Some(*kept) != won) {
+                        self.kept = None;
+                        self.attempts.unkeep();
+                        self.cluster.connection_closed(kept);
+                    }
+                }
+            }
+        }
+        // An answer that did not win: close its connection.
+        if let Some(attempt) = self.answered.take() {
+            self.attempts.drop_answer(attempt);
+        }
+        self.publish(&book);
+    }
+
+    /// Copies the connection counters and the kept broker into the shared stats.
+    fn publish(&self, book: &BrokerBook) {
+        let mut stats = lock(&self.shared.stats);
+        stats.connections_opened = self.attempts.opened();
+        stats.connections_reused = self.attempts.reused();
+        stats.kept = self.kept.map(|k| book.address(k).to_owned());
+    }
+}
