@@ -157,8 +157,17 @@ impl KafkaCluster {
 
     /// Stops node `node` with `SIGSTOP` until the guard drops: TCP connections are still
     /// accepted by the kernel, and nothing answers on them.
+    ///
+    /// Returns once every thread of the broker is stopped: `kill` only queues the signal, and a
+    /// thread busy on another core could otherwise still answer a request sent right after.
     pub fn pause(&self, node: u32) -> Paused<'_> {
+        let pid = self.pid(node);
         self.signal(node, libc::SIGSTOP);
+        let until = Instant::now() + Duration::from_secs(30);
+        while !is_stopped(pid) {
+            assert!(Instant::now() < until, "node {node} (pid {pid}) did not stop on SIGSTOP");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         Paused { cluster: self, node }
     }
 
@@ -272,6 +281,15 @@ impl Drop for KafkaCluster {
 fn is_alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+/// Whether every thread of `pid` is stopped by a signal (state `T`), per `/proc/PID/task`.
+fn is_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat"))
+            .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('T')))
+    })
 }
 
 /// Why this machine cannot run the brokers, if it cannot.
