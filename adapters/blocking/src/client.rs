@@ -27,6 +27,7 @@ use crate::attempt::Context;
 use crate::attempts::Attempts;
 use crate::clock::Clock;
 use crate::error::Error;
+use crate::report::Reports;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]
@@ -278,7 +279,11 @@ impl Background {
                 }
                 ClusterEvent::RefreshFailed { epoch, error } => {
                     self.publish(&book);
-                    let failure = Error::Refresh { error, attempts: Vec::new() };
+                    let attempts = match self.cluster.last_refresh() {
+                        Some(done) if done.epoch() == epoch => Reports::of_finished(done, &book, &error),
+                        _ => Vec::new(),
+                    };
+                    let failure = Error::Refresh { error, attempts };
                     for reply in self.waiters.remove(&epoch).unwrap_or_default() {
                         let _ = reply.send(Err(failure.clone()));
                     }

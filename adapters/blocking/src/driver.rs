@@ -72,8 +72,7 @@ pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Resu
         let now = clock.now();
         match attempts.poll_input() {
             Some(input) => {
-                reports.feeding(&input, core.attempt(input.attempt()).map(|info| info.state));
-                core.handle_input(now, input);
+                reports.feed(&mut core, now, input);
             }
             None => core.handle_timeout(now),
         }

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use stagger::{AttemptError, AttemptId, AttemptInfo, AttemptState, CancelReason, ErrorKind, Input, Metadata, Refresh};
+use stagger::{
+    AttemptError, AttemptId, AttemptInfo, BrokerBook, CancelReason, ErrorKind, Input, Instant, Metadata, Refresh,
+    RefreshError,
+};
 
 /// One attempt of a refresh, start to end.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,21 +65,25 @@ impl Reports {
         }
     }
 
-    /// `input` is about to be fed to the core, which still sees its attempt as `state`.
-    pub(crate) fn feeding(&mut self, input: &Input, state: Option<AttemptState>) {
-        if state != Some(AttemptState::InFlight) {
+    /// Feeds `input` to the core and keeps what only the adapter knows about it (the error,
+    /// or why an answer cannot win) if the core applied it.
+    pub(crate) fn feed(&mut self, refresh: &mut Refresh, now: Instant, input: Input) {
+        let noted = match &input {
+            Input::Failed { attempt, error } => Some((*attempt, Some(error.clone()), None)),
+            Input::Response { attempt, metadata } => Some((*attempt, None, metadata.rejection())),
+            Input::Connected { .. } | Input::Answered { .. } => None,
+        };
+        if !refresh.handle_input(now, input).is_applied() {
             return;
         }
-        match input {
-            Input::Failed { attempt, error } => {
-                if let Some(r) = self.find(*attempt) {
-                    r.error = Some(error.clone());
+        match noted {
+            Some((attempt, Some(error), _)) => {
+                if let Some(r) = self.find(attempt) {
+                    r.error = Some(error);
                 }
             }
-            Input::Response { attempt, metadata } => {
-                self.rejection = metadata.rejection().map(|e| (*attempt, e));
-            }
-            Input::Connected { .. } | Input::Answered { .. } => {}
+            Some((attempt, None, rejection)) => self.rejection = rejection.map(|e| (attempt, e)),
+            None => {}
         }
     }
 
@@ -105,6 +112,27 @@ impl Reports {
             }
         }
         self.reports
+    }
+
+    /// The reports of a refresh a [`stagger::Cluster`] ran and gave up on, read from the core's
+    /// record of it: each broker's last error goes to that broker's latest attempt.
+    pub(crate) fn of_finished(refresh: &Refresh, book: &BrokerBook, error: &RefreshError) -> Vec<AttemptReport> {
+        let mut reports: Vec<AttemptReport> = refresh
+            .attempts()
+            .map(|(attempt, &info)| AttemptReport {
+                attempt,
+                broker: book.address(info.broker).to_owned(),
+                info,
+                error: None,
+                cancelled: None,
+            })
+            .collect();
+        for failure in &error.brokers {
+            if let Some(r) = reports.iter_mut().rev().find(|r| r.info.broker == failure.broker) {
+                r.error = failure.last_error.clone();
+            }
+        }
+        reports
     }
 
     fn find(&mut self, attempt: AttemptId) -> Option<&mut AttemptReport> {
