@@ -11,6 +11,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
+use smallvec::{Array, SmallVec};
 
 use crate::error::ConfigError;
 use crate::metadata::Metadata;
@@ -227,7 +228,12 @@ impl BrokerBook {
     /// are always in the order, so a refresh whose discovered brokers all fail (or all answer
     /// REBOOTSTRAP_REQUIRED, their address now belonging to another cluster) still reaches
     /// the seeds in the same pass.
-    pub(crate) fn attempt_order(&self, now: Instant, rng: &mut Rng, out: &mut Vec<BrokerIndex>) {
+    pub(crate) fn attempt_order<A: Array<Item = BrokerIndex>>(
+        &self,
+        now: Instant,
+        rng: &mut Rng,
+        out: &mut SmallVec<A>,
+    ) {
         out.clear();
         let tier = |i: BrokerIndex| -> u8 {
             let e = &self.entries[i.0 as usize];
@@ -246,7 +252,7 @@ impl BrokerBook {
             }
         }
         // Shuffle the discovered tier, keep seeds in the user's order.
-        let mut discovered: Vec<BrokerIndex> = out.iter().copied().filter(|&i| tier(i) == 1).collect();
+        let mut discovered: SmallVec<A> = out.iter().copied().filter(|&i| tier(i) == 1).collect();
         rng.shuffle(&mut discovered);
         let mut shuffled = discovered.into_iter();
         for slot in out.iter_mut() {
@@ -267,9 +273,9 @@ impl BrokerBook {
 
     /// Candidates for a refresh, in attempt order (allocates; use at refresh start only).
     pub fn candidates(&self, now: Instant, seed: u64) -> Vec<BrokerIndex> {
-        let mut out = Vec::with_capacity(self.entries.len());
+        let mut out = SmallVec::<[BrokerIndex; 0]>::with_capacity(self.entries.len());
         self.attempt_order(now, &mut Rng::new(seed), &mut out);
-        out
+        out.into_vec()
     }
 }
 

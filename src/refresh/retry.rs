@@ -1,7 +1,6 @@
 //! Passes, retries and the deadline: which broker a pass tries next, what a failure starts,
 //! the backoff between passes, and how the refresh gives up.
 
-use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::config::Backoff;
@@ -10,6 +9,7 @@ use crate::rng::Rng;
 use crate::time::{scale, Instant};
 
 use super::contract::{AttemptState, CancelReason, Command, TimerKind};
+use super::PerCandidate;
 use super::{Phase, Refresh};
 
 /// One pass over the candidates: where it stands and which brokers it owes a second try.
@@ -21,14 +21,14 @@ pub(super) struct Pass {
     cursor: usize,
     /// Candidate positions whose attempts this pass were cancelled as overtaken by a broker
     /// that has not won yet. Should every answering attempt then fail, they are retried.
-    pub(super) overtaken: Vec<u32>,
+    pub(super) overtaken: PerCandidate<u32>,
     /// Candidate positions to try before the cursor moves on (a stack: the earliest
     /// overtaken on top), filled from `overtaken` when the broker that overtook them failed.
-    retry_next: Vec<u32>,
+    retry_next: PerCandidate<u32>,
     /// Per candidate position: 1 + the pass in which it was last retried that way (0:
     /// never). A candidate is retried at most once per pass, so a pass starts at most two
     /// attempts per broker and the attempt table sized for that never grows.
-    retried_in: Vec<u32>,
+    retried_in: PerCandidate<u32>,
 }
 
 impl Pass {
@@ -37,9 +37,9 @@ impl Pass {
         Pass {
             number: 0,
             cursor: 0,
-            overtaken: Vec::with_capacity(candidates),
-            retry_next: Vec::with_capacity(candidates),
-            retried_in: alloc::vec![0; candidates],
+            overtaken: PerCandidate::with_capacity(candidates),
+            retry_next: PerCandidate::with_capacity(candidates),
+            retried_in: smallvec::smallvec![0; candidates],
         }
     }
 

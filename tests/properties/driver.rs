@@ -142,8 +142,10 @@ fn check_attempts(r: &Refresh, config: &RefreshConfig, t: &mut Tracker) {
         Stagger::Fixed(d) => d,
         Stagger::Adaptive(a) => a.floor,
     };
-    // `scale(d, f)` truncates to whole µs and f ≥ 1 − jitter, so this bound is exact.
-    let min_gap = (base.as_micros() as f64 * (1.0 - config.fanout.jitter)).floor() as u64;
+    // `scale(d, f)` counts whole µs, saturating at `u64::MAX` µs (the core's clock), and
+    // f ≥ 1 − jitter, so this bound is exact.
+    let base_micros = base.as_micros().min(u64::MAX as u128) as f64;
+    let min_gap = (base_micros * (1.0 - config.fanout.jitter)).floor() as u64;
     // A spread tick's partners share the fired delay among the tick's attempts.
     let per_tick = match config.fanout.growth {
         Growth::Linear(n) => Some(n.max(1) as u64),
