@@ -221,13 +221,13 @@ impl BrokerBook {
 
     /// The order in which a refresh should try brokers, written into `out`.
     ///
-    /// Connected brokers first (no handshake to pay), then discovered brokers shuffled by
-    /// `rng` (spreads clients over the cluster), then seeds in the user's order; brokers
-    /// that failed recently go last, least-failed first. Seeds are only tried when no
-    /// discovered broker exists or as the last resort after all discovered ones — but they
-    /// are always in the order, so a refresh whose discovered brokers all fail (or all answer
-    /// REBOOTSTRAP_REQUIRED, their address now belonging to another cluster) still reaches
-    /// the seeds in the same pass.
+    /// Discovered brokers an adapter holds a connection to first (no handshake to pay), then
+    /// the other discovered brokers shuffled by `rng` (spreads clients over the cluster),
+    /// then the seeds in the user's order; brokers that failed recently, seeds or not, go
+    /// after every healthy one, least-failed first. The seeds come after the healthy
+    /// discovered brokers, but they are always in the order, so a refresh whose discovered
+    /// brokers all fail (or all answer REBOOTSTRAP_REQUIRED, their address now belonging to
+    /// another cluster) still reaches the seeds in the same pass.
     pub(crate) fn attempt_order<A: Array<Item = BrokerIndex>>(
         &self,
         now: Instant,

@@ -96,10 +96,10 @@ pub enum ClusterEvent {
     /// check (KIP-1242), the client's own check found another cluster's id in the answer, or
     /// a Metadata answer carried it at the top (KIP-1102). That address no longer belongs to
     /// the cluster, so the rest of the book is suspect too; the refresh goes on to its other
-    /// candidates — the seeds come last in every refresh — and every attempt to a discovered
-    /// broker, retries included, keeps its check. A refresh won by another discovered broker
-    /// (which passed the same check) has rebuilt the book from the cluster itself, and emits
-    /// nothing.
+    /// candidates — the seeds are in every refresh, after the healthy discovered brokers —
+    /// and every attempt to a discovered broker, retries included, keeps its check. A
+    /// refresh won by another discovered broker (which passed the same check) has rebuilt
+    /// the book from the cluster itself, and emits nothing.
     Rebootstrapped,
 }
 
@@ -166,7 +166,9 @@ impl Cluster {
         self.start(self.now)
     }
 
-    /// Feeds an I/O result for an attempt; inputs from finished refreshes are ignored.
+    /// Feeds an I/O result for an attempt and says what became of it, as
+    /// [`Refresh::handle_input`]: an input of a refresh that has finished changes nothing
+    /// (`RefreshFinished`). Then fires what is due, as [`Cluster::handle_timeout`].
     pub fn handle_input(&mut self, now: Instant, input: Input) -> InputOutcome {
         self.advance(now);
         let epoch = input.attempt().epoch();

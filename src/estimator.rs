@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 /// How many recent observations the estimator keeps.
 pub const WINDOW: usize = 64;
 
-/// Recent response times and their high quantile.
+/// Recent response times and their high quantile. A [`crate::Cluster`] keeps two: the
+/// winners' response times, and the handshake times of fresh connections (which stand in for
+/// a kept connection's handshake in the adaptive stagger).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Estimator {
     /// Observations in microseconds (saturating at `u32::MAX` ≈ 71 min).

@@ -6,8 +6,8 @@
 //! downgrades ApiVersions if the broker asks for it (v5, sent when the caller knows which
 //! node of which cluster to expect, → v3 → v0), picks the highest Metadata version both
 //! sides speak, yields the Metadata request, and finally produces a [`Metadata`] or an
-//! [`AttemptError`]. It owns no socket, timer or thread, so the tokio adapter, the browser
-//! adapter and the tests all drive the very same code. [`KafkaAttempt`] wraps it with what the
+//! [`AttemptError`]. It owns no socket, timer or thread, so the tokio, blocking and browser
+//! adapters and the tests all drive the very same code. [`KafkaAttempt`] wraps it with what the
 //! refresh core must hear of one attempt (connected, the broker's first frame, the end, a
 //! TLS broker on a plaintext port named as such), so an adapter only moves bytes.
 //!

@@ -204,7 +204,8 @@ impl Command {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimerKind {
-    /// The stagger delay: start the next attempt if none answered.
+    /// The stagger delay of the latest attempt (the leader) ran out: a tick starts the next
+    /// attempts. Armed only while a tick could start one (throttle, budget, brokers left).
     Stagger,
     /// A spread tick's next attempt (`fanout.spread_ticks`): a share of the delay after the
     /// tick's first, unless a broker answered meanwhile.
@@ -240,7 +241,9 @@ pub enum AttemptState {
     Won,
     /// Failed (reported by the adapter, timed out, or rejected).
     Failed,
-    /// Cancelled by the core (lost, deadline, fatal elsewhere).
+    /// Cancelled by the core (lost, overtaken, superseded, deadline, fatal elsewhere). An
+    /// attempt that timed out or was rejected is `Failed`, though the adapter is sent a
+    /// `Cancel` for it too, to close its connection.
     Cancelled,
 }
 
@@ -280,7 +283,8 @@ pub struct AttemptInfo {
 pub struct RefreshStats {
     /// Attempts started (Connect commands).
     pub started: u32,
-    /// Attempts the core cancelled.
+    /// Attempts the core cancelled (not counting timed-out and rejected ones, which are
+    /// failures even though each gets a `Cancel` command).
     pub cancelled: u32,
     /// Attempts that failed (including timeouts and rejected answers).
     pub failed: u32,

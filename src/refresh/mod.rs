@@ -3,18 +3,23 @@
 //! [`Refresh`] is a sans-IO state machine in the style of quinn-proto and str0m: time and
 //! I/O results go in through `handle_*`, commands come out of [`Refresh::poll_command`].
 //! After every `handle_*` call, drain `poll_command()` until it returns `None`, then wait
-//! until [`Refresh::poll_timeout`] or the next I/O result. Inputs that name an unknown,
-//! finished or cancelled attempt are ignored; time that goes backwards is clamped; the
-//! machine never panics on any input sequence (the property tests check this).
+//! until [`Refresh::poll_timeout`] or the next I/O result. The crate documentation drives
+//! one refresh through these steps as a runnable example. Inputs that name an unknown,
+//! finished or cancelled attempt change nothing (the [`InputOutcome`] says why); time that
+//! goes backwards is clamped; the machine never panics on any input sequence (the property
+//! tests check this).
 //!
 //! | In                                   | Out                                                   |
 //! |--------------------------------------|-------------------------------------------------------|
 //! | [`Refresh::new`]                     | `Connect` for the first `fanout.initial` brokers      |
-//! | stagger timer, nothing answered      | `Connect` the next broker (a hedge), maybe `Cancel` a silent one to make room |
+//! | stagger timer (the leader's delay ran out) | `Connect` the next broker (a hedge), maybe `Cancel` (superseded) a silent one to make room |
+//! | spread timer (`fanout.spread_ticks`) | `Connect` the tick's next broker, unless one answered meanwhile |
 //! | [`Input::Connected`]                 | nothing; the adaptive stagger counts from the handshake |
 //! | [`Input::Answered`]                  | `Cancel` (overtaken) the silent attempts              |
 //! | [`Input::Response`] that can win     | `Cancel` (lost) the rest, then `Done`                 |
-//! | [`Input::Failed`], attempt timeout   | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
+//! | [`Input::Response`] that cannot win (no brokers, a top-level error) | `Cancel` (rejected) it, then as a failure |
+//! | [`Input::Failed`], attempt timeout (`Cancel`, timed out) | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
+//! | backoff timer                        | a new pass: `Connect` the first `fanout.initial` brokers |
 //! | deadline, fatal error                | `Cancel` everything in flight, then `GiveUp`          |
 //!
 //! Report [`Input::Connected`] when an attempt's transport is up and [`Input::Answered`] when
@@ -102,7 +107,8 @@ enum Phase {
     Finished,
 }
 
-/// One metadata refresh episode. See the module documentation for the driving contract.
+/// One metadata refresh episode. See the module documentation for the driving contract,
+/// and the crate documentation for a complete driving loop.
 #[derive(Clone, Debug)]
 pub struct Refresh {
     config: RefreshConfig,
@@ -142,7 +148,8 @@ impl Refresh {
 
     /// Starts a refresh that knows how this cluster usually answers: `recent` is a high
     /// quantile of recent response times (see [`crate::estimator::Estimator`]), used by the
-    /// adaptive stagger instead of the cold 250 ms guess.
+    /// adaptive stagger instead of the cold 250 ms guess before a handshake, and as what an
+    /// answer normally takes once a broker is answering.
     pub fn with_estimate(
         config: &RefreshConfig,
         book: &BrokerBook,
