@@ -36,7 +36,7 @@ const SIZES: [usize; 4] = [3, 30, 300, 3000];
 
 /// A book of `n` brokers.
 fn book(n: usize) -> BrokerBook {
-    BrokerBook::new(stagger::brokers::numbered_seeds(n)).unwrap()
+    BrokerBook::new(stagger::test_util::numbered_seeds(n)).unwrap()
 }
 
 /// A refresh over `book` with the default policy (throttle 3, no retries so one pass).

@@ -145,7 +145,7 @@ impl BrokerBook {
 
     /// Learns the broker list of a winning metadata response: listed brokers become
     /// discovered (added if new), brokers no longer listed stop being discovered.
-    pub fn update_from_metadata(&mut self, metadata: &Metadata) {
+    pub(crate) fn update_from_metadata(&mut self, metadata: &Metadata) {
         for e in &mut self.entries {
             e.node_id = None;
         }
@@ -178,7 +178,7 @@ impl BrokerBook {
     /// Forgets every discovered broker, so the next refresh starts from the seeds
     /// (KIP-899's and KIP-1102's rebootstrap). Entries stay (indices are stable) but are no
     /// longer tried.
-    pub fn rebootstrap(&mut self) {
+    pub(crate) fn rebootstrap(&mut self) {
         for e in &mut self.entries {
             e.node_id = None;
         }
@@ -190,7 +190,7 @@ impl BrokerBook {
     }
 
     /// Records that an attempt against `index` failed at `now`.
-    pub fn record_failure(&mut self, index: BrokerIndex, now: Instant) {
+    pub(crate) fn record_failure(&mut self, index: BrokerIndex, now: Instant) {
         let half_life = self.health_half_life;
         if let Some(e) = self.entries.get_mut(index.0 as usize) {
             decay(e, now, half_life);
@@ -200,7 +200,7 @@ impl BrokerBook {
     }
 
     /// Records that `index` answered: its failure memory is cleared.
-    pub fn record_success(&mut self, index: BrokerIndex, now: Instant) {
+    pub(crate) fn record_success(&mut self, index: BrokerIndex, now: Instant) {
         if let Some(e) = self.entries.get_mut(index.0 as usize) {
             e.failure_score = 0;
             e.scored_at = now;
@@ -208,7 +208,7 @@ impl BrokerBook {
     }
 
     /// Marks whether an adapter holds an open connection to `index`.
-    pub fn set_connected(&mut self, index: BrokerIndex, connected: bool) {
+    pub(crate) fn set_connected(&mut self, index: BrokerIndex, connected: bool) {
         if let Some(e) = self.entries.get_mut(index.0 as usize) {
             e.connected = connected;
         }
@@ -318,6 +318,15 @@ pub fn validate_address(address: &str) -> Result<(), ConfigError> {
 /// Convenience for tests and the simulator: `n` seed addresses `broker-0:9092`, ….
 pub fn numbered_seeds(n: usize) -> Vec<String> {
     (0..n).map(|i| alloc::format!("broker-{i}:9092")).collect()
+}
+
+#[cfg(feature = "test-util")]
+impl BrokerBook {
+    /// Learns the brokers `metadata` lists, as a [`crate::Cluster`] does after a refresh: lets
+    /// tests and simulators build a book with discovered brokers without running one.
+    pub fn learn_from(&mut self, metadata: &Metadata) {
+        self.update_from_metadata(metadata);
+    }
 }
 
 #[cfg(test)]

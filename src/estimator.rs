@@ -1,7 +1,7 @@
 //! A fixed-size window of recently observed response times, for the adaptive stagger.
 //!
 //! The cold stagger (250 ms) is a guess for a cluster we know nothing about. A long-lived
-//! client knows better after one refresh: [`Estimator`] keeps the last [`WINDOW`] response
+//! client knows better after one refresh: [`Estimator`] keeps the last [`Estimator::WINDOW`] response
 //! times (attempt start → metadata) and hands a high quantile of them to the next refresh,
 //! so "no answer yet" means "slower than this cluster almost ever is" rather than "slower
 //! than a constant". The window is a ring buffer in a fixed array: no allocation, ever.
@@ -9,8 +9,8 @@
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-/// How many recent observations the estimator keeps.
-pub const WINDOW: usize = 64;
+/// How many recent observations the estimator keeps ([`Estimator::WINDOW`]).
+const WINDOW: usize = 64;
 
 /// Recent response times and their high quantile. A [`crate::Cluster`] keeps two: the
 /// winners' response times, and the handshake times of fresh connections (which stand in for
@@ -33,6 +33,10 @@ impl Default for Estimator {
 }
 
 impl Estimator {
+    /// How many recent observations the window holds: enough for a stable high quantile,
+    /// few enough to follow a cluster that slows down within minutes.
+    pub const WINDOW: usize = WINDOW;
+
     /// An empty window.
     pub fn new() -> Self {
         Self::default()

@@ -138,31 +138,41 @@
 //! `poll_input` to `handle_input`. So an adapter only moves bytes.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 extern crate alloc;
 
-pub mod brokers;
-pub mod cluster;
-pub mod config;
-pub mod error;
-pub mod estimator;
-pub mod metadata;
-pub mod refresh;
+mod brokers;
+mod cluster;
+mod config;
+mod error;
+mod estimator;
+mod metadata;
+mod refresh;
 mod rng;
-pub mod time;
-pub mod trace;
+mod time;
+mod trace;
 
 #[cfg(feature = "kafka")]
 pub mod kafka;
 
-pub use brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
+pub use brokers::{validate_address, BrokerBook, BrokerEntry, BrokerIdentity, BrokerIndex};
 pub use cluster::{Cluster, ClusterConfig, ClusterEvent};
 pub use config::{Adaptive, Backoff, Fanout, Growth, HedgeBudget, RefreshConfig, Stagger};
-pub use error::{AttemptError, ConfigError, ErrorKind, GiveUpReason, RefreshError};
+pub use error::{kafka_error_name, AttemptError, BrokerFailure, ConfigError, ErrorKind, GiveUpReason, RefreshError};
 pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
     AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh, RefreshStats, TimerKind,
+    MAX_ATTEMPTS,
 };
 pub use rng::Rng;
-pub use time::Instant;
+pub use time::{duration_micros, scale_duration, Instant};
+pub use trace::{Divergence, Recorder, Trace, TraceEvent, TRACE_VERSION};
+
+/// Helpers for tests, benchmarks and simulators: fake broker addresses and a book that has
+/// learnt brokers without a refresh. Not part of the stable API (feature `test-util`).
+#[cfg(feature = "test-util")]
+pub mod test_util {
+    pub use crate::brokers::numbered_seeds;
+}

@@ -60,7 +60,7 @@ pub fn duration_micros(d: Duration) -> u64 {
 /// Public for the same reason as [`duration_micros`]: a simulator that draws random delays
 /// from [`Rng`](crate::Rng) scales them with the core's own rounding, so its runs are
 /// deterministic across the crate boundary.
-pub fn scale(d: Duration, factor: f64) -> Duration {
+pub fn scale_duration(d: Duration, factor: f64) -> Duration {
     let micros = duration_micros(d) as f64 * factor;
     if micros.is_nan() || micros <= 0.0 {
         Duration::ZERO
@@ -85,8 +85,8 @@ mod tests {
 
     #[test]
     fn scale_handles_edges() {
-        assert_eq!(scale(Duration::from_millis(10), 0.5), Duration::from_millis(5));
-        assert_eq!(scale(Duration::from_millis(10), f64::NAN), Duration::ZERO);
-        assert_eq!(scale(Duration::MAX, 2.0), Duration::from_micros(u64::MAX));
+        assert_eq!(scale_duration(Duration::from_millis(10), 0.5), Duration::from_millis(5));
+        assert_eq!(scale_duration(Duration::from_millis(10), f64::NAN), Duration::ZERO);
+        assert_eq!(scale_duration(Duration::MAX, 2.0), Duration::from_micros(u64::MAX));
     }
 }

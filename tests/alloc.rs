@@ -43,7 +43,7 @@ fn allocations() -> u64 {
 /// Drives a refresh where every broker but the last hangs or fails, then the last answers.
 /// Returns allocations counted after construction.
 fn drive(config: RefreshConfig, brokers: usize, succeed: bool) -> (u64, usize) {
-    let book = BrokerBook::new(stagger::brokers::numbered_seeds(brokers)).unwrap();
+    let book = BrokerBook::new(stagger::test_util::numbered_seeds(brokers)).unwrap();
     let mut metadata = Some(Metadata {
         brokers: vec![BrokerMetadata { node_id: 0, host: "broker-0".into(), port: 9092, rack: None }],
         ..Metadata::default()

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use stagger::estimator::WINDOW;
 use stagger::{
     Adaptive, AttemptError, AttemptId, BrokerBook, BrokerMetadata, Cluster, ClusterConfig, ClusterEvent, ErrorKind,
     Estimator, HedgeBudget, Input, Instant, Metadata, RefreshConfig, Stagger,
@@ -14,9 +13,9 @@ use stagger::{
 // Estimator: window bounds, nearest-rank quantiles, clamps
 // ============================================================================================
 
-/// Reference: nearest-rank quantile of the last `WINDOW` observations, by sorting.
+/// Reference: nearest-rank quantile of the last `stagger::Estimator::WINDOW` observations, by sorting.
 fn reference_quantile(observed: &[Duration], q: f64) -> Option<Duration> {
-    let tail = &observed[observed.len().saturating_sub(WINDOW)..];
+    let tail = &observed[observed.len().saturating_sub(stagger::Estimator::WINDOW)..];
     if tail.is_empty() {
         return None;
     }
@@ -30,8 +29,8 @@ fn reference_quantile(observed: &[Duration], q: f64) -> Option<Duration> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
-    /// The window never holds more than `WINDOW` observations, forgets the oldest, and its
-    /// quantile is the nearest-rank quantile of exactly the last `WINDOW` observations,
+    /// The window never holds more than `stagger::Estimator::WINDOW` observations, forgets the oldest, and its
+    /// quantile is the nearest-rank quantile of exactly the last `stagger::Estimator::WINDOW` observations,
     /// monotone in `q`, within their range, with `q` clamped to [0, 1].
     #[test]
     fn estimator_window_is_bounded_and_exact(
@@ -44,8 +43,8 @@ proptest! {
             let d = Duration::from_micros(m);
             e.observe(d);
             seen.push(d);
-            prop_assert!(e.len() <= WINDOW);
-            prop_assert_eq!(e.len(), seen.len().min(WINDOW));
+            prop_assert!(e.len() <= stagger::Estimator::WINDOW);
+            prop_assert_eq!(e.len(), seen.len().min(stagger::Estimator::WINDOW));
         }
         prop_assert_eq!(e.quantile(q), reference_quantile(&seen, q));
         if let Some(x) = e.quantile(q) {
@@ -104,7 +103,7 @@ fn estimator_feeds_on_winning_response_times_only() {
     for i in 0..80 {
         d.plan = vec![Plan::Answer(3_000)];
         d.refresh();
-        assert_eq!(d.cluster.estimator().len(), (i + 1).min(WINDOW));
+        assert_eq!(d.cluster.estimator().len(), (i + 1).min(stagger::Estimator::WINDOW));
     }
     let e = d.cluster.estimator();
     assert_eq!(e.quantile(0.0), Some(Duration::from_millis(3)));
@@ -152,7 +151,7 @@ impl Driver {
         refresh.deadline = Duration::from_secs(30);
         refresh.retry.retries = 1;
         let config = ClusterConfig { refresh, refresh_interval: Duration::from_secs(86_400), rebootstrap: false };
-        let book = BrokerBook::new(stagger::brokers::numbered_seeds(brokers)).unwrap();
+        let book = BrokerBook::new(stagger::test_util::numbered_seeds(brokers)).unwrap();
         Driver {
             cluster: Cluster::new(config, book, Instant::ZERO).unwrap(),
             now: 0,

@@ -24,7 +24,7 @@ fn us(n: u64) -> Instant {
 }
 
 fn book(n: usize) -> BrokerBook {
-    BrokerBook::new(stagger::brokers::numbered_seeds(n)).unwrap()
+    BrokerBook::new(stagger::test_util::numbered_seeds(n)).unwrap()
 }
 
 fn metadata() -> Metadata {
@@ -652,7 +652,7 @@ fn same_seed_same_commands_different_seed_different_order() {
     let mut book = book(1);
     let hosts: Vec<BrokerMetadata> =
         (0..10).map(|i| BrokerMetadata { node_id: i, host: format!("h{i}"), port: 9092, rack: None }).collect();
-    book.update_from_metadata(&Metadata { brokers: hosts, ..Metadata::default() });
+    book.learn_from(&Metadata { brokers: hosts, ..Metadata::default() });
     let commands = |seed| {
         let mut r = Refresh::new(&RefreshConfig::all_at_once().with_seed(seed), &book, Instant::ZERO).unwrap();
         std::iter::from_fn(|| r.poll_command()).collect::<Vec<_>>()

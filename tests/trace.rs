@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use stagger::trace::{Recorder, Trace, TraceEvent};
 use stagger::{AttemptError, BrokerBook, BrokerMetadata, Command, ErrorKind, Input, Instant, Metadata, RefreshConfig};
+use stagger::{Recorder, Trace, TraceEvent};
 
 fn ms(n: u64) -> Instant {
     Instant::from_millis(n)
@@ -12,7 +12,7 @@ fn ms(n: u64) -> Instant {
 
 /// Records a refresh over 4 brokers: the first hangs, the second refuses, the third answers.
 fn record() -> Trace {
-    let book = BrokerBook::new(stagger::brokers::numbered_seeds(4)).unwrap();
+    let book = BrokerBook::new(stagger::test_util::numbered_seeds(4)).unwrap();
     let config = RefreshConfig::default().with_seed(42);
     let mut rec = Recorder::new(&config, &book, Instant::ZERO, "tests").unwrap();
     let mut attempts = Vec::new();

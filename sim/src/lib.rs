@@ -47,7 +47,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-use stagger::brokers::numbered_seeds;
+use stagger::test_util::numbered_seeds;
 use stagger::{BrokerMetadata, ConfigError, Instant, Metadata, PartitionMetadata, TopicMetadata};
 
 pub use cluster_sim::{run_cluster, ClusterReport, RefreshOutcome, RefreshRecord, RequestRecord};
@@ -234,7 +234,7 @@ impl Scenario {
     /// with replicas spread over the brokers.
     ///
     /// Why these: the brokers must match the seeds so that
-    /// [`BrokerBook::update_from_metadata`](stagger::BrokerBook::update_from_metadata) finds
+    /// a `Cluster`'s broker book finds
     /// the same entries, and a couple of topics make the answer look like a real one.
     pub fn standard_metadata(n: usize) -> Metadata {
         let brokers = (0..n)

@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::world::World;
 use super::{Scenario, SimBroker, SimError, MAX_STEPS, RECORDER};
-use stagger::trace::{Recorder, Trace};
 use stagger::{
     AttemptError, AttemptId, BrokerBook, BrokerIndex, CancelReason, Command, ErrorKind, GiveUpReason, Instant,
     RefreshConfig, RefreshError, RefreshStats, TimerKind,
 };
+use stagger::{Recorder, Trace};
 
 /// How a simulated refresh ended.
 ///

@@ -7,7 +7,7 @@ use core::fmt::Write as _;
 use core::time::Duration;
 
 use super::refresh_sim::{Lane, Outcome, Report, Span, SpanOutcome};
-use stagger::time::duration_micros;
+use stagger::duration_micros;
 use stagger::{CancelReason, ErrorKind, GiveUpReason, Instant};
 
 /// Dots drawn across the whole run; each span segment gets its share (at least one).

@@ -143,7 +143,7 @@ impl<'a> World<'a> {
             }
             BrokerBehavior::Slow { min, max } => {
                 let (lo, hi) = if min <= max { (*min, *max) } else { (*max, *min) };
-                let delay = lo + stagger::time::scale(hi - lo, rng.unit());
+                let delay = lo + stagger::scale_duration(hi - lo, rng.unit());
                 push(connected, Pending::Connected);
                 answer_then(&mut push, connected.saturating_add(delay));
                 push(connected.saturating_add(delay), Pending::Response);

@@ -2,7 +2,6 @@
 //! of the two mechanisms the fleet tunes: the adaptive estimator window and the hedge budget.
 //! (Those two mechanisms' own tests are the core's, in `tests/estimator_and_budget.rs`.)
 
-use stagger::estimator::WINDOW;
 use stagger::{HedgeBudget, RefreshConfig};
 use stagger_sim::fleet::{
     run_matrix, FleetConfig, FleetReport, FleetScenario, ScenarioResult, Strategy as Policy, WarmFleet,
@@ -83,7 +82,7 @@ fn warm_clients_hold_a_full_window_and_their_budget() {
     let budget = RefreshConfig::adaptive().hedge_budget;
     for cluster in warm.clusters() {
         let cluster = cluster.expect("core clients have a cluster");
-        assert_eq!(cluster.estimator().len(), WINDOW, "64 calm refreshes fill the window");
+        assert_eq!(cluster.estimator().len(), stagger::Estimator::WINDOW, "64 calm refreshes fill the window");
         assert!(cluster.metadata().is_some());
         assert!(cluster.book().iter().filter(|(_, e)| e.is_discovered()).count() == 30);
         assert!(cluster.hedge_tokens() <= budget.burst);

@@ -9,7 +9,7 @@
 use core::time::Duration;
 
 use crate::config::{Growth, Stagger};
-use crate::time::{scale, Instant};
+use crate::time::{scale_duration, Instant};
 
 use super::attempts::AttemptSlot;
 use super::contract::{AttemptInfo, AttemptState, CancelReason, Command, TimerKind};
@@ -334,7 +334,7 @@ impl Refresh {
                 None => (info.started_at, a.before_connect(self.warm_stagger)),
             },
         };
-        (from, scale(delay, self.attempts.slot(n).delay_factor))
+        (from, scale_duration(delay, self.attempts.slot(n).delay_factor))
     }
 
     /// The handshake time that stands for attempt `info`'s round trip: its own, or the

@@ -6,7 +6,7 @@ use core::time::Duration;
 use crate::config::Backoff;
 use crate::error::{AttemptError, GiveUpReason, RefreshError};
 use crate::rng::Rng;
-use crate::time::{scale, Instant};
+use crate::time::{scale_duration, Instant};
 
 use super::contract::{AttemptState, CancelReason, Command, TimerKind};
 use super::PerCandidate;
@@ -88,9 +88,9 @@ impl Pass {
 pub(super) fn backoff_delay(retry: &Backoff, pass: u32, rng: &mut Rng) -> Duration {
     let mut d = retry.initial;
     for _ in 0..pass {
-        d = scale(d, retry.multiplier).min(retry.cap);
+        d = scale_duration(d, retry.multiplier).min(retry.cap);
     }
-    scale(d.min(retry.cap), rng.unit())
+    scale_duration(d.min(retry.cap), rng.unit())
 }
 
 impl Refresh {
@@ -208,7 +208,7 @@ mod tests {
         };
         // Each pass draws once; the same seed gives the same unit draw.
         let unit = Rng::new(7).unit();
-        let expected = [100, 200, 400, 500, 500].map(|ms| scale(Duration::from_millis(ms), unit));
+        let expected = [100, 200, 400, 500, 500].map(|ms| scale_duration(Duration::from_millis(ms), unit));
         for (pass, want) in expected.into_iter().enumerate() {
             assert_eq!(backoff_delay(&retry, pass as u32, &mut Rng::new(7)), want, "pass {pass}");
         }

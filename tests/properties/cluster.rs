@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use stagger::brokers::numbered_seeds;
+use stagger::test_util::numbered_seeds;
 use stagger::{BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Command, Refresh};
 
 use crate::cases;

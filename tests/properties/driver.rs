@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use proptest::test_runner::TestCaseError;
-use stagger::brokers::numbered_seeds;
-use stagger::trace::{Recorder, Trace};
+use stagger::test_util::numbered_seeds;
 use stagger::{
     AttemptId, AttemptState, BrokerBook, BrokerIndex, Command, Growth, Input, Instant, Refresh, RefreshConfig, Stagger,
 };
+use stagger::{Recorder, Trace};
 
 use crate::strategies::{at, make_input, resolve, Action, Scenario};
 use crate::tracker::{Inv, Tracker};

@@ -31,8 +31,8 @@ mod tracker;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use stagger::brokers::numbered_seeds;
-use stagger::trace::Trace;
+use stagger::test_util::numbered_seeds;
+use stagger::Trace;
 use stagger::{BrokerBook, Cluster, ClusterConfig, Refresh};
 
 use driver::{check, record, run, Clock};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use stagger::brokers::numbered_seeds;
+use stagger::test_util::numbered_seeds;
 use stagger::{
     AttemptError, AttemptId, Backoff, BrokerBook, CancelReason, Command, ErrorKind, Fanout, GiveUpReason, Growth,
     HedgeBudget, Input, Refresh, RefreshConfig, Stagger,

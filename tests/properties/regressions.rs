@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use stagger::brokers::numbered_seeds;
-use stagger::trace::{Recorder, Trace};
+use stagger::test_util::numbered_seeds;
 use stagger::{
     BrokerBook, CancelReason, Cluster, ClusterConfig, ClusterEvent, Command, HedgeBudget, Input, Instant, Refresh,
     RefreshConfig, Stagger,
 };
+use stagger::{Recorder, Trace};
 
 use crate::driver::drain;
 use crate::strategies::{metadata, Answer};

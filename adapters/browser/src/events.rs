@@ -4,10 +4,10 @@
 //! The `command`, `input` and `timeout` events have exactly the shape of the core's
 //! [`TraceEvent`]s (`type`, `at` in µs, then `command`/`input`/`timer`) plus `at_ms` and, on
 //! `Connect`, the bridge's `url`. So a page can draw them live and also assemble them, with
-//! the `start` event's `config` and `book`, into a [`stagger::trace::Trace`] that the core
+//! the `start` event's `config` and `book`, into a [`stagger::Trace`] that the core
 //! replays to the very same commands.
 //!
-//! [`TraceEvent`]: stagger::trace::TraceEvent
+//! [`TraceEvent`]: stagger::TraceEvent
 
 use serde::Serialize;
 use stagger::{AttemptId, BrokerBook, BrokerIndex, Command, Input, Instant, RefreshConfig, TimerKind};
@@ -91,7 +91,7 @@ pub fn millis(at: Instant) -> f64 {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
-    use stagger::trace::TraceEvent;
+    use stagger::TraceEvent;
     use stagger::{AttemptError, CancelReason, ErrorKind};
 
     /// The event's JSON without the browser-only extras must equal the trace's JSON.

@@ -185,18 +185,13 @@ mod tests {
             reason: GiveUpReason::AllFailed { passes: 1 },
             last_error: None,
             brokers: vec![
-                stagger::error::BrokerFailure {
+                stagger::BrokerFailure {
                     broker: BrokerIndex(1),
                     address: "b:2".into(),
                     attempts: 2,
                     last_error: Some(AttemptError::with_detail(ErrorKind::Refused, "502")),
                 },
-                stagger::error::BrokerFailure {
-                    broker: BrokerIndex(0),
-                    address: "a:1".into(),
-                    attempts: 0,
-                    last_error: None,
-                },
+                stagger::BrokerFailure { broker: BrokerIndex(0), address: "a:1".into(), attempts: 0, last_error: None },
             ],
         };
         let summary = broker_summaries(&error, &seeds);

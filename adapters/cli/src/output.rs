@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use stagger::error::kafka_error_name;
+use stagger::kafka_error_name;
 use stagger::Metadata;
 use stagger_tokio::{RefreshOutcome, RefreshReport};
 

@@ -133,7 +133,7 @@ fn trace_file_replays_to_the_same_commands() {
     let out =
         stagger().args(["metadata", "-b", &m.addresses.join(","), "--trace", path.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let trace: stagger::trace::Trace = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let trace: stagger::Trace = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let commands = trace.replay().unwrap().expect("the recorded trace replays without divergence");
     assert!(matches!(commands.last(), Some(stagger::Command::Done { .. })));
     assert!(commands.iter().any(|c| matches!(c, stagger::Command::Cancel { .. })), "the hung attempt was cancelled");

@@ -4,10 +4,10 @@
 //! then wait for whichever comes first — an attempt's progress or the core's next timer —
 //! and hand it to the core. Nothing here decides anything; the core does.
 
-use stagger::trace::{Recorder, Trace};
 use stagger::{
     AttemptId, BrokerBook, Command, Input, InputOutcome, Instant, Metadata, Refresh, RefreshConfig, TimerKind,
 };
+use stagger::{Recorder, Trace};
 
 use crate::attempt::{AttemptContext, AttemptSet, Progress};
 use crate::clock::Clock;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use stagger::trace::Trace;
+use stagger::Trace;
 use stagger::{ConfigError, RefreshError};
 
 use crate::report::{AttemptReport, RefreshReport};

@@ -8,7 +8,7 @@
 //! the deadline are all the core's timers.
 //!
 //! * [`refresh`] / [`refresh_with`]: one refresh episode, with per-attempt reports, live
-//!   [`Event`]s and an optional replayable [`stagger::trace::Trace`].
+//!   [`Event`]s and an optional replayable [`stagger::Trace`].
 //! * [`Client`]: long-lived, cached, single-flight and periodically refreshed metadata that
 //!   keeps the winning connection for the next refresh.
 //!

@@ -17,7 +17,7 @@ pub struct RefreshOptions {
     pub exchange: ExchangeConfig,
     /// TLS to the brokers; `None` for plaintext. Needs the `tls` feature.
     pub tls: Option<TlsOptions>,
-    /// Record the core's inputs and commands as a replayable [`stagger::trace::Trace`]
+    /// Record the core's inputs and commands as a replayable [`stagger::Trace`]
     /// (what the CLI's `--trace FILE` writes and the web demo replays).
     pub record_trace: bool,
 }

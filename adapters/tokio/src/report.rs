@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
-use stagger::trace::Trace;
+use stagger::Trace;
 use stagger::{AttemptError, AttemptId, CancelReason, Metadata, TimerKind};
 
 /// Something that happened during a refresh, for live views (a terminal progress display,

@@ -50,7 +50,6 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-use stagger::estimator::WINDOW;
 use stagger::{RefreshConfig, Stagger};
 
 pub use engine::WarmFleet;
@@ -101,7 +100,7 @@ impl Default for FleetConfig {
             seed: 1,
             rtt: Duration::from_millis(1),
             service_time: Duration::from_millis(1),
-            warmup_refreshes: WINDOW as u32,
+            warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),
             settle: Duration::from_secs(30),
             request_window: Duration::from_secs(10),

@@ -10,7 +10,7 @@ use core::fmt::Write as _;
 use super::math::log10;
 use super::stats::fmt_ms;
 use super::{FleetReport, FleetScenario, ScenarioResult};
-use stagger::time::duration_micros;
+use stagger::duration_micros;
 
 fn dur(d: core::time::Duration) -> String {
     fmt_ms(Some(duration_micros(d) as f64 / 1000.0))

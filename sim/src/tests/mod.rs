@@ -12,7 +12,7 @@ mod random;
 mod refresh;
 
 use super::*;
-use stagger::trace::TraceEvent;
+use stagger::TraceEvent;
 use stagger::{
     AttemptState, BrokerIndex, CancelReason, ClusterConfig, ErrorKind, GiveUpReason, Refresh, RefreshConfig, Rng,
 };

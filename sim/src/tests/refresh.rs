@@ -266,7 +266,7 @@ fn scenario_serde_defaults_and_addresses() {
     assert_eq!(meta.brokers.len(), 2);
     assert!(meta.rejection().is_none());
     let mut book = stagger::BrokerBook::new(scenario.seeds()).unwrap();
-    book.update_from_metadata(&meta);
+    book.learn_from(&meta);
     assert_eq!(book.len(), 2, "metadata names the same brokers as the seeds");
 }
 

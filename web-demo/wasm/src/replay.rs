@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use stagger::error::ErrorKind;
-use stagger::trace::{Trace, TraceEvent, TRACE_VERSION};
+use stagger::ErrorKind;
 use stagger::{AttemptError, AttemptId, BrokerIndex, CancelReason, Command, Input, Instant, Refresh};
+use stagger::{Trace, TraceEvent, TRACE_VERSION};
 use stagger_sim::{Lane, Outcome, Report, SimError, SimEvent, Span, SpanOutcome};
 
 use crate::describe;

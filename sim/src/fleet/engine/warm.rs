@@ -7,8 +7,8 @@ use core::time::Duration;
 use super::{broker_of, fleet_metadata, mix, Broker, Client, Engine, Ev, Mode, Tally, WarmFleet, REFRESH_INTERVAL};
 use crate::fleet::stats::{cdf_points, peak_in_window, Percentiles};
 use crate::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy};
-use stagger::brokers::numbered_seeds;
-use stagger::time::duration_micros;
+use stagger::duration_micros;
+use stagger::test_util::numbered_seeds;
 use stagger::{BrokerBook, Cluster, ClusterConfig, Instant, Rng};
 
 impl WarmFleet {
