@@ -316,6 +316,7 @@ pub fn validate_address(address: &str) -> Result<(), ConfigError> {
 }
 
 /// Convenience for tests and the simulator: `n` seed addresses `broker-0:9092`, ….
+#[cfg(any(test, feature = "test-util"))]
 pub fn numbered_seeds(n: usize) -> Vec<String> {
     (0..n).map(|i| alloc::format!("broker-{i}:9092")).collect()
 }
