@@ -1,10 +1,4 @@
 //! A long-lived client's view of the cluster: cached metadata, single-flight refresh,
-//! periodic refresh, rebootstrap and the hedge budget.
-//!
-//! [`Cluster`] owns a [`BrokerBook`] and runs one [`Refresh`] at a time. Concurrent refresh
-//! requests join the running one (single-flight), so a burst of "leader not available"
-//! errors in an application costs one refresh, not one per caller. It follows the same
-//! sans-IO contract as `Refresh`: `handle_*` in, [`ClusterEvent`]s out, `poll_timeout`.
 
 use alloc::collections::VecDeque;
 use core::time::Duration;
@@ -103,7 +97,13 @@ pub enum ClusterEvent {
     Rebootstrapped,
 }
 
-/// Long-lived cluster metadata state. See the module documentation.
+/// A long-lived client's view of the cluster: cached metadata, single-flight refresh,
+/// periodic refresh, rebootstrap and the hedge budget.
+///
+/// [`Cluster`] owns a [`BrokerBook`] and runs one [`Refresh`] at a time. Concurrent refresh
+/// requests join the running one (single-flight), so a burst of "leader not available"
+/// errors in an application costs one refresh, not one per caller. It follows the same
+/// sans-IO contract as `Refresh`: `handle_*` in, [`ClusterEvent`]s out, `poll_timeout`.
 #[derive(Clone, Debug)]
 pub struct Cluster {
     config: ClusterConfig,

@@ -110,8 +110,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The table of what each input and timer makes the core do is on the [`refresh`] module;
-//! the knobs, their defaults and why are on [`config`]; the attempts' records (when each
+//! The table of what each input and timer makes the core do is on [`Refresh`];
+//! the knobs, their defaults and why are on [`RefreshConfig`] and its parts; the attempts' records (when each
 //! started, connected, answered and ended) are [`Refresh::attempts`].
 //!
 //! # A long-lived client: [`Cluster`]
@@ -124,7 +124,7 @@
 //! healthy brokers first, recently failed ones last), learns the cluster's response and
 //! handshake times for the adaptive stagger, spends and earns a hedge budget, and goes back
 //! to the seeds (rebootstrap) when every discovered broker fails or one answers
-//! REBOOTSTRAP_REQUIRED. See its module, [`cluster`].
+//! REBOOTSTRAP_REQUIRED. See [`Cluster`].
 //!
 //! # The Kafka layer: [`kafka`]
 //!

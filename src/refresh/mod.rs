@@ -1,38 +1,4 @@
 //! One refresh episode: staggered, throttled, jittered fan-out with retries and a deadline.
-//!
-//! [`Refresh`] is a sans-IO state machine in the style of quinn-proto and str0m: time and
-//! I/O results go in through `handle_*`, commands come out of [`Refresh::poll_command`].
-//! After every `handle_*` call, drain `poll_command()` until it returns `None`, then wait
-//! until [`Refresh::poll_timeout`] or the next I/O result. The crate documentation drives
-//! one refresh through these steps as a runnable example. Inputs that name an unknown,
-//! finished or cancelled attempt change nothing (the [`InputOutcome`] says why); time that
-//! goes backwards is clamped; the machine never panics on any input sequence (the property
-//! tests check this).
-//!
-//! | In                                   | Out                                                   |
-//! |--------------------------------------|-------------------------------------------------------|
-//! | [`Refresh::new`]                     | `Connect` for the first `fanout.initial` brokers      |
-//! | stagger timer (the leader's delay ran out) | `Connect` the next broker (a hedge), maybe `Cancel` (superseded) a silent one to make room |
-//! | spread timer (`fanout.spread_ticks`) | `Connect` the tick's next broker, unless one answered meanwhile |
-//! | [`Input::Connected`]                 | nothing; the adaptive stagger counts from the handshake |
-//! | [`Input::Answered`]                  | `Cancel` (overtaken) the silent attempts              |
-//! | [`Input::Response`] that can win     | `Cancel` (lost) the rest, then `Done`                 |
-//! | [`Input::Response`] that cannot win (no brokers, a top-level error) | `Cancel` (rejected) it, then as a failure |
-//! | [`Input::Failed`], attempt timeout (`Cancel`, timed out) | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
-//! | backoff timer                        | a new pass: `Connect` the first `fanout.initial` brokers |
-//! | deadline, fatal error                | `Cancel` everything in flight, then `GiveUp`          |
-//!
-//! Report [`Input::Connected`] when an attempt's transport is up and [`Input::Answered`] when
-//! its broker first answers: the adaptive stagger hedges a broker that connected but stays
-//! silent within a few handshake times, and one that is answering only after a long patience
-//! (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
-//! (`fanout.cancel_silent_on_answer`), so each refresh sends one metadata request.
-//!
-//! The machine is split by concern: `contract` (what crosses the boundary), `attempts`
-//! (the attempt table), `fanout` (the stagger policy), `retry` (passes, backoff, deadline),
-//! `timers` (the timer table) and `inputs` (what each input does). Cost per input is O(1)
-//! in the number of brokers and of finished attempts, and every buffer is sized at
-//! construction, so steady-state inputs do not allocate.
 
 mod attempts;
 mod contract;
@@ -107,8 +73,41 @@ enum Phase {
     Finished,
 }
 
-/// One metadata refresh episode. See the module documentation for the driving contract,
-/// and the crate documentation for a complete driving loop.
+/// One refresh episode: staggered, throttled, jittered fan-out with retries and a deadline.
+///
+/// [`Refresh`] is a sans-IO state machine in the style of quinn-proto and str0m: time and
+/// I/O results go in through `handle_*`, commands come out of [`Refresh::poll_command`].
+/// After every `handle_*` call, drain `poll_command()` until it returns `None`, then wait
+/// until [`Refresh::poll_timeout`] or the next I/O result. The crate documentation drives
+/// one refresh through these steps as a runnable example. Inputs that name an unknown,
+/// finished or cancelled attempt change nothing (the [`InputOutcome`] says why); time that
+/// goes backwards is clamped; the machine never panics on any input sequence (the property
+/// tests check this).
+///
+/// | In                                   | Out                                                   |
+/// |--------------------------------------|-------------------------------------------------------|
+/// | [`Refresh::new`]                     | `Connect` for the first `fanout.initial` brokers      |
+/// | stagger timer (the leader's delay ran out) | `Connect` the next broker (a hedge), maybe `Cancel` (superseded) a silent one to make room |
+/// | spread timer (`fanout.spread_ticks`) | `Connect` the tick's next broker, unless one answered meanwhile |
+/// | [`Input::Connected`]                 | nothing; the adaptive stagger counts from the handshake |
+/// | [`Input::Answered`]                  | `Cancel` (overtaken) the silent attempts              |
+/// | [`Input::Response`] that can win     | `Cancel` (lost) the rest, then `Done`                 |
+/// | [`Input::Response`] that cannot win (no brokers, a top-level error) | `Cancel` (rejected) it, then as a failure |
+/// | [`Input::Failed`], attempt timeout (`Cancel`, timed out) | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
+/// | backoff timer                        | a new pass: `Connect` the first `fanout.initial` brokers |
+/// | deadline, fatal error                | `Cancel` everything in flight, then `GiveUp`          |
+///
+/// Report [`Input::Connected`] when an attempt's transport is up and [`Input::Answered`] when
+/// its broker first answers: the adaptive stagger hedges a broker that connected but stays
+/// silent within a few handshake times, and one that is answering only after a long patience
+/// (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
+/// (`fanout.cancel_silent_on_answer`), so each refresh sends one metadata request.
+///
+/// The machine is split by concern: `contract` (what crosses the boundary), `attempts`
+/// (the attempt table), `fanout` (the stagger policy), `retry` (passes, backoff, deadline),
+/// `timers` (the timer table) and `inputs` (what each input does). Cost per input is O(1)
+/// in the number of brokers and of finished attempts, and every buffer is sized at
+/// construction, so steady-state inputs do not allocate.
 #[derive(Clone, Debug)]
 pub struct Refresh {
     config: RefreshConfig,

@@ -36,7 +36,7 @@
 //! ```
 //!
 //! TLS (feature `tls`) is rustls over the same non-blocking sockets; the caller builds the
-//! [`rustls::ClientConfig`] (see [`Tls`]).
+//! `rustls::ClientConfig` (see `Tls`, with the `tls` feature).
 #![warn(missing_docs, unreachable_pub)]
 
 mod attempt;
