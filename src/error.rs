@@ -202,16 +202,24 @@ impl RefreshError {
     }
 }
 
-impl fmt::Display for RefreshError {
+/// Why a refresh gave up, in words (`every broker failed in 2 passes`, `deadline exceeded`,
+/// `fatal error`): what error messages, timelines and the web demo print.
+impl fmt::Display for GiveUpReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.reason {
+        match *self {
             GiveUpReason::AllFailed { passes } => {
                 let noun = if passes == 1 { "pass" } else { "passes" };
-                write!(f, "metadata refresh failed: every broker failed in {passes} {noun}")?
+                write!(f, "every broker failed in {passes} {noun}")
             }
-            GiveUpReason::DeadlineExceeded => f.write_str("metadata refresh failed: deadline exceeded")?,
-            GiveUpReason::Fatal => f.write_str("metadata refresh failed: fatal error")?,
+            GiveUpReason::DeadlineExceeded => f.write_str("deadline exceeded"),
+            GiveUpReason::Fatal => f.write_str("fatal error"),
         }
+    }
+}
+
+impl fmt::Display for RefreshError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "metadata refresh failed: {}", self.reason)?;
         match (&self.last_error, self.last_broker_address()) {
             (Some((_, _, err)), Some(addr)) => write!(f, "; last error from {addr}: {err}")?,
             (Some((_, _, err)), None) => write!(f, "; last error: {err}")?,

@@ -8,7 +8,7 @@ use core::time::Duration;
 
 use super::refresh_sim::{Lane, Outcome, Report, Span, SpanOutcome};
 use stagger::duration_micros;
-use stagger::{CancelReason, ErrorKind, GiveUpReason, Instant};
+use stagger::{ErrorKind, Instant};
 
 /// Dots drawn across the whole run; each span segment gets its share (at least one).
 const DOTS: u64 = 24;
@@ -36,43 +36,12 @@ fn fmt_micros(us: u64) -> String {
     alloc::format!("{whole}.{digits}{unit}")
 }
 
-/// A short name for an error kind, to fit on a lane.
+/// A short name for an error kind, to fit on a lane: its name in words, with a broker
+/// error's code.
 fn kind_name(kind: ErrorKind) -> String {
-    let name = match kind {
-        ErrorKind::Dns => "dns",
-        ErrorKind::Refused => "refused",
-        ErrorKind::ConnectTimeout => "connect timeout",
-        ErrorKind::ResponseTimeout => "timeout",
-        ErrorKind::Closed => "closed",
-        ErrorKind::Protocol => "protocol",
-        ErrorKind::FrameTooLarge => "frame too large",
-        ErrorKind::BrokerError(code) => return alloc::format!("broker error {code}"),
-        ErrorKind::NoBrokers => "no brokers",
-        ErrorKind::Tls => "tls",
-        ErrorKind::Authentication => "authentication",
-        ErrorKind::Authorization => "authorization",
-        ErrorKind::Io => "io",
-    };
-    String::from(name)
-}
-
-fn cancel_name(reason: CancelReason) -> &'static str {
-    match reason {
-        CancelReason::Lost => "lost",
-        CancelReason::TimedOut => "timed out",
-        CancelReason::Deadline => "deadline",
-        CancelReason::Fatal => "fatal",
-        CancelReason::Rejected => "rejected",
-        CancelReason::Superseded => "superseded",
-        CancelReason::Overtaken => "overtaken",
-    }
-}
-
-fn give_up_name(reason: GiveUpReason) -> String {
-    match reason {
-        GiveUpReason::AllFailed { passes } => alloc::format!("every broker failed in {passes} pass(es)"),
-        GiveUpReason::DeadlineExceeded => String::from("deadline exceeded"),
-        GiveUpReason::Fatal => String::from("fatal error"),
+    match kind {
+        ErrorKind::BrokerError(code) => alloc::format!("broker error {code}"),
+        kind => kind.name().replace('_', " "),
     }
 }
 
@@ -122,7 +91,7 @@ impl Report {
                 let _ = write!(out, "metadata in {} from {name} (attempt {attempt})", fmt_duration(*time_to_metadata));
             }
             Outcome::GiveUp { error, at } => {
-                let _ = write!(out, "gave up at {}: {}", fmt_instant(*at), give_up_name(error.reason));
+                let _ = write!(out, "gave up at {}: {}", fmt_instant(*at), error.reason);
                 if let Some((_, _, last)) = &error.last_error {
                     let from = error.last_broker_address().unwrap_or("?");
                     let _ = write!(out, " (last error from {from}: {last})");
@@ -177,7 +146,7 @@ fn render_span(out: &mut String, span: &Span, total: u64) {
     let ending = match &span.outcome {
         SpanOutcome::Won => String::from("won"),
         SpanOutcome::Failed { kind, .. } => alloc::format!("failed({})", kind_name(*kind)),
-        SpanOutcome::Cancelled { reason } => alloc::format!("cancelled({})", cancel_name(*reason)),
+        SpanOutcome::Cancelled { reason } => alloc::format!("cancelled({reason})"),
         SpanOutcome::InFlight => String::from("in flight"),
     };
     let _ = write!(out, " {ending}");

@@ -161,6 +161,17 @@ impl CancelReason {
     }
 }
 
+/// The reason in words (`timed out`, `overtaken`, …), for timelines and logs; [`CancelReason::name`]
+/// is the machine-readable form.
+impl fmt::Display for CancelReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CancelReason::TimedOut => f.write_str("timed out"),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
 /// What the core asks the adapter to do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -43,13 +43,7 @@ pub fn timer_name(kind: Option<TimerKind>) -> &'static str {
 }
 
 fn give_up(reason: GiveUpReason) -> String {
-    match reason {
-        GiveUpReason::AllFailed { passes } => {
-            format!("gave up: every broker failed in {passes} pass{}", if passes == 1 { "" } else { "es" })
-        }
-        GiveUpReason::DeadlineExceeded => "gave up: deadline exceeded".to_string(),
-        GiveUpReason::Fatal => "gave up: fatal error".to_string(),
-    }
+    format!("gave up: {reason}")
 }
 
 /// One simulator event in words. `addresses` are the report's lanes' addresses.
@@ -58,7 +52,7 @@ pub fn sim_event(e: &SimEvent, addresses: &[String]) -> String {
     match e {
         SimEvent::Connect { attempt: a, broker, .. } => format!("start {} → {}", attempt(*a), name(*broker, &names)),
         SimEvent::Cancel { attempt: a, broker, reason, .. } => {
-            format!("cancel {} on {} ({})", attempt(*a), name(*broker, &names), reason.name().replace('_', " "))
+            format!("cancel {} on {} ({})", attempt(*a), name(*broker, &names), reason)
         }
         SimEvent::Done { attempt: a, broker, .. } => {
             format!("done: metadata from {} ({})", name(*broker, &names), attempt(*a))
