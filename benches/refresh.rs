@@ -91,7 +91,7 @@ fn drive_behind_a_slow_broker(refresh: &mut Refresh) -> u64 {
             let attempt = pending.pop().expect("the first attempt");
             first = Some(attempt);
             refresh.handle_input(Instant::from_micros(50), Input::Connected { attempt });
-            refresh.handle_input(Instant::from_micros(100), Input::Answered { attempt });
+            refresh.handle_input(Instant::from_micros(100), Input::FirstFrame { attempt });
             inputs += 2;
             continue;
         }

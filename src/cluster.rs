@@ -362,7 +362,7 @@ impl Cluster {
             if let (AttemptState::Won, Some(end)) = (a.state, a.ended_at) {
                 self.estimator.observe(end.saturating_since(a.started_at));
             }
-            if let (false, Some(up)) = (a.kept, a.connected_at) {
+            if let (false, Some(up)) = (a.reused_connection, a.connected_at) {
                 self.handshakes.observe(up.saturating_since(a.started_at));
             }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());
@@ -399,7 +399,7 @@ fn asks_to_rebootstrap(input: &Input) -> bool {
     match input {
         Input::Failed { error, .. } => error.kind == REBOOTSTRAP_REQUIRED,
         Input::Response { metadata, .. } => metadata.rejection().is_some_and(|e| e.kind == REBOOTSTRAP_REQUIRED),
-        Input::Connected { .. } | Input::Answered { .. } => false,
+        Input::Connected { .. } | Input::FirstFrame { .. } => false,
     }
 }
 

@@ -32,7 +32,7 @@ pub enum Stagger {
 ///    no broker work, so a broker still silent `clamp(multiple · h, floor, ceiling)` after
 ///    its handshake is probably hung: that is when the next attempt starts (Happy Eyeballs
 ///    v3's idea, measured from the handshake rather than the start).
-/// 3. **Answering.** The broker answered something ([`crate::Input::Answered`]): it is
+/// 3. **Answering.** The broker answered something ([`crate::Input::FirstFrame`]): it is
 ///    alive and working on our request; what remains is queueing and broker work. Another
 ///    broker would most likely queue us just the same — on a loaded cluster a hedge only
 ///    adds load — so the next attempt waits `patience` times what an answer normally takes

@@ -28,7 +28,7 @@
 //! 3. **Wait** until [`Refresh::poll_timeout`] or the next I/O result, whichever comes
 //!    first. While the refresh runs there is always a timer (at least the deadline).
 //! 4. **Feed I/O results** with [`Refresh::handle_input`]: [`Input::Connected`] when an
-//!    attempt's transport is up, [`Input::Answered`] when its broker first answers,
+//!    attempt's transport is up, [`Input::FirstFrame`] when its broker first answers,
 //!    [`Input::Response`] with the metadata, or [`Input::Failed`]. It returns an
 //!    [`InputOutcome`]: applied, or why not (the attempt already ended, another refresh's,
 //!    …). Inputs that cannot apply are ignored, never a panic.
@@ -57,7 +57,7 @@
 //!     if b == BrokerIndex(1) {
 //!         let node = BrokerMetadata { node_id: 1, host: "10.0.0.2".into(), port: 9092, rack: None };
 //!         let metadata = Metadata { brokers: vec![node], ..Metadata::default() };
-//!         sends.push((at(2), Input::Answered { attempt })); // its ApiVersions answer
+//!         sends.push((at(2), Input::FirstFrame { attempt })); // its ApiVersions answer
 //!         sends.push((at(3), Input::Response { attempt, metadata }));
 //!     }
 //!     sends

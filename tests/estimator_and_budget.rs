@@ -202,7 +202,7 @@ impl Driver {
                             Plan::Answer(after) => {
                                 self.pending.push((t + 100, attempt, Input::Connected { attempt }));
                                 if after > 200 {
-                                    self.pending.push((t + 200, attempt, Input::Answered { attempt }));
+                                    self.pending.push((t + 200, attempt, Input::FirstFrame { attempt }));
                                 }
                                 self.pending.push((
                                     t + after.max(101),

@@ -126,7 +126,7 @@ fn all_healthy_means_exactly_one_attempt() {
     run.input(us(300), Input::Connected { attempt: a0 });
     // A live broker answers ApiVersions one round trip later; from then on it is answering,
     // and the adaptive stagger is patient with it.
-    run.input(us(600), Input::Answered { attempt: a0 });
+    run.input(us(600), Input::FirstFrame { attempt: a0 });
     let out = run.input(ms(2), response(a0));
     assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a0), "{out:?}");
     assert_eq!(run.connects().len(), 1);
@@ -201,7 +201,7 @@ fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
     let a1 = run.attempt(1);
     assert!(!run.refresh.attempt(a1).unwrap().partner, "the tick's first attempt is no partner");
     run.input(us(2_200), Input::Connected { attempt: a1 });
-    run.input(us(2_400), Input::Answered { attempt: a1 });
+    run.input(us(2_400), Input::FirstFrame { attempt: a1 });
     assert_eq!(run.refresh.in_flight(), 1, "the answer overtook the silent first broker");
     assert!(ticks(&run.advance(us(4_500))).is_empty(), "no partner once a broker answered");
     let out = run.input(us(4_600), response(a1));
@@ -332,7 +332,7 @@ fn an_answer_overtakes_every_silent_attempt() {
     run.input(ms(4), Input::Connected { attempt: a2 });
     // Broker 1 answers first: the hung broker 0 and the still silent broker 2 are cancelled,
     // so only one metadata request is ever sent.
-    let out = run.input(ms(5), Input::Answered { attempt: a1 });
+    let out = run.input(ms(5), Input::FirstFrame { attempt: a1 });
     assert_eq!(
         out,
         [
@@ -341,7 +341,7 @@ fn an_answer_overtakes_every_silent_attempt() {
         ]
     );
     assert_eq!(run.refresh.in_flight(), 1);
-    assert_eq!(run.refresh.attempt(a1).unwrap().answered_at, Some(ms(5)));
+    assert_eq!(run.refresh.attempt(a1).unwrap().first_frame_at, Some(ms(5)));
     let out = run.input(ms(6), response(a1));
     assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a1), "{out:?}");
 }
@@ -358,7 +358,7 @@ fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
     run.advance(ms(3));
     let (a1, a2) = (run.attempt(1), run.attempt(2));
     run.input(ms(4), Input::Connected { attempt: a2 });
-    run.input(ms(5), Input::Answered { attempt: a2 });
+    run.input(ms(5), Input::FirstFrame { attempt: a2 });
     assert_eq!(run.refresh.in_flight(), 1, "brokers 0 and 1 overtaken");
     let out = run.input(ms(6), failed(a2, ErrorKind::BrokerError(129)));
     let [Command::Connect { attempt: a3, broker }] = out[..] else { panic!("one retry at once: {out:?}") };
@@ -375,7 +375,7 @@ fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
     run.advance(ms(60));
     let a5 = run.connects().last().unwrap().1;
     assert_ne!(a5, a4, "a stagger tick started another broker");
-    run.input(ms(61), Input::Answered { attempt: a5 });
+    run.input(ms(61), Input::FirstFrame { attempt: a5 });
     assert!(run.refresh.attempt(a4).unwrap().ended_at.is_some(), "overtaken again");
     let partner = run.connects()[run.connects().len() - 2];
     assert!(run.refresh.attempt(partner.1).unwrap().ended_at.is_some(), "the tick's other attempt, overtaken too");
@@ -413,7 +413,7 @@ fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
     run.input(ms(1), Input::Connected { attempt: a0 });
     run.advance(ms(3));
     let a1 = run.attempt(1);
-    assert!(run.input(ms(5), Input::Answered { attempt: a1 }).is_empty());
+    assert!(run.input(ms(5), Input::FirstFrame { attempt: a1 }).is_empty());
     assert_eq!(run.refresh.in_flight(), 3);
     let out = run.input(ms(6), response(a1));
     assert_eq!(out.iter().filter(|c| matches!(c, Command::Cancel { reason: CancelReason::Lost, .. })).count(), 2);
@@ -423,10 +423,10 @@ fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
 fn answers_for_unknown_or_finished_attempts_are_ignored() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 3);
     let a0 = run.attempt(0);
-    assert!(run.input(ms(1), Input::Answered { attempt: AttemptId(a0.0 + 7) }).is_empty());
+    assert!(run.input(ms(1), Input::FirstFrame { attempt: AttemptId(a0.0 + 7) }).is_empty());
     run.input(ms(1), failed(a0, ErrorKind::Refused));
-    assert!(run.input(ms(2), Input::Answered { attempt: a0 }).is_empty(), "a failed attempt stays failed");
-    assert_eq!(run.refresh.attempt(a0).unwrap().answered_at, None);
+    assert!(run.input(ms(2), Input::FirstFrame { attempt: a0 }).is_empty(), "a failed attempt stays failed");
+    assert_eq!(run.refresh.attempt(a0).unwrap().first_frame_at, None);
 }
 
 #[test]
@@ -797,7 +797,7 @@ fn a_full_throttle_replaces_the_newest_silent_suspect_at_each_tick() {
     assert_eq!(run.refresh.in_flight(), 3, "the throttle still holds");
     // A broker that has answered something is not a silent suspect: the next tick skips it.
     let a3 = run.attempt(3);
-    run.input(ms(350), Input::Answered { attempt: a3 });
+    run.input(ms(350), Input::FirstFrame { attempt: a3 });
     assert_eq!(run.refresh.in_flight(), 1, "its answer overtook the silent ones");
     let out = run.input(ms(351), response(a3));
     assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
@@ -883,7 +883,7 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     cluster.request_refresh(ms(0));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
     cluster.handle_input(ms(5), Input::Connected { attempt });
-    cluster.handle_input(ms(10), Input::Answered { attempt });
+    cluster.handle_input(ms(10), Input::FirstFrame { attempt });
     cluster.handle_input(ms(11), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
     // Second refresh: the kept connection is "up" at once, so its handshake measures
@@ -891,7 +891,7 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     // not at the 2 ms floor.
     cluster.request_refresh(ms(1_000));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
-    assert!(cluster.current().unwrap().attempt(attempt).unwrap().kept);
+    assert!(cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
     cluster.handle_input(ms(1_000), Input::Connected { attempt });
     assert_eq!(cluster.poll_timeout(), Some(ms(1_010)), "{:?}", cluster.current().unwrap().next_timer());
 }
@@ -929,7 +929,7 @@ fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
     assert_eq!(cluster.current().unwrap().stats().hedges, 0);
     // Once a broker answers, nothing is replaced any more: it is busy, not hung.
     cluster.handle_input(ms(start + 1), Input::Connected { attempt });
-    cluster.handle_input(ms(start + 2), Input::Answered { attempt });
+    cluster.handle_input(ms(start + 2), Input::FirstFrame { attempt });
     assert_eq!(cluster.current().unwrap().next_timer().map(|(_, k)| k), Some(stagger::TimerKind::AttemptTimeout));
     cluster.handle_input(ms(start + 3), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));

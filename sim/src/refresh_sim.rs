@@ -82,7 +82,7 @@ pub struct Span {
     pub connected_at: Option<Instant>,
     /// When the broker first answered (ApiVersions), if it did before the attempt ended.
     #[serde(default)]
-    pub answered_at: Option<Instant>,
+    pub first_frame_at: Option<Instant>,
     /// When it ended, if it did.
     pub end: Option<Instant>,
     /// How it ended.

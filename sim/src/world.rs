@@ -102,7 +102,7 @@ impl<'a> World<'a> {
                 attempt,
                 start: now,
                 connected_at: None,
-                answered_at: None,
+                first_frame_at: None,
                 end: None,
                 outcome: SpanOutcome::InFlight,
                 pass: 0,
@@ -231,9 +231,9 @@ impl<'a> World<'a> {
             Pending::Answered => {
                 self.events.push(SimEvent::Answered { at, attempt, broker });
                 if let Some(span) = self.span_mut(attempt) {
-                    span.answered_at = Some(at);
+                    span.first_frame_at = Some(at);
                 }
-                Input::Answered { attempt }
+                Input::FirstFrame { attempt }
             }
             Pending::Response => {
                 self.events.push(SimEvent::Response { at, attempt, broker });

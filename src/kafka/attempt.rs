@@ -2,7 +2,7 @@
 //!
 //! [`Exchange`] knows what to say to a broker; [`KafkaAttempt`] also knows what the core must
 //! be told, and when: the transport is up (`Input::Connected`), the broker's
-//! first complete frame (`Input::Answered`, once, always before the end), and the end
+//! first complete frame (`Input::FirstFrame`, once, always before the end), and the end
 //! (`Input::Response` or `Input::Failed`, once), with end-of-stream and transport errors
 //! mapped to attempt errors and a TLS broker answering a plaintext connection named for what
 //! it is. Every adapter feeds it bytes and drains its inputs, so none of them re-derives any
@@ -160,7 +160,7 @@ impl KafkaAttempt {
             return Some(Input::Connected { attempt });
         }
         if self.answered.take() {
-            return Some(Input::Answered { attempt });
+            return Some(Input::FirstFrame { attempt });
         }
         match core::mem::replace(&mut self.end, End::Taken) {
             End::Due(input) => Some(input),
@@ -274,7 +274,7 @@ mod tests {
         assert!(
             matches!(
                 &got[..],
-                [Input::Connected { .. }, Input::Answered { .. }, Input::Response { metadata, .. }]
+                [Input::Connected { .. }, Input::FirstFrame { .. }, Input::Response { metadata, .. }]
                     if metadata.cluster_id.as_deref() == Some("kafka-cluster-1")
             ),
             "{got:?}"

@@ -191,7 +191,7 @@ impl Exchange {
     }
 
     /// Whether the broker has sent a complete response frame yet (for Kafka: the ApiVersions
-    /// answer). Report [`crate::Input::Answered`] when this turns true: it tells the adaptive
+    /// answer). Report [`crate::Input::FirstFrame`] when this turns true: it tells the adaptive
     /// stagger that the broker is alive and merely busy, not hung.
     pub fn has_answered(&self) -> bool {
         self.answered

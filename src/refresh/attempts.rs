@@ -117,10 +117,10 @@ impl AttemptTable {
     /// Notes that attempt `n`'s broker answered; returns false if it had already.
     pub(super) fn mark_answered(&mut self, n: u32, now: Instant) -> bool {
         let info = &mut self.slots[n as usize].info;
-        if info.answered_at.is_some() {
+        if info.first_frame_at.is_some() {
             return false;
         }
-        info.answered_at = Some(now);
+        info.first_frame_at = Some(now);
         info.connected_at.get_or_insert(now);
         self.answering += 1;
         true
@@ -136,7 +136,7 @@ impl AttemptTable {
         slot.info.state = state;
         slot.info.ended_at = Some(now);
         self.live -= 1;
-        if slot.info.answered_at.is_some() {
+        if slot.info.first_frame_at.is_some() {
             self.answering -= 1;
         }
         true
@@ -177,7 +177,7 @@ impl AttemptTable {
             .iter()
             .filter_map(|n| {
                 let info = &self.slots[n as usize].info;
-                let answered = info.answered_at?;
+                let answered = info.first_frame_at?;
                 Some(answered.saturating_since(info.started_at))
             })
             .min()

@@ -44,13 +44,14 @@ pub enum Input {
         /// Which attempt.
         attempt: AttemptId,
     },
-    /// The broker sent its first answer on this attempt (for Kafka: the ApiVersions
+    /// The broker's first frame arrived on this attempt (for Kafka: the ApiVersions
     /// response, even an error one), so it is alive and reading its socket. Feeds the
     /// adaptive stagger, which hedges silent brokers quickly and answering ones patiently;
     /// the [`crate::kafka::Exchange`] says when ([`crate::kafka::Exchange::has_answered`]).
     /// Adapters that cannot tell should skip it: without it every connected attempt looks
     /// silent, and the adaptive stagger hedges after a few handshake times.
-    Answered {
+    #[serde(alias = "answered")]
+    FirstFrame {
         /// Which attempt.
         attempt: AttemptId,
     },
@@ -75,7 +76,7 @@ impl Input {
     pub fn attempt(&self) -> AttemptId {
         match self {
             Input::Connected { attempt }
-            | Input::Answered { attempt }
+            | Input::FirstFrame { attempt }
             | Input::Response { attempt, .. }
             | Input::Failed { attempt, .. } => *attempt,
         }
@@ -269,13 +270,13 @@ pub struct AttemptInfo {
     pub started_at: Instant,
     /// When its transport came up, if it did.
     pub connected_at: Option<Instant>,
-    /// When its broker first answered ([`Input::Answered`]), if it did.
-    #[serde(default)]
-    pub answered_at: Option<Instant>,
-    /// Whether it went to a broker whose connection was kept from an earlier refresh (its
-    /// handshake then measures nothing).
-    #[serde(default)]
-    pub kept: bool,
+    /// When its broker's first frame arrived ([`Input::FirstFrame`]), if it did.
+    #[serde(default, alias = "answered_at")]
+    pub first_frame_at: Option<Instant>,
+    /// Whether it reused a connection kept from an earlier refresh (its handshake then
+    /// measures nothing).
+    #[serde(default, alias = "kept")]
+    pub reused_connection: bool,
     /// When it ended, if it did.
     pub ended_at: Option<Instant>,
     /// Where it stands.

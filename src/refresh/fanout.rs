@@ -218,7 +218,7 @@ impl Refresh {
         silent_only: bool,
     ) -> bool {
         let live = |n: &u32| *n < suspects;
-        let is_silent = |n: &u32| self.attempts.info(*n).answered_at.is_none();
+        let is_silent = |n: &u32| self.attempts.info(*n).first_frame_at.is_none();
         let silent_newest_first = || self.attempts.in_flight_iter().rev().filter(live).filter(is_silent);
         let overdue = |n: &u32| self.stagger_deadline(*n) <= now;
         let silent = silent_newest_first().find(overdue).or_else(|| silent_newest_first().next());
@@ -242,7 +242,7 @@ impl Refresh {
         let mut walk = self.attempts.oldest();
         while let Some(n) = walk {
             walk = self.attempts.next_of(n);
-            if self.attempts.info(n).answered_at.is_none() {
+            if self.attempts.info(n).first_frame_at.is_none() {
                 self.cancel(now, n, CancelReason::Overtaken, Some(OVERTAKEN));
                 self.pass.overtaken.push(self.attempts.slot(n).candidate);
             }
@@ -277,8 +277,8 @@ impl Refresh {
                 pass: self.pass.number,
                 started_at: now,
                 connected_at: None,
-                answered_at: None,
-                kept: self.kept.get(candidate).copied().unwrap_or(false),
+                first_frame_at: None,
+                reused_connection: self.reused.get(candidate).copied().unwrap_or(false),
                 ended_at: None,
                 state: AttemptState::InFlight,
                 hedge,
@@ -341,7 +341,7 @@ impl Refresh {
     /// cluster's recent one for a kept connection (whose "handshake" measures nothing).
     fn handshake_of(&self, info: &AttemptInfo, connected_at: Instant) -> Duration {
         let measured = connected_at.saturating_since(info.started_at);
-        match (info.kept, self.handshake_hint) {
+        match (info.reused_connection, self.handshake_hint) {
             (true, Some(hint)) => hint,
             (false, Some(hint)) if measured.is_zero() => hint,
             _ => measured,

@@ -12,7 +12,7 @@ impl Refresh {
     pub(super) fn apply(&mut self, now: Instant, n: u32, input: Input) -> InputOutcome {
         let fresh = match input {
             Input::Connected { .. } => self.on_connected(now, n),
-            Input::Answered { .. } => self.on_answered(now, n),
+            Input::FirstFrame { .. } => self.on_answered(now, n),
             Input::Response { attempt, metadata } => {
                 self.on_response(now, n, attempt, metadata);
                 true

@@ -90,14 +90,14 @@ enum Phase {
 /// | stagger timer (the leader's delay ran out) | `Connect` the next broker (a hedge), maybe `Cancel` (superseded) a silent one to make room |
 /// | spread timer (`fanout.spread_ticks`) | `Connect` the tick's next broker, unless one answered meanwhile |
 /// | [`Input::Connected`]                 | nothing; the adaptive stagger counts from the handshake |
-/// | [`Input::Answered`]                  | `Cancel` (overtaken) the silent attempts              |
+/// | [`Input::FirstFrame`]                  | `Cancel` (overtaken) the silent attempts              |
 /// | [`Input::Response`] that can win     | `Cancel` (lost) the rest, then `Done`                 |
 /// | [`Input::Response`] that cannot win (no brokers, a top-level error) | `Cancel` (rejected) it, then as a failure |
 /// | [`Input::Failed`], attempt timeout (`Cancel`, timed out) | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
 /// | backoff timer                        | a new pass: `Connect` the first `fanout.initial` brokers |
 /// | deadline, fatal error                | `Cancel` everything in flight, then `GiveUp`          |
 ///
-/// Report [`Input::Connected`] when an attempt's transport is up and [`Input::Answered`] when
+/// Report [`Input::Connected`] when an attempt's transport is up and [`Input::FirstFrame`] when
 /// its broker first answers: the adaptive stagger hedges a broker that connected but stays
 /// silent within a few handshake times, and one that is answering only after a long patience
 /// (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
@@ -119,8 +119,8 @@ pub struct Refresh {
     timers: TimerTable,
     /// Brokers in attempt order.
     candidates: PerCandidate<BrokerIndex>,
-    /// Per candidate position: whether its connection is kept from an earlier refresh.
-    kept: PerCandidate<bool>,
+    /// Per candidate position: whether a connection to it is kept from an earlier refresh.
+    reused: PerCandidate<bool>,
     /// Per candidate position: attempts, last error (handed to `GiveUp` without copying).
     outcomes: Vec<BrokerFailure>,
     pass: Pass,
@@ -183,7 +183,7 @@ impl Refresh {
                 last_error: None,
             })
             .collect();
-        let kept = candidates.iter().map(|&b| book.get(b).is_some_and(|e| e.connected)).collect();
+        let reused = candidates.iter().map(|&b| book.get(b).is_some_and(|e| e.connected)).collect();
         let n = candidates.len();
         let capacity = attempt_capacity(config, n)?;
         let width = (config.fanout.max_in_flight as usize).min(n);
@@ -198,7 +198,7 @@ impl Refresh {
             now,
             timers,
             candidates,
-            kept,
+            reused,
             outcomes,
             pass: Pass::new(n),
             attempts: AttemptTable::with_capacity(capacity),

@@ -41,8 +41,8 @@ fn handle_input_says_what_became_of_each_input() {
     let rows = [
         (at(1), Input::Connected { attempt: id(0) }, InputOutcome::Applied),
         (at(2), Input::Connected { attempt: id(0) }, InputOutcome::Repeated),
-        (at(3), Input::Answered { attempt: id(0) }, InputOutcome::Applied),
-        (at(4), Input::Answered { attempt: id(0) }, InputOutcome::Repeated),
+        (at(3), Input::FirstFrame { attempt: id(0) }, InputOutcome::Applied),
+        (at(4), Input::FirstFrame { attempt: id(0) }, InputOutcome::Repeated),
         (at(5), Input::Connected { attempt: AttemptId::new(7, 0) }, InputOutcome::OtherRefresh),
         // #0.1 is issued by the stagger tick due at 100 ms, in this very call.
         (at(100), Input::Connected { attempt: id(1) }, InputOutcome::NotIssued),

@@ -327,7 +327,7 @@ pub fn metadata(answer: &Answer) -> Metadata {
 pub fn make_input(kind: &InputKind, attempt: AttemptId) -> Input {
     match kind {
         InputKind::Connected => Input::Connected { attempt },
-        InputKind::Answered => Input::Answered { attempt },
+        InputKind::Answered => Input::FirstFrame { attempt },
         InputKind::Response(answer) => Input::Response { attempt, metadata: metadata(answer) },
         InputKind::Failed(kind, detail) => Input::Failed {
             attempt,

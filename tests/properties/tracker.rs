@@ -53,7 +53,7 @@ struct Live {
     broker: BrokerIndex,
     started_at: Instant,
     connected: bool,
-    /// The broker answered something (`Input::Answered`).
+    /// The broker answered something (`Input::FirstFrame`).
     answered: bool,
 }
 
@@ -406,7 +406,7 @@ impl Tracker {
                     live.connected = true;
                 }
             }
-            Input::Answered { .. } => {
+            Input::FirstFrame { .. } => {
                 if let Some(live) = self.live.get_mut(&attempt) {
                     // An answer implies a connection, and a timeout after it is a response timeout.
                     live.connected = true;

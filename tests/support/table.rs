@@ -33,7 +33,7 @@ pub enum Call {
     Timeout,
     /// `Input::Connected` for attempt `n`.
     Connected(u32),
-    /// `Input::Answered` for attempt `n`.
+    /// `Input::FirstFrame` for attempt `n`.
     Answered(u32),
     /// `Input::Response` for attempt `n`, with this answer.
     Response(u32, Metadata),
@@ -117,7 +117,7 @@ fn call_at(refresh: &mut Refresh, t: Instant, call: &Call) -> Vec<(Instant, Comm
             panic!("timers still due by {} after 10 000 calls: {out:?}", show(t));
         }
         Call::Connected(n) => Input::Connected { attempt: attempt(refresh, *n) },
-        Call::Answered(n) => Input::Answered { attempt: attempt(refresh, *n) },
+        Call::Answered(n) => Input::FirstFrame { attempt: attempt(refresh, *n) },
         Call::Response(n, metadata) => Input::Response { attempt: attempt(refresh, *n), metadata: metadata.clone() },
         Call::Failed(n, kind) => Input::Failed { attempt: attempt(refresh, *n), error: AttemptError::new(*kind) },
         Call::Raw(input) => input.clone(),

@@ -31,7 +31,7 @@ export function runFromReport(report, config, { subs = [], kinds = [], eventText
         number: attemptNumber(s.attempt),
         start: s.start,
         connected: s.connected_at,
-        answered: s.answered_at ?? null,
+        answered: s.first_frame_at ?? null,
         end: s.end,
         outcome: s.outcome,
         pass: s.pass,

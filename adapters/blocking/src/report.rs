@@ -71,7 +71,7 @@ impl Reports {
         let noted = match &input {
             Input::Failed { attempt, error } => Some((*attempt, Some(error.clone()), None)),
             Input::Response { attempt, metadata } => Some((*attempt, None, metadata.rejection())),
-            Input::Connected { .. } | Input::Answered { .. } => None,
+            Input::Connected { .. } | Input::FirstFrame { .. } => None,
         };
         if !refresh.handle_input(now, input).is_applied() {
             return;

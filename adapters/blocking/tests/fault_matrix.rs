@@ -36,7 +36,7 @@ fn row(fault: Fault) {
             assert_eq!(core.reason, GiveUpReason::Fatal, "{fault:?}: {error}");
             assert_eq!(attempts.len(), 1, "{fault:?}: only the faulty broker was asked: {attempts:?}");
             assert_eq!(kind(&attempts[0]), Some(expected), "{fault:?}");
-            assert_eq!(attempts[0].info.answered_at.is_some(), fault.answers(), "{fault:?}: {:?}", attempts[0]);
+            assert_eq!(attempts[0].info.first_frame_at.is_some(), fault.answers(), "{fault:?}: {:?}", attempts[0]);
             let healthy = core.brokers.iter().find(|b| *b.address == lab.healthy()).expect("healthy broker listed");
             assert_eq!(healthy.attempts, 0, "{fault:?}: {error}");
             assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
@@ -48,7 +48,7 @@ fn row(fault: Fault) {
             let error = first.error.as_ref().unwrap_or_else(|| panic!("{fault:?}: {first:?}"));
             assert_eq!(error.kind, expected, "{fault:?}: {error}");
             assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
-            assert_eq!(first.info.answered_at.is_some(), fault.answers(), "{fault:?}: {first:?}");
+            assert_eq!(first.info.first_frame_at.is_some(), fault.answers(), "{fault:?}: {first:?}");
             assert_eq!(outcome.attempts[1].info.state, stagger::AttemptState::Won, "{fault:?}");
         }
         assert_eq!(sockets_to(&[port(&faulty.address)]), faulty.baseline, "{fault:?}: its socket is closed");
@@ -158,7 +158,7 @@ fn only_faulty_brokers_give_up_with_every_brokers_error() {
             let listed = core.brokers.iter().find(|b| *b.address == broker.address).expect("listed");
             assert_eq!(listed.last_error.as_ref().map(|e| e.kind), Some(fault.expected()), "{fault:?}: {error}");
             assert_eq!(kind(report), Some(fault.expected()), "{fault:?}");
-            assert_eq!(report.info.answered_at.is_some(), fault.answers(), "{fault:?}: {report:?}");
+            assert_eq!(report.info.first_frame_at.is_some(), fault.answers(), "{fault:?}: {report:?}");
             assert_eq!(sockets_to(&[port(&broker.address)]), broker.baseline, "{fault:?}");
         }
     });

@@ -122,10 +122,10 @@ mod tests {
         let event = WebEvent::Command { at, at_ms: millis(at), command: &cancel, url: None };
         assert_trace_shape(&event, TraceEvent::Command { at, command: cancel.clone() });
 
-        let answered = Input::Answered { attempt };
-        let event = WebEvent::Input { at, at_ms: millis(at), input: &answered };
-        assert_trace_shape(&event, TraceEvent::Input { at, input: answered.clone() });
-        assert_eq!(serde_json::to_value(&event).unwrap()["input"], json!({ "answered": { "attempt": 1 } }));
+        let first_frame = Input::FirstFrame { attempt };
+        let event = WebEvent::Input { at, at_ms: millis(at), input: &first_frame };
+        assert_trace_shape(&event, TraceEvent::Input { at, input: first_frame.clone() });
+        assert_eq!(serde_json::to_value(&event).unwrap()["input"], json!({ "first_frame": { "attempt": 1 } }));
 
         let overtaken = Command::Cancel { attempt, reason: CancelReason::Overtaken };
         let event = WebEvent::Command { at, at_ms: millis(at), command: &overtaken, url: None };

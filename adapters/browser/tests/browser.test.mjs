@@ -208,15 +208,15 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     assert.equal(done.length, 1);
     assert.equal(done[0].attempt, third);
 
-    // The adapter reports Answered once per attempt, when the exchange's first complete frame
+    // The adapter reports FirstFrame once per attempt, when the exchange's first complete frame
     // (the ApiVersions response) arrives: the winner's comes after its socket opened and
     // before its metadata, and the hung and the refused broker never answer.
     const indexOf = (pred) => events.findIndex(pred);
-    const answered = events.filter((e) => e.type === "input" && e.input.answered);
-    assert.equal(answered.filter((e) => e.input.answered.attempt === third).length, 1, "the winner answered exactly once");
-    assert.ok(!answered.some((e) => [first, second].includes(e.input.answered.attempt)), JSON.stringify(answered));
+    const answered = events.filter((e) => e.type === "input" && e.input.first_frame);
+    assert.equal(answered.filter((e) => e.input.first_frame.attempt === third).length, 1, "the winner answered exactly once");
+    assert.ok(!answered.some((e) => [first, second].includes(e.input.first_frame.attempt)), JSON.stringify(answered));
     const opened = indexOf((e) => e.input?.connected?.attempt === third);
-    const answer = indexOf((e) => e.input?.answered?.attempt === third);
+    const answer = indexOf((e) => e.input?.first_frame?.attempt === third);
     const response = indexOf((e) => e.input?.response?.attempt === third);
     const won = indexOf((e) => e.command?.done);
     assert.ok(opened >= 0 && opened < answer && answer < response && response < won,
@@ -297,7 +297,7 @@ test("abort closes every socket and rejects with an AbortError", { timeout: TEST
     assert.equal(abort?.closed.length, 3, JSON.stringify(abort));
     assert.equal(run.events.at(-1).type, "abort", "nothing follows the abort");
     assert.equal(commands(run.events, "cancel").length, 0, "the core never cancelled: the abort closed them");
-    assert.equal(inputs(run.events, "answered").length, 0, "hung brokers accept and never answer");
+    assert.equal(inputs(run.events, "first_frame").length, 0, "hung brokers accept and never answer");
     // The bridges see every connection closed, and the mock's TCP connections with them.
     const stats = await bed.until((s) => openSockets(s) === 0, 5_000, "every socket closed after abort");
     assert.deepEqual(stats.map((s) => s.accepted), [1, 1, 1]);
@@ -368,7 +368,7 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
     assert.ok(run.metadata.brokers.length === 3, JSON.stringify(run.metadata.brokers));
     const [first, second] = commands(run.events, "connect").map((c) => c.attempt);
     assert.equal(commands(run.events, "done")[0]?.attempt, second, "the healthy broker behind websockify won");
-    assert.deepEqual(inputs(run.events, "answered").map((a) => a.attempt), [second], "only the healthy broker answered");
+    assert.deepEqual(inputs(run.events, "first_frame").map((a) => a.attempt), [second], "only the healthy broker answered");
     assert.equal(commands(run.events, "cancel").find((c) => c.attempt === first)?.reason, "overtaken");
   } finally {
     for (const p of proxies) p.child.kill();

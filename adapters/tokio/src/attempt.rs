@@ -49,7 +49,7 @@ pub(crate) struct Answer {
 pub(crate) enum Progress {
     /// The transport came up (`Input::Connected`).
     Connected,
-    /// The broker sent its first complete answer on this attempt (`Input::Answered`): it is
+    /// The broker sent its first complete answer on this attempt (`Input::FirstFrame`): it is
     /// alive. Reported at most once per attempt, and always before its `Finished`, even when
     /// the same read completed the exchange.
     Answered,
@@ -236,7 +236,7 @@ async fn converse(
 }
 
 /// One attempt's Kafka conversation ([`KafkaAttempt`]) on a transport, resumable at the
-/// broker's first answer so the driver can report it (`Input::Answered`) while the exchange
+/// broker's first answer so the driver can report it (`Input::FirstFrame`) while the exchange
 /// goes on. This is only its I/O: what to write, what the core hears and when, and how a
 /// close or a TLS broker on a plaintext port reads, are the core's. The transport coming up
 /// is reported by the driver itself at the TCP handshake (before any TLS), which is the
@@ -296,10 +296,10 @@ impl Conversation {
             }
             while let Some(input) = self.kafka.poll_input() {
                 match input {
-                    Input::Answered { .. } if stop_at_answer => return None,
+                    Input::FirstFrame { .. } if stop_at_answer => return None,
                     Input::Response { metadata, .. } => return Some(Ok(metadata)),
                     Input::Failed { error, .. } => return Some(Err(error)),
-                    Input::Answered { .. } | Input::Connected { .. } => {}
+                    Input::FirstFrame { .. } | Input::Connected { .. } => {}
                 }
             }
             match self.transport.read(&mut self.buf).await {

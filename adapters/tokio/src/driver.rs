@@ -103,7 +103,7 @@ pub async fn refresh_with(
                 at = clock.now();
                 let (input, reported) = match progress {
                     Progress::Connected => (Input::Connected { attempt }, Reported::Connected),
-                    Progress::Answered => (Input::Answered { attempt }, Reported::Answered),
+                    Progress::Answered => (Input::FirstFrame { attempt }, Reported::Answered),
                     Progress::Finished(Ok(answer)) => {
                         answer_version = answer.version;
                         let rejection = answer.metadata.rejection();

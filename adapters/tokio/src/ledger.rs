@@ -19,7 +19,7 @@ pub(crate) type Observer<'a> = &'a mut dyn FnMut(&Event);
 #[derive(Debug)]
 pub(crate) enum Reported {
     Connected,
-    /// The broker's first answer on the attempt (`Input::Answered`).
+    /// The broker's first answer on the attempt (`Input::FirstFrame`).
     Answered,
     Failed(AttemptError),
     /// A metadata answer; `rejection` is why it cannot win, if it cannot.

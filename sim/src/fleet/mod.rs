@@ -19,7 +19,7 @@
 //!   broker). Then the client does what the core's Kafka exchange does: ApiVersions, and once
 //!   that is answered, Metadata — one round trip each, plus queueing and broker time. A
 //!   healthy answer therefore takes three round trips plus two waits in the broker's queue.
-//!   The ApiVersions answer is reported to the core as `Input::Answered` — the signal the
+//!   The ApiVersions answer is reported to the core as `Input::FirstFrame` — the signal the
 //!   adaptive stagger uses to tell a hung broker (silent) from a busy one (answering).
 //! * **Brokers**: a healthy broker serves requests first come, first served, from one queue:
 //!   a Metadata request takes an exponentially distributed time of mean

@@ -42,7 +42,7 @@ fn hung_first_broker_is_overtaken_and_cancelled() {
         assert_eq!(span.outcome, SpanOutcome::Cancelled { reason: CancelReason::Overtaken }, "{timeline}");
         assert_eq!(span.end, Some(answered), "{timeline}");
     }
-    assert_eq!(lane(&report, 1).spans[0].answered_at, Some(answered));
+    assert_eq!(lane(&report, 1).spans[0].first_frame_at, Some(answered));
     assert_eq!(report.time_to_metadata(), Some(answered.saturating_since(Instant::ZERO) + ms(1)), "{timeline}");
     assert_eq!(report.requests_reached, 3);
     assert!(timeline.contains("cancelled(overtaken)"));

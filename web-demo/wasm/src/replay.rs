@@ -163,10 +163,10 @@ impl View {
                     span.connected_at.get_or_insert(at);
                 }
             }
-            Input::Answered { .. } => {
+            Input::FirstFrame { .. } => {
                 self.events.push(SimEvent::Answered { at, attempt, broker });
                 if let Some(span) = self.span_mut(attempt).filter(|_| live) {
-                    span.answered_at.get_or_insert(at);
+                    span.first_frame_at.get_or_insert(at);
                 }
             }
             Input::Response { metadata, .. } => {
@@ -199,7 +199,7 @@ impl View {
                             attempt,
                             start: at,
                             connected_at: None,
-                            answered_at: None,
+                            first_frame_at: None,
                             end: None,
                             outcome: SpanOutcome::InFlight,
                             pass: info.map_or(0, |i| i.pass),

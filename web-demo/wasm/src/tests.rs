@@ -82,11 +82,11 @@ fn simulate_adaptive_answering_overtakes_the_silent_attempts() {
     assert_eq!(report["outcome"]["winner"], 1, "{answer}");
     let span = |lane: usize| &report["lanes"][lane]["spans"][0];
     assert_eq!((span(1)["start"].as_u64(), span(2)["start"].as_u64()), (Some(3_000), Some(3_000)), "two per tick");
-    assert_eq!(span(1)["answered_at"], 5_000);
+    assert_eq!(span(1)["first_frame_at"], 5_000);
     assert_eq!(span(1)["end"], 9_000);
     assert_eq!(span(1)["outcome"]["type"], "won");
     for lane in [0, 2] {
-        assert_eq!(span(lane)["answered_at"], Value::Null, "lane {lane} never answered");
+        assert_eq!(span(lane)["first_frame_at"], Value::Null, "lane {lane} never answered");
         assert_eq!(span(lane)["end"], 5_000, "lane {lane} ends at the first answer");
         assert_eq!(span(lane)["outcome"], json!({ "type": "cancelled", "reason": "overtaken" }), "lane {lane}");
     }

@@ -93,7 +93,7 @@ export type Command =
 export type Input =
   | { connected: { attempt: number } }
   /** The broker's first answer on this attempt (ApiVersions, even an error one): it is alive. */
-  | { answered: { attempt: number } }
+  | { first_frame: { attempt: number } }
   | { response: { attempt: number; metadata: Metadata } }
   | { failed: { attempt: number; error: AttemptError } };
 /** Times: `at` in µs and `at_ms` in ms since the refresh started. `command`, `input` and

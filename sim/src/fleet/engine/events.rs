@@ -74,7 +74,7 @@ impl Engine {
                         }
                         self.push(now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
                         if self.clients[ci].cluster.is_some() {
-                            self.deliver(ci, Input::Answered { attempt });
+                            self.deliver(ci, Input::FirstFrame { attempt });
                         }
                     }
                 }
