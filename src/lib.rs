@@ -34,7 +34,7 @@ pub mod kafka;
 
 pub use brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
 pub use cluster::{Cluster, ClusterConfig, ClusterEvent};
-pub use config::{Adaptive, Backoff, Fanout, Growth, HedgeBudget, RefreshConfig, Stagger};
+pub use config::{Adaptive, Backoff, Fanout, Growth, HedgeBudget, RefreshConfig, Stagger, Tuning};
 pub use error::{AttemptError, ConfigError, ErrorKind, GiveUpReason, RefreshError};
 pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};

@@ -63,7 +63,7 @@ fn deadline_overslept_stagger_tick_connects_after_deadline() {
 #[test]
 fn hedge_bucket_overflows_burst_when_ratio_exceeds_it() {
     let mut config = ClusterConfig::default();
-    config.refresh.hedge_budget = HedgeBudget { ratio: 1.0, burst: 0 };
+    config.hedge_budget = HedgeBudget { ratio: 1.0, burst: 0 };
     let book = BrokerBook::new(numbered_seeds(1)).unwrap();
     let mut cluster = Cluster::new(config, book, Instant::ZERO).unwrap();
     cluster.request_refresh(Instant::ZERO);
