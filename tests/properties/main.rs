@@ -180,7 +180,7 @@ proptest! {
         for e in [&valid, &cluster_valid].into_iter().filter_map(|v| v.as_ref().err()) {
             prop_assert!(!e.field.is_empty() && e.to_string().contains(e.field));
         }
-        if let Err(_) = valid {
+        if valid.is_err() {
             return Ok(());
         }
         let run = run(&Scenario { config, brokers, start, recent: None, steps }, Clock::Free);

@@ -92,8 +92,7 @@ fn uncovered(json: &Value, path: &str, out: &mut Vec<String>) {
 
 #[test]
 fn every_field_of_the_json_has_a_knob() {
-    let mut fixed = ClusterConfig::default();
-    fixed.refresh = RefreshConfig::staggered();
+    let fixed = ClusterConfig { refresh: RefreshConfig::staggered(), ..ClusterConfig::default() };
     for config in [ClusterConfig::default(), fixed] {
         let mut json = serde_json::to_value(config).unwrap();
         // Refresh knobs are listed by their path in RefreshConfig.
