@@ -174,6 +174,7 @@ impl Knob {
     pub(super) fn write(&self, slot: Option<Slot<'_>>, text: &str) -> Result<(), ConfigError> {
         let text = text.trim();
         let bad = |what: &str| ConfigError::new(self.path, format!("expects {what} (got {text:?})"));
+        // Only the adaptive stagger's parameters can be absent (see `adaptive` in config.rs).
         let Some(slot) = slot else {
             return Err(ConfigError::new(self.path, "applies only while fanout.stagger is adaptive"));
         };

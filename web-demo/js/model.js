@@ -168,7 +168,10 @@ export function loadKnobs(schema = engine.knobs()) {
       label: parts[parts.length - 1].replaceAll("_", " "),
       group: groupPath || "limits",
       kind: k.kind.kind,
-      choices: k.kind.kind === "choice" ? k.kind.choices.map((c) => (c.param ? `${c.name}:${k.default?.startsWith(c.name) ? k.default.split(":")[1] : ""}` : c.name)) : null,
+      // The variants to offer: the default itself where it is that variant, else `name:`.
+      choices: k.kind.kind === "choice"
+        ? k.kind.choices.map((c) => (!c.param ? c.name : k.default?.startsWith(`${c.name}:`) ? k.default : `${c.name}:`))
+        : null,
       help: `${k.doc} (${k.path})`,
       default: k.default,
       when: owner ? (values) => String(values[owner.path] ?? "").split(":")[0] === variant : null,
