@@ -5,7 +5,7 @@ use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
-use crate::config::RefreshConfig;
+use crate::config::ClusterConfig;
 use crate::config::Stagger;
 use crate::error::{ConfigError, ErrorKind, RefreshError};
 use crate::estimator::Estimator;
@@ -15,30 +15,6 @@ use crate::refresh::{
     RefreshStats,
 };
 use crate::time::Instant;
-
-/// Settings of a long-lived cluster view.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClusterConfig {
-    /// The policy each refresh runs with.
-    pub refresh: RefreshConfig,
-    /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
-    pub refresh_interval: Duration,
-    /// Forget discovered brokers and start again from the seeds when a refresh fails and
-    /// every discovered broker it tried failed (KIP-899), or when a broker answered
-    /// REBOOTSTRAP_REQUIRED (KIP-1102, and Kafka 4.4's cluster check, KIP-1242). Default
-    /// true; see [`ClusterEvent::Rebootstrapped`] for the rule.
-    pub rebootstrap: bool,
-}
-
-impl Default for ClusterConfig {
-    fn default() -> Self {
-        ClusterConfig {
-            refresh: RefreshConfig::default(),
-            refresh_interval: Duration::from_secs(300),
-            rebootstrap: true,
-        }
-    }
-}
 
 /// What the cluster view asks of the adapter or tells the application.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -130,12 +106,9 @@ pub struct Cluster {
 impl Cluster {
     /// Creates a cluster view over `book`; no refresh runs until requested or due.
     pub fn new(config: ClusterConfig, book: BrokerBook, now: Instant) -> Result<Self, ConfigError> {
-        config.refresh.validate()?;
+        config.validate()?;
         // The seeds must fit one refresh; brokers discovered later are fitted to it.
         attempt_capacity(&config.refresh, book.len())?;
-        if config.refresh_interval.is_zero() {
-            return Err(ConfigError::new("refresh_interval", "must be positive"));
-        }
         Ok(Cluster {
             config,
             book,
@@ -146,7 +119,7 @@ impl Cluster {
             epoch: 0,
             now,
             next_periodic: now.saturating_add(config.refresh_interval),
-            hedge_millitokens: config.refresh.hedge_budget.burst as u64 * 1000,
+            hedge_millitokens: config.hedge_budget.burst as u64 * 1000,
             events: VecDeque::with_capacity(16),
             estimator: Estimator::new(),
             handshakes: Estimator::new(),
@@ -292,7 +265,10 @@ impl Cluster {
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
         let (warm_stagger, handshake_hint) = match config.fanout.stagger {
-            Stagger::Adaptive(a) => (self.estimator.quantile(a.quantile), self.handshakes.quantile(a.quantile)),
+            Stagger::Adaptive(_) => {
+                let q = self.config.window_quantile;
+                (self.estimator.quantile(q), self.handshakes.quantile(q))
+            }
             Stagger::Fixed(_) => (None, None),
         };
         let ctx = RefreshContext {
@@ -374,7 +350,7 @@ impl Cluster {
             }
         }
         let stats = done.stats();
-        let budget = &self.config.refresh.hedge_budget;
+        let budget = &self.config.hedge_budget;
         let cap = budget.burst as u64 * 1000;
         let earned = (budget.ratio * 1000.0) as u64;
         self.hedge_millitokens = (self.hedge_millitokens.saturating_sub(stats.hedges as u64 * 1000) + earned).min(cap);

@@ -3,11 +3,21 @@
 //! See DESIGN.md's "Policy knobs" table. All durations are `core::time::Duration`. A config
 //! is plain data (serde) so traces and the web demo can carry it; [`RefreshConfig::validate`]
 //! names the first bad field instead of letting a bad value panic later.
+//!
+//! [`knobs()`] lists every knob — its dotted path in the serde JSON, its kind, a one-line
+//! doc — from the one table below ([`KNOBS`]); [`RefreshConfig::set`] and
+//! [`ClusterConfig::set`] set one from text (`250ms`, `linear:2`, `fixed:100ms`). The CLI,
+//! the TypeScript types and the web demo take their lists of knobs from it, so adding a knob
+//! is a field, its default, its validation and one row of that table.
 
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+
+mod knobs;
+pub use knobs::{parse_duration, Knob, KnobChoice, KnobKind, KnobScope, KnobValue};
+use knobs::{Access, Slot};
 
 /// How long to wait for an answer before starting the next attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,9 +34,9 @@ pub enum Stagger {
 /// An attempt goes through three phases, and each has its own evidence:
 ///
 /// 1. **Connecting.** Nothing is known about this broker yet. Wait `cold` (RFC 8305's
-///    250 ms Connection Attempt Delay) or, in a long-lived [`crate::Cluster`], the
-///    `quantile` of recently observed response times: a handshake slower than a whole
-///    answer usually is, is suspect.
+///    250 ms Connection Attempt Delay) or, in a long-lived [`crate::Cluster`], its
+///    [`ClusterConfig::window_quantile`] of recently observed response times: a handshake
+///    slower than a whole answer usually is, is suspect.
 /// 2. **Connected, silent.** The handshake took `h`, which measures this path's round trip.
 ///    The broker's first answer (ApiVersions for Kafka) needs one more round trip and almost
 ///    no broker work, so a broker still silent `clamp(multiple · h, floor, ceiling)` after
@@ -36,7 +46,8 @@ pub enum Stagger {
 ///    alive and working on our request; what remains is queueing and broker work. Another
 ///    broker would most likely queue us just the same — on a loaded cluster a hedge only
 ///    adds load — so the next attempt waits `patience` times what an answer normally takes
-///    (the window's quantile, or this attempt's time to its first answer), from its start.
+///    (the cluster window's quantile, or this attempt's time to its first answer), from its
+///    start.
 ///
 /// A reused connection (`kept`) has no handshake to learn from; the cluster's recent
 /// handshake times stand in for `h`.
@@ -54,9 +65,6 @@ pub struct Adaptive {
     pub floor: Duration,
     /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long.
     pub ceiling: Duration,
-    /// Quantile of recently observed response times (a [`crate::Cluster`]'s window) used as
-    /// "what an answer normally takes" (default 0.99: later than this cluster almost ever is).
-    pub quantile: f64,
     /// An answering broker is hedged only after `patience` × what an answer normally takes
     /// (default 16): its slowness is queueing, and hedging into queues is what turns a
     /// failover into a storm.
@@ -70,7 +78,6 @@ impl Default for Adaptive {
             multiple: 2,
             floor: Duration::from_millis(2),
             ceiling: Duration::from_secs(2),
-            quantile: 0.99,
             patience: 16,
         }
     }
@@ -132,6 +139,20 @@ pub struct Fanout {
     /// delay becomes `d · (1 − jitter · u)`, `u` uniform in `[0, 1)`, so clients that lost
     /// the same broker at the same moment do not hedge in lockstep.
     pub jitter: f64,
+    /// The four rules that shape the fan-out beyond its timing; each is on by default and
+    /// each can be switched off to measure what it buys (`docs/performance/tuning.md`).
+    pub tuning: Tuning,
+}
+
+/// Rules of the fan-out that are on by default and rarely worth changing: switches kept
+/// apart from [`Fanout`]'s timing so that the main struct shows what people tune.
+///
+/// `#[non_exhaustive]`: a new rule can be added without breaking anyone; build one with
+/// `Tuning::default()` and set fields (or [`RefreshConfig::set`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct Tuning {
     /// A fast failure (e.g. refused) starts the next attempt at once (default true), as in
     /// Happy Eyeballs: waiting out a stagger delay after a definite "no" is pure latency.
     pub next_on_failure: bool,
@@ -160,6 +181,12 @@ pub struct Fanout {
     pub spread_ticks: bool,
 }
 
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { next_on_failure: true, replace_when_full: true, cancel_silent_on_answer: true, spread_ticks: true }
+    }
+}
+
 impl Default for Fanout {
     fn default() -> Self {
         Fanout {
@@ -168,10 +195,7 @@ impl Default for Fanout {
             growth: Growth::Linear(2),
             max_in_flight: 3,
             jitter: 0.2,
-            next_on_failure: true,
-            replace_when_full: true,
-            cancel_silent_on_answer: true,
-            spread_ticks: true,
+            tuning: Tuning::default(),
         }
     }
 }
@@ -214,6 +238,67 @@ impl Default for HedgeBudget {
     }
 }
 
+/// Settings of a long-lived cluster view ([`crate::Cluster`]): the policy each refresh runs
+/// with, and what only a view that outlives one refresh can use — a schedule, a hedge
+/// budget across refreshes, the window of recent response times.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterConfig {
+    /// The policy each refresh runs with.
+    pub refresh: RefreshConfig,
+    /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
+    pub refresh_interval: Duration,
+    /// Forget discovered brokers and start again from the seeds when a refresh fails and
+    /// every discovered broker it tried failed (KIP-899), or when a broker answered
+    /// REBOOTSTRAP_REQUIRED (KIP-1102, and Kafka 4.4's cluster check, KIP-1242). Default
+    /// true; see [`crate::ClusterEvent::Rebootstrapped`] for the rule.
+    pub rebootstrap: bool,
+    /// Caps hedged attempts across refreshes (a lone [`crate::Refresh`] is unbudgeted).
+    pub hedge_budget: HedgeBudget,
+    /// Which quantile of the recent response-time window (the last
+    /// [`Estimator::WINDOW`](crate::Estimator::WINDOW) winning answers, and fresh handshakes) warm refreshes
+    /// use as "what an answer normally takes", with the adaptive stagger: the wait before a
+    /// handshake completes, and the base of the patience for an answering broker (default
+    /// 0.99: later than this cluster almost ever is; `docs/performance/tuning.md` compares
+    /// p90 and the median).
+    pub window_quantile: f64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            refresh: RefreshConfig::default(),
+            refresh_interval: Duration::from_secs(300),
+            rebootstrap: true,
+            hedge_budget: HedgeBudget::default(),
+            window_quantile: 0.99,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Checks every field; the error names the first bad one. The refresh policy's own
+    /// fields are named as in [`RefreshConfig`] (`fanout.jitter`), so one refresh and a
+    /// cluster view report the same mistake in the same words.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.refresh.validate()?;
+        if self.refresh_interval.is_zero() {
+            return Err(ConfigError::new("refresh_interval", "must be positive"));
+        }
+        let h = &self.hedge_budget;
+        if !(0.0..=1000.0).contains(&h.ratio) {
+            return Err(ConfigError::new(
+                "hedge_budget.ratio",
+                alloc::format!("({}) must be within [0, 1000]", h.ratio),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.window_quantile) {
+            return Err(ConfigError::new("window_quantile", "must be within [0, 1]"));
+        }
+        Ok(())
+    }
+}
+
 /// Everything that shapes one refresh. `Default` is the adaptive policy of DESIGN.md.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -227,8 +312,6 @@ pub struct RefreshConfig {
     pub deadline: Duration,
     /// Retry passes and their backoff.
     pub retry: Backoff,
-    /// Hedge budget; used by [`crate::Cluster`] (a lone [`crate::Refresh`] is unbudgeted).
-    pub hedge_budget: HedgeBudget,
     /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands.
     pub seed: u64,
 }
@@ -248,7 +331,6 @@ impl RefreshConfig {
             attempt_timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(60),
             retry: Backoff::default(),
-            hedge_budget: HedgeBudget::default(),
             seed: 0,
         }
     }
@@ -259,7 +341,7 @@ impl RefreshConfig {
         c.fanout.max_in_flight = 1;
         c.fanout.stagger = Stagger::Fixed(c.attempt_timeout);
         c.fanout.jitter = 0.0;
-        c.fanout.replace_when_full = false;
+        c.fanout.tuning.replace_when_full = false;
         c
     }
 
@@ -344,19 +426,19 @@ impl RefreshConfig {
             }
             Stagger::Adaptive(a) => {
                 if a.cold > self.deadline {
-                    return Err(ConfigError::new("fanout.stagger.cold", "must not exceed the deadline"));
+                    return Err(ConfigError::new("fanout.stagger.adaptive.cold", "must not exceed the deadline"));
                 }
                 if a.multiple == 0 {
-                    return Err(ConfigError::new("fanout.stagger.multiple", "must be at least 1"));
+                    return Err(ConfigError::new("fanout.stagger.adaptive.multiple", "must be at least 1"));
                 }
                 if a.patience == 0 {
-                    return Err(ConfigError::new("fanout.stagger.patience", "must be at least 1"));
-                }
-                if !(0.0..=1.0).contains(&a.quantile) {
-                    return Err(ConfigError::new("fanout.stagger.quantile", "must be within [0, 1]"));
+                    return Err(ConfigError::new("fanout.stagger.adaptive.patience", "must be at least 1"));
                 }
                 if a.floor > a.ceiling {
-                    return Err(ConfigError::new("fanout.stagger.floor", "must not exceed fanout.stagger.ceiling"));
+                    return Err(ConfigError::new(
+                        "fanout.stagger.adaptive.floor",
+                        "must not exceed fanout.stagger.adaptive.ceiling",
+                    ));
                 }
             }
             _ => {}
@@ -374,14 +456,197 @@ impl RefreshConfig {
         if r.retries > 1000 {
             return Err(ConfigError::new("retry.retries", "must be at most 1000"));
         }
-        let h = &self.hedge_budget;
-        if !(0.0..=1000.0).contains(&h.ratio) {
-            return Err(ConfigError::new(
-                "hedge_budget.ratio",
-                alloc::format!("({}) must be within [0, 1000]", h.ratio),
-            ));
-        }
         Ok(())
+    }
+}
+
+/// The schema: every knob of [`RefreshConfig`] and [`ClusterConfig`], in the order UIs show
+/// them. One row per leaf of the serde JSON; `config::knobs`' tests fail if a field has no
+/// row, a row names no field, or `set` and serde disagree.
+const KNOBS: &[Knob] = &[
+    Knob::refresh("fanout.initial", KnobKind::U32, "attempts started at once when the refresh begins", |c| {
+        Some(Slot::U32(&mut c.fanout.initial))
+    }),
+    Knob::refresh(
+        "fanout.stagger",
+        KnobKind::Choice {
+            choices: &[
+                KnobChoice { name: "adaptive", param: None },
+                KnobChoice { name: "fixed", param: Some(KnobKind::Duration) },
+            ],
+        },
+        "delay before the next attempt: adaptive (learns from the handshake) or fixed:DURATION",
+        |c| Some(Slot::Stagger(&mut c.fanout.stagger)),
+    ),
+    Knob::refresh("fanout.stagger.adaptive.cold", KnobKind::Duration, "wait while nothing is known (RFC 8305)", |c| {
+        adaptive(c).map(|a| Slot::Duration(&mut a.cold))
+    }),
+    Knob::refresh(
+        "fanout.stagger.adaptive.multiple",
+        KnobKind::U32,
+        "suspect a connected, silent broker this many handshake times after its handshake",
+        |c| adaptive(c).map(|a| Slot::U32(&mut a.multiple)),
+    ),
+    Knob::refresh("fanout.stagger.adaptive.floor", KnobKind::Duration, "lower clamp of every adaptive wait", |c| {
+        adaptive(c).map(|a| Slot::Duration(&mut a.floor))
+    }),
+    Knob::refresh("fanout.stagger.adaptive.ceiling", KnobKind::Duration, "upper clamp of every adaptive wait", |c| {
+        adaptive(c).map(|a| Slot::Duration(&mut a.ceiling))
+    }),
+    Knob::refresh(
+        "fanout.stagger.adaptive.patience",
+        KnobKind::U32,
+        "hedge an answering broker only after this many times what an answer normally takes",
+        |c| adaptive(c).map(|a| Slot::U32(&mut a.patience)),
+    ),
+    Knob::refresh(
+        "fanout.growth",
+        KnobKind::Choice {
+            choices: &[
+                KnobChoice { name: "linear", param: Some(KnobKind::U32) },
+                KnobChoice { name: "exponential", param: Some(KnobKind::F64) },
+            ],
+        },
+        "attempts per stagger tick: linear:N more, or exponential:F (tick k starts initial·F^k)",
+        |c| Some(Slot::Growth(&mut c.fanout.growth)),
+    ),
+    Knob::refresh("fanout.max_in_flight", KnobKind::U32, "throttle: at most this many attempts in flight", |c| {
+        Some(Slot::U32(&mut c.fanout.max_in_flight))
+    }),
+    Knob::refresh("fanout.jitter", KnobKind::F64, "fraction of each stagger delay that is randomised, 0–1", |c| {
+        Some(Slot::F64(&mut c.fanout.jitter))
+    }),
+    Knob::refresh(
+        "fanout.tuning.next_on_failure",
+        KnobKind::Bool,
+        "a fast failure (refused) starts the next attempt at once",
+        |c| Some(Slot::Bool(&mut c.fanout.tuning.next_on_failure)),
+    ),
+    Knob::refresh(
+        "fanout.tuning.replace_when_full",
+        KnobKind::Bool,
+        "at a tick with the throttle full, cancel the newest silent attempt for the next broker",
+        |c| Some(Slot::Bool(&mut c.fanout.tuning.replace_when_full)),
+    ),
+    Knob::refresh(
+        "fanout.tuning.cancel_silent_on_answer",
+        KnobKind::Bool,
+        "when one broker starts answering, cancel every attempt whose broker has said nothing",
+        |c| Some(Slot::Bool(&mut c.fanout.tuning.cancel_silent_on_answer)),
+    ),
+    Knob::refresh(
+        "fanout.tuning.spread_ticks",
+        KnobKind::Bool,
+        "on a fast network, start a tick's n attempts delay/n apart and drop the rest once one answers",
+        |c| Some(Slot::Bool(&mut c.fanout.tuning.spread_ticks)),
+    ),
+    Knob::refresh("attempt_timeout", KnobKind::Duration, "one attempt: connect + ApiVersions + Metadata", |c| {
+        Some(Slot::Duration(&mut c.attempt_timeout))
+    }),
+    Knob::refresh("deadline", KnobKind::Duration, "the whole refresh, enforced on attempts in flight", |c| {
+        Some(Slot::Duration(&mut c.deadline))
+    }),
+    Knob::refresh("retry.retries", KnobKind::U32, "extra passes over the brokers after every broker failed", |c| {
+        Some(Slot::U32(&mut c.retry.retries))
+    }),
+    Knob::refresh("retry.initial", KnobKind::Duration, "backoff before the first retry", |c| {
+        Some(Slot::Duration(&mut c.retry.initial))
+    }),
+    Knob::refresh("retry.multiplier", KnobKind::F64, "growth of the backoff per retry", |c| {
+        Some(Slot::F64(&mut c.retry.multiplier))
+    }),
+    Knob::refresh("retry.cap", KnobKind::Duration, "upper bound of the backoff", |c| {
+        Some(Slot::Duration(&mut c.retry.cap))
+    }),
+    Knob::refresh("seed", KnobKind::U64, "seed of the core's PRNG: same seed and inputs, same commands", |c| {
+        Some(Slot::U64(&mut c.seed))
+    }),
+    Knob::cluster("refresh_interval", KnobKind::Duration, "refresh this often even if nobody asks", |c| {
+        Some(Slot::Duration(&mut c.refresh_interval))
+    }),
+    Knob::cluster(
+        "rebootstrap",
+        KnobKind::Bool,
+        "start again from the seeds when every discovered broker failed",
+        |c| Some(Slot::Bool(&mut c.rebootstrap)),
+    ),
+    Knob::cluster("hedge_budget.ratio", KnobKind::F64, "hedge tokens earned per refresh", |c| {
+        Some(Slot::F64(&mut c.hedge_budget.ratio))
+    }),
+    Knob::cluster("hedge_budget.burst", KnobKind::U32, "hedge bucket size, and its content at start", |c| {
+        Some(Slot::U32(&mut c.hedge_budget.burst))
+    }),
+    Knob::cluster(
+        "window_quantile",
+        KnobKind::F64,
+        "which quantile of the recent response-time window warm refreshes wait for",
+        |c| Some(Slot::F64(&mut c.window_quantile)),
+    ),
+];
+
+/// Every knob of [`RefreshConfig`] and [`ClusterConfig`] (see [`Knob`]): what a CLI, a
+/// type definition or a UI lists instead of keeping its own copy.
+pub fn knobs() -> &'static [Knob] {
+    KNOBS
+}
+
+/// The adaptive parameters, if the stagger is adaptive (their knobs exist only then).
+fn adaptive(c: &mut RefreshConfig) -> Option<&mut Adaptive> {
+    match &mut c.fanout.stagger {
+        Stagger::Adaptive(a) => Some(a),
+        Stagger::Fixed(_) => None,
+    }
+}
+
+impl RefreshConfig {
+    /// Sets the knob at `path` (as listed by [`knobs()`], scope [`KnobScope::Refresh`]) from
+    /// text: durations as `250ms`, `1.5s`, `10s`; `max` for `u32::MAX`; growth as `linear:2`
+    /// or `exponential:2`; stagger as `adaptive` or `fixed:100ms`. The error names the knob
+    /// (or says the path is none). The value is not validated against the others: call
+    /// [`RefreshConfig::validate`] once every knob is set.
+    pub fn set(&mut self, path: &str, value: &str) -> Result<(), ConfigError> {
+        let knob = knobs::find(path, KnobScope::Refresh)?;
+        let slot = match knob.access {
+            Access::Refresh(slot) => slot(self),
+            Access::Cluster(_) => None,
+        };
+        knob.write(slot, value)
+    }
+
+    /// The current value of the knob at `path`, or `None` if there is no such refresh knob
+    /// or it does not apply (an adaptive parameter under a fixed stagger).
+    pub fn get(&self, path: &str) -> Option<KnobValue> {
+        let knob = knobs::find(path, KnobScope::Refresh).ok()?;
+        let mut copy = *self;
+        match knob.access {
+            Access::Refresh(slot) => slot(&mut copy).map(|s| s.value()),
+            Access::Cluster(_) => None,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Sets any knob of [`knobs()`]: a cluster knob by its path (`hedge_budget.burst`), a
+    /// refresh knob by its path in [`RefreshConfig`] or in this struct's JSON
+    /// (`fanout.jitter` or `refresh.fanout.jitter`). Values as for [`RefreshConfig::set`].
+    pub fn set(&mut self, path: &str, value: &str) -> Result<(), ConfigError> {
+        let knob = knobs::find(path.strip_prefix("refresh.").unwrap_or(path), KnobScope::Cluster)?;
+        let slot = match knob.access {
+            Access::Refresh(slot) => slot(&mut self.refresh),
+            Access::Cluster(slot) => slot(self),
+        };
+        knob.write(slot, value)
+    }
+
+    /// The current value of any knob (paths as for [`ClusterConfig::set`]).
+    pub fn get(&self, path: &str) -> Option<KnobValue> {
+        let knob = knobs::find(path.strip_prefix("refresh.").unwrap_or(path), KnobScope::Cluster).ok()?;
+        let mut copy = *self;
+        let slot = match knob.access {
+            Access::Refresh(slot) => slot(&mut copy.refresh),
+            Access::Cluster(slot) => slot(&mut copy),
+        };
+        slot.map(|s| s.value())
     }
 }
 

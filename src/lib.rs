@@ -157,8 +157,11 @@ mod trace;
 pub mod kafka;
 
 pub use brokers::{validate_address, BrokerBook, BrokerEntry, BrokerIdentity, BrokerIndex};
-pub use cluster::{Cluster, ClusterConfig, ClusterEvent};
-pub use config::{Adaptive, Backoff, Fanout, Growth, HedgeBudget, RefreshConfig, Stagger};
+pub use cluster::{Cluster, ClusterEvent};
+pub use config::{
+    knobs, parse_duration, Adaptive, Backoff, ClusterConfig, Fanout, Growth, HedgeBudget, Knob, KnobChoice, KnobKind,
+    KnobScope, KnobValue, RefreshConfig, Stagger, Tuning,
+};
 pub use error::{kafka_error_name, AttemptError, BrokerFailure, ConfigError, ErrorKind, GiveUpReason, RefreshError};
 pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};

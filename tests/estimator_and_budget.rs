@@ -72,7 +72,6 @@ proptest! {
             multiple,
             floor: Duration::from_micros(floor),
             ceiling: Duration::from_micros(floor + extra),
-            quantile: 0.99,
             patience,
         };
         let top = a.ceiling.max(a.floor);
@@ -147,10 +146,15 @@ struct Driver {
 impl Driver {
     fn new(budget: HedgeBudget, brokers: usize, seed: u64) -> Self {
         let mut refresh = RefreshConfig::adaptive().with_seed(seed);
-        refresh.hedge_budget = budget;
         refresh.deadline = Duration::from_secs(30);
         refresh.retry.retries = 1;
-        let config = ClusterConfig { refresh, refresh_interval: Duration::from_secs(86_400), rebootstrap: false };
+        let config = ClusterConfig {
+            refresh,
+            refresh_interval: Duration::from_secs(86_400),
+            rebootstrap: false,
+            hedge_budget: budget,
+            ..ClusterConfig::default()
+        };
         let book = BrokerBook::new(stagger::test_util::numbered_seeds(brokers)).unwrap();
         Driver {
             cluster: Cluster::new(config, book, Instant::ZERO).unwrap(),

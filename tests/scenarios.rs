@@ -242,11 +242,11 @@ fn a_spread_partner_follows_a_silent_first_attempt_and_is_spared_until_suspected
     assert_eq!(run.refresh.in_flight(), 3);
 }
 
-/// `fanout.spread_ticks = false`: the tick starts its attempts together, as before.
+/// `fanout.tuning.spread_ticks = false`: the tick starts its attempts together, as before.
 #[test]
 fn without_spreading_a_tick_starts_its_attempts_together() {
     let mut c = no_jitter(RefreshConfig::adaptive());
-    c.fanout.spread_ticks = false;
+    c.fanout.tuning.spread_ticks = false;
     let mut r = Refresh::new(&c, &book(5), Instant::ZERO).unwrap();
     let rows = [
         (ms(0), Start, vec![Connect(0, 0)]),
@@ -407,7 +407,7 @@ fn an_input_for_an_attempt_issued_in_the_same_call_is_ignored() {
 #[test]
 fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
     let mut c = no_jitter(RefreshConfig::adaptive());
-    c.fanout.cancel_silent_on_answer = false;
+    c.fanout.tuning.cancel_silent_on_answer = false;
     let mut run = Run::new(c, 5);
     let a0 = run.attempt(0);
     run.input(ms(1), Input::Connected { attempt: a0 });
@@ -443,7 +443,7 @@ fn refused_starts_the_next_attempt_at_once() {
 #[test]
 fn without_next_on_failure_a_failure_waits_for_the_stagger_tick() {
     let mut c = fixed(100);
-    c.fanout.next_on_failure = false;
+    c.fanout.tuning.next_on_failure = false;
     let mut r = Refresh::new(&c, &book(3), Instant::ZERO).unwrap();
     let rows = [
         (ms(0), Start, vec![Connect(0, 0)]),
@@ -456,7 +456,7 @@ fn without_next_on_failure_a_failure_waits_for_the_stagger_tick() {
 #[test]
 fn throttle_holds_with_ten_hung_brokers() {
     let mut c = fixed(100); // max_in_flight 3
-    c.fanout.replace_when_full = false;
+    c.fanout.tuning.replace_when_full = false;
     let mut run = Run::new(c, 10);
     run.advance(ms(5_000));
     let connects = run.connects();
@@ -474,7 +474,7 @@ fn growth_exponential_doubles_each_tick_up_to_the_throttle() {
     let mut c = fixed(100);
     c.fanout.growth = stagger::Growth::Exponential(2.0);
     c.fanout.max_in_flight = 8;
-    c.fanout.spread_ticks = false; // each wave at once
+    c.fanout.tuning.spread_ticks = false; // each wave at once
     let mut run = Run::new(c, 20);
     run.advance(ms(250));
     let per_time: Vec<(Instant, usize)> = {
@@ -704,7 +704,7 @@ fn cluster_refreshes_periodically() {
 #[test]
 fn cluster_with_an_empty_hedge_budget_holds_extra_attempts_back() {
     let mut config = cluster_config();
-    config.refresh.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 0 };
+    config.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 0 };
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
     cluster.request_refresh(ms(0));
     assert_eq!(events(&mut cluster).len(), 1);
@@ -725,7 +725,7 @@ fn cluster_with_an_empty_hedge_budget_holds_extra_attempts_back() {
 #[test]
 fn cluster_hedge_budget_allows_hedges_while_tokens_last() {
     let mut config = cluster_config();
-    config.refresh.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 1 };
+    config.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 1 };
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
     cluster.request_refresh(ms(0));
     events(&mut cluster);
@@ -808,7 +808,7 @@ fn a_full_throttle_replaces_the_newest_silent_suspect_at_each_tick() {
 fn a_tick_never_supersedes_what_it_just_started() {
     let mut c = fixed(100);
     c.fanout.growth = Growth::Linear(2);
-    c.fanout.spread_ticks = false; // both of a tick's attempts at the tick
+    c.fanout.tuning.spread_ticks = false; // both of a tick's attempts at the tick
     let mut run = Run::new(c, 10);
     run.advance(ms(200));
     // 0 ms: #0; 100 ms: #1, #2; 200 ms: the throttle is full, so the tick supersedes the
@@ -898,9 +898,9 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
 
 #[test]
 fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
-    let mut refresh = no_jitter(RefreshConfig::adaptive());
-    refresh.hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 0 };
-    let config = ClusterConfig { refresh, ..ClusterConfig::default() };
+    let refresh = no_jitter(RefreshConfig::adaptive());
+    let hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 0 };
+    let config = ClusterConfig { refresh, hedge_budget, ..ClusterConfig::default() };
     let mut cluster = Cluster::new(config, book(5), Instant::ZERO).unwrap();
     cluster.request_refresh(ms(0));
     let connect = |ev: &[ClusterEvent]| match ev {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use stagger::{Adaptive, Growth, RefreshConfig, Stagger};
+use stagger::{Adaptive, ClusterConfig, Growth, RefreshConfig, Stagger};
 use stagger_sim::fleet::{
     check_targets, render_markdown, render_svg, scenario_major, FleetConfig, FleetReport, FleetScenario,
     ScenarioResult, Strategy, WarmFleet,
@@ -164,7 +164,8 @@ fn percent_as_fraction<S: serde::Serializer>(pct: &u32, s: S) -> Result<S::Ok, S
 }
 
 impl Variant {
-    fn of(config: &RefreshConfig) -> Self {
+    fn of(cluster: &ClusterConfig) -> Self {
+        let config = &cluster.refresh;
         let Stagger::Adaptive(a) = config.fanout.stagger else { unreachable!("the default is adaptive") };
         let Growth::Linear(growth) = config.fanout.growth else { unreachable!("the default grows linearly") };
         Variant {
@@ -172,10 +173,10 @@ impl Variant {
             floor_ms: a.floor.as_millis() as u64,
             patience: a.patience,
             growth,
-            burst: config.hedge_budget.burst,
-            cancel_silent: config.fanout.cancel_silent_on_answer,
-            spread: config.fanout.spread_ticks,
-            quantile_pct: (a.quantile * 100.0).round() as u32,
+            burst: cluster.hedge_budget.burst,
+            cancel_silent: config.fanout.tuning.cancel_silent_on_answer,
+            spread: config.fanout.tuning.spread_ticks,
+            quantile_pct: (cluster.window_quantile * 100.0).round() as u32,
         }
     }
 
@@ -199,14 +200,15 @@ impl Variant {
             multiple: self.multiple,
             floor: Duration::from_millis(self.floor_ms),
             patience: self.patience,
-            quantile: self.quantile_pct as f64 / 100.0,
             ..Adaptive::default()
         });
         c.fanout.growth = Growth::Linear(self.growth);
-        c.fanout.cancel_silent_on_answer = self.cancel_silent;
-        c.fanout.spread_ticks = self.spread;
-        c.hedge_budget.burst = self.burst;
-        Strategy::core(&self.name(), c)
+        c.fanout.tuning.cancel_silent_on_answer = self.cancel_silent;
+        c.fanout.tuning.spread_ticks = self.spread;
+        let mut cluster =
+            ClusterConfig { refresh: c, window_quantile: self.quantile_pct as f64 / 100.0, ..ClusterConfig::default() };
+        cluster.hedge_budget.burst = self.burst;
+        Strategy::core_with(&self.name(), cluster)
     }
 }
 
@@ -279,7 +281,7 @@ fn row(results: &[ScenarioResult], v: &Variant, config: &FleetConfig) -> Row {
 }
 
 fn sweep(args: &Args) -> Result<(), String> {
-    let new = Variant::of(&RefreshConfig::adaptive());
+    let new = Variant::of(&ClusterConfig::default());
     let mut grid = Vec::new();
     for multiple in [2, 3, 4] {
         for growth in [1, 2] {

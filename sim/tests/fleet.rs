@@ -2,7 +2,7 @@
 //! of the two mechanisms the fleet tunes: the adaptive estimator window and the hedge budget.
 //! (Those two mechanisms' own tests are the core's, in `tests/estimator_and_budget.rs`.)
 
-use stagger::{HedgeBudget, RefreshConfig};
+use stagger::{ClusterConfig, HedgeBudget, RefreshConfig};
 use stagger_sim::fleet::{
     run_matrix, FleetConfig, FleetReport, FleetScenario, ScenarioResult, Strategy as Policy, WarmFleet,
 };
@@ -79,7 +79,7 @@ fn the_fleet_is_deterministic() {
 fn warm_clients_hold_a_full_window_and_their_budget() {
     let config = FleetConfig { clients: 40, ..FleetConfig::default() };
     let warm = WarmFleet::new(&config, &Policy::core("adaptive", RefreshConfig::adaptive()));
-    let budget = RefreshConfig::adaptive().hedge_budget;
+    let budget = ClusterConfig::default().hedge_budget;
     for cluster in warm.clusters() {
         let cluster = cluster.expect("core clients have a cluster");
         assert_eq!(cluster.estimator().len(), stagger::Estimator::WINDOW, "64 calm refreshes fill the window");
@@ -94,10 +94,9 @@ fn warm_clients_hold_a_full_window_and_their_budget() {
 #[test]
 fn hedges_stay_within_the_budget_in_a_storm() {
     for burst in [0, 2, 10] {
-        let mut refresh = RefreshConfig::adaptive();
-        refresh.hedge_budget = HedgeBudget { ratio: 0.1, burst };
+        let cluster = ClusterConfig { hedge_budget: HedgeBudget { ratio: 0.1, burst }, ..ClusterConfig::default() };
         let config = FleetConfig { clients: 150, ..FleetConfig::default() };
-        let r = WarmFleet::new(&config, &Policy::core("a", refresh)).run(FleetScenario::FailoverStorm);
+        let r = WarmFleet::new(&config, &Policy::core_with("a", cluster)).run(FleetScenario::FailoverStorm);
         check_books(&r, 150);
         assert!(r.hedges <= burst as u64 * 150, "burst {burst}: {} hedges", r.hedges);
         if burst == 0 {

@@ -137,13 +137,13 @@ pub enum CancelReason {
     /// Another attempt hit a fatal (authentication/authorisation) error.
     Fatal,
     /// A stagger tick cancelled this, the newest silent suspect, to start the next broker in
-    /// its place: the throttle was full (`fanout.replace_when_full`), or the hedge budget was
+    /// its place: the throttle was full (`fanout.tuning.replace_when_full`), or the hedge budget was
     /// spent (the load in flight stays the same).
     Superseded,
     /// The broker answered, but with metadata that cannot win (no brokers, top-level error).
     Rejected,
     /// Another attempt's broker started answering while this one's had said nothing
-    /// (`fanout.cancel_silent_on_answer`).
+    /// (`fanout.tuning.cancel_silent_on_answer`).
     Overtaken,
 }
 
@@ -219,7 +219,7 @@ pub enum TimerKind {
     /// The stagger delay of the latest attempt (the leader) ran out: a tick starts the next
     /// attempts. Armed only while a tick could start one (throttle, budget, brokers left).
     Stagger,
-    /// A spread tick's next attempt (`fanout.spread_ticks`): a share of the delay after the
+    /// A spread tick's next attempt (`fanout.tuning.spread_ticks`): a share of the delay after the
     /// tick's first, unless a broker answered meanwhile.
     Spread,
     /// The oldest in-flight attempt's timeout.
@@ -284,7 +284,7 @@ pub struct AttemptInfo {
     /// Whether it was started while another attempt was still in flight (a hedge).
     pub hedge: bool,
     /// Whether a spread tick started it after the tick's first attempt
-    /// (`fanout.spread_ticks`): it came a share of the delay later, because no broker had
+    /// (`fanout.tuning.spread_ticks`): it came a share of the delay later, because no broker had
     /// answered meanwhile.
     #[serde(default)]
     pub partner: bool,

@@ -29,10 +29,10 @@ pub(super) enum TickStep {
     /// alone when nothing is in flight.
     Add,
     /// The throttle is full: cancel the newest silent suspect, then start the next broker
-    /// (`fanout.replace_when_full`).
+    /// (`fanout.tuning.replace_when_full`).
     ReplaceFull,
     /// Out of hedge budget with every broker in flight silent: replace one in place, so the
-    /// load in flight stays the same (`fanout.replace_when_full`).
+    /// load in flight stays the same (`fanout.tuning.replace_when_full`).
     ReplaceInPlace,
 }
 
@@ -73,12 +73,12 @@ impl Refresh {
             // An answering broker is busy on our request: replacing it, or a silent attempt
             // beside it, would throw away work already under way.
             let all_silent = self.attempts.answering() == 0;
-            return (self.config.fanout.replace_when_full && all_silent).then_some(TickStep::ReplaceInPlace);
+            return (self.config.fanout.tuning.replace_when_full && all_silent).then_some(TickStep::ReplaceInPlace);
         }
         if in_flight < self.config.fanout.max_in_flight {
             Some(TickStep::Add)
         } else {
-            self.config.fanout.replace_when_full.then_some(TickStep::ReplaceFull)
+            self.config.fanout.tuning.replace_when_full.then_some(TickStep::ReplaceFull)
         }
     }
 
@@ -137,7 +137,7 @@ impl Refresh {
     /// is the best guess of this network's. Otherwise (a slow network) waiting would only
     /// delay the partner: the tick starts all at once.
     fn spread_gap_for_tick(&self, want: u32) -> Option<Duration> {
-        if !self.config.fanout.spread_ticks || want < 2 {
+        if !self.config.fanout.tuning.spread_ticks || want < 2 {
             return None;
         }
         let n = self.ticks.leader?;
@@ -231,7 +231,7 @@ impl Refresh {
 
     /// A broker just answered: cancels every in-flight attempt whose broker has said nothing.
     /// They are hung, or queued behind others and would each send a metadata request once
-    /// their broker caught up (see `fanout.cancel_silent_on_answer`).
+    /// their broker caught up (see `fanout.tuning.cancel_silent_on_answer`).
     ///
     /// Why all of them, even one that connected a moment ago: sparing attempts still within
     /// their own stagger delay helps when a slow broker answers first (a healthy one can

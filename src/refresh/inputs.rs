@@ -44,13 +44,13 @@ impl Refresh {
     }
 
     /// The broker is alive and reading: the rest of a spread tick is not needed, and silent
-    /// attempts beside it are cancelled (`fanout.cancel_silent_on_answer`).
+    /// attempts beside it are cancelled (`fanout.tuning.cancel_silent_on_answer`).
     fn on_answered(&mut self, now: Instant, n: u32) -> bool {
         if !self.attempts.mark_answered(n, now) {
             return false;
         }
         self.timers.stop(TimerKind::Spread);
-        if self.config.fanout.cancel_silent_on_answer {
+        if self.config.fanout.tuning.cancel_silent_on_answer {
             self.cancel_silent(now);
         }
         self.arm_stagger();

@@ -101,7 +101,7 @@ enum Phase {
 /// its broker first answers: the adaptive stagger hedges a broker that connected but stays
 /// silent within a few handshake times, and one that is answering only after a long patience
 /// (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
-/// (`fanout.cancel_silent_on_answer`), so each refresh sends one metadata request.
+/// (`fanout.tuning.cancel_silent_on_answer`), so each refresh sends one metadata request.
 ///
 /// The machine is split by concern: `contract` (what crosses the boundary), `attempts`
 /// (the attempt table), `fanout` (the stagger policy), `retry` (passes, backoff, deadline),

@@ -171,7 +171,7 @@ impl Refresh {
             self.pass.requeue_overtaken();
         }
         let timed_out = cancel == Some(CancelReason::TimedOut);
-        if self.config.fanout.next_on_failure || timed_out {
+        if self.config.fanout.tuning.next_on_failure || timed_out {
             self.launch(now, true);
         }
         if self.attempts.in_flight() == 0 && !self.has_candidate() {

@@ -12,7 +12,8 @@ use stagger::{BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Com
 use crate::cases;
 use crate::driver::drain;
 use crate::strategies::{
-    arb_config, at, decode_dt, decode_input_kind, decode_target, make_input, resolve, us, InputKind, Target,
+    arb_config, arb_hedge_budget, arb_window_quantile, at, decode_dt, decode_input_kind, decode_target, make_input,
+    resolve, us, InputKind, Target,
 };
 use crate::tracker::{Inv, Tracker};
 
@@ -55,16 +56,24 @@ fn arb_cluster_scenario() -> impl Strategy<Value = ClusterScenario> {
     (
         arb_config(),
         prop_oneof![1_000u64..=5_000_000, 1_000u64..=600_000_000],
-        any::<bool>(),
+        (any::<bool>(), arb_hedge_budget(), arb_window_quantile()),
         1usize..=6,
         prop_oneof![4 => 0u64..=1_000_000_000_000, 1 => (u64::MAX - 100_000_000)..=u64::MAX],
         prop::collection::vec(step, 0..200),
     )
-        .prop_map(|(refresh, interval, rebootstrap, brokers, start, steps)| ClusterScenario {
-            config: ClusterConfig { refresh, refresh_interval: us(interval), rebootstrap },
-            brokers,
-            start,
-            steps,
+        .prop_map(|(refresh, interval, (rebootstrap, hedge_budget, window_quantile), brokers, start, steps)| {
+            ClusterScenario {
+                config: ClusterConfig {
+                    refresh,
+                    refresh_interval: us(interval),
+                    rebootstrap,
+                    hedge_budget,
+                    window_quantile,
+                },
+                brokers,
+                start,
+                steps,
+            }
         })
 }
 
@@ -104,7 +113,7 @@ enum ClusterClock {
 fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
     let book = BrokerBook::new(numbered_seeds(s.brokers)).unwrap();
     let mut cluster = Cluster::new(s.config, book, at(s.start)).expect("valid config");
-    let budget = s.config.refresh.hedge_budget;
+    let budget = s.config.hedge_budget;
     let earned = (budget.ratio * 1000.0) as u64;
     let mut v: Vec<(Inv, String)> = Vec::new();
     let mut now = at(s.start);
@@ -348,7 +357,7 @@ proptest! {
     /// whose per-refresh `ratio` does not exceed `burst` (see 12e for the others).
     #[test]
     fn cluster_hedge_tokens_never_exceed_burst(s in arb_cluster_scenario()) {
-        let budget = s.config.refresh.hedge_budget;
+        let budget = s.config.hedge_budget;
         prop_assume!(budget.ratio <= budget.burst as f64);
         check_cluster(&run_cluster(&s, ClusterClock::RequestsClamped), &[Inv::HedgeTokens])?;
     }

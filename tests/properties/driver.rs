@@ -160,7 +160,7 @@ fn check_attempts(r: &Refresh, config: &RefreshConfig, t: &mut Tracker) {
         // that no failure at the same instant could have replaced.
         let by_tick = a.hedge
             || t.superseding.contains(id)
-            || (!config.fanout.next_on_failure
+            || (!config.fanout.tuning.next_on_failure
                 && !attempts.iter().any(|(_, b)| b.state == AttemptState::Failed && b.ended_at == Some(a.started_at)));
         if !by_tick {
             continue;
@@ -178,7 +178,7 @@ fn check_attempts(r: &Refresh, config: &RefreshConfig, t: &mut Tracker) {
         let Some((prev_id, prev)) = prev else {
             continue;
         };
-        if a.partner && !config.fanout.spread_ticks {
+        if a.partner && !config.fanout.tuning.spread_ticks {
             t.violate(Inv::Spacing, format!("{id} is a spread partner although spread_ticks is off"));
         }
         let min_gap = gap;

@@ -160,18 +160,27 @@ proptest! {
         start in arb_start(),
         steps in prop::collection::vec(arb_step(), 0..40),
     ) {
-        let mut config = base;
+        let mut cluster_config = ClusterConfig { refresh: base, ..ClusterConfig::default() };
         for m in &mutations {
-            mutate(&mut config, m);
+            mutate(&mut cluster_config, m);
         }
+        let config = cluster_config.refresh;
         let book = BrokerBook::new(numbered_seeds(brokers)).unwrap();
         let valid = config.validate();
         let refresh = Refresh::new(&config, &book, at(start));
         prop_assert_eq!(refresh.as_ref().err(), valid.as_ref().err(), "Refresh::new disagrees with validate");
-        let cluster = Cluster::new(ClusterConfig { refresh: config, ..ClusterConfig::default() }, book, at(start));
-        prop_assert_eq!(cluster.as_ref().err(), valid.as_ref().err(), "Cluster::new disagrees with validate");
-        if let Err(e) = valid {
+        let cluster_valid = cluster_config.validate();
+        let cluster = Cluster::new(cluster_config, book, at(start));
+        prop_assert_eq!(cluster.as_ref().err(), cluster_valid.as_ref().err(), "Cluster::new disagrees with validate");
+        if valid.is_ok() {
+            prop_assert!(cluster_valid.is_ok() || matches!(
+                cluster_valid.as_ref().map_err(|e| e.field), Err("hedge_budget.ratio" | "window_quantile")
+            ), "a valid refresh policy makes a cluster view invalid only through a cluster knob");
+        }
+        for e in [&valid, &cluster_valid].into_iter().filter_map(|v| v.as_ref().err()) {
             prop_assert!(!e.field.is_empty() && e.to_string().contains(e.field));
+        }
+        if valid.is_err() {
             return Ok(());
         }
         let run = run(&Scenario { config, brokers, start, recent: None, steps }, Clock::Free);

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use stagger::test_util::numbered_seeds;
 use stagger::{
     AttemptError, AttemptId, Backoff, BrokerBook, CancelReason, Command, ErrorKind, Fanout, GiveUpReason, Growth,
-    HedgeBudget, Input, Refresh, RefreshConfig, Stagger,
+    Input, Refresh, RefreshConfig, Stagger, Tuning,
 };
 
 use crate::cases;
@@ -67,6 +67,8 @@ struct ModelCase {
 
 impl ModelCase {
     fn config(&self) -> RefreshConfig {
+        let mut tuning = Tuning::default();
+        tuning.replace_when_full = self.replace_when_full;
         RefreshConfig {
             fanout: Fanout {
                 initial: self.initial,
@@ -74,15 +76,11 @@ impl ModelCase {
                 growth: Growth::Linear(1),
                 max_in_flight: self.max_in_flight,
                 jitter: 0.0,
-                next_on_failure: true,
-                replace_when_full: self.replace_when_full,
-                cancel_silent_on_answer: true,
-                spread_ticks: true,
+                tuning,
             },
             attempt_timeout: us(self.attempt_timeout),
             deadline: us(self.deadline),
             retry: Backoff { retries: self.retries, initial: Duration::ZERO, multiplier: 2.0, cap: Duration::ZERO },
-            hedge_budget: HedgeBudget::default(),
             seed: self.seed,
         }
     }

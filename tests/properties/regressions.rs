@@ -62,8 +62,7 @@ fn deadline_overslept_stagger_tick_connects_after_deadline() {
 /// leave more tokens than the bucket holds; the bucket is now capped at `burst`.
 #[test]
 fn hedge_bucket_overflows_burst_when_ratio_exceeds_it() {
-    let mut config = ClusterConfig::default();
-    config.refresh.hedge_budget = HedgeBudget { ratio: 1.0, burst: 0 };
+    let config = ClusterConfig { hedge_budget: HedgeBudget { ratio: 1.0, burst: 0 }, ..ClusterConfig::default() };
     let book = BrokerBook::new(numbered_seeds(1)).unwrap();
     let mut cluster = Cluster::new(config, book, Instant::ZERO).unwrap();
     cluster.request_refresh(Instant::ZERO);

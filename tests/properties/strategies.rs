@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use stagger::{
-    Adaptive, AttemptError, AttemptId, Backoff, BrokerMetadata, ErrorKind, Fanout, Growth, HedgeBudget, Input, Instant,
-    Metadata, RefreshConfig, Stagger,
+    Adaptive, AttemptError, AttemptId, Backoff, BrokerMetadata, ClusterConfig, ErrorKind, Fanout, Growth, HedgeBudget,
+    Input, Instant, Metadata, RefreshConfig, Stagger, Tuning,
 };
 
 pub fn us(micros: u64) -> Duration {
@@ -54,7 +54,6 @@ fn arb_knobs() -> impl Strategy<Value = RefreshConfig> {
         prop_oneof![3 => 1_000u64..=20_000_000, 1 => 1_000u64..=50_000],
         prop_oneof![3 => 1_000u64..=120_000_000, 1 => 1_000u64..=3_000_000],
         (0u32..=4, 0u64..=500_000, 1.0f64..=3.0, 0u64..=5_000_000),
-        (prop_oneof![0.0f64..=1.0, Just(0.1), 1.0f64..=3.0], 0u32..=12),
         any::<u64>(),
     )
         .prop_map(
@@ -67,7 +66,6 @@ fn arb_knobs() -> impl Strategy<Value = RefreshConfig> {
                 attempt_timeout,
                 deadline,
                 (retries, backoff, multiplier, extra),
-                (ratio, burst),
                 seed,
             )| {
                 let deadline = us(deadline);
@@ -76,6 +74,11 @@ fn arb_knobs() -> impl Strategy<Value = RefreshConfig> {
                     Stagger::Fixed(d) => Stagger::Fixed(d.min(deadline)),
                     Stagger::Adaptive(a) => Stagger::Adaptive(Adaptive { cold: a.cold.min(deadline), ..a }),
                 };
+                let mut tuning = Tuning::default();
+                tuning.next_on_failure = next_on_failure;
+                tuning.replace_when_full = replace_when_full;
+                tuning.cancel_silent_on_answer = seed & 1 == 0;
+                tuning.spread_ticks = seed & 2 == 0;
                 RefreshConfig {
                     fanout: Fanout {
                         initial: initial.min(max_in_flight),
@@ -83,15 +86,11 @@ fn arb_knobs() -> impl Strategy<Value = RefreshConfig> {
                         growth,
                         max_in_flight,
                         jitter,
-                        next_on_failure,
-                        replace_when_full,
-                        cancel_silent_on_answer: seed & 1 == 0,
-                        spread_ticks: seed & 2 == 0,
+                        tuning,
                     },
                     attempt_timeout: us(attempt_timeout),
                     deadline,
                     retry: Backoff { retries, initial: us(backoff), multiplier, cap: us(backoff + extra) },
-                    hedge_budget: HedgeBudget { ratio, burst },
                     seed,
                 }
             },
@@ -105,6 +104,20 @@ pub fn arb_config() -> impl Strategy<Value = RefreshConfig> {
             .prop_map(|(name, seed)| RefreshConfig::preset(name).unwrap().with_seed(seed)),
         4 => arb_knobs(),
     ]
+}
+
+/// The default hedge budget, or an arbitrary valid one (`ratio` above `burst` included).
+pub fn arb_hedge_budget() -> impl Strategy<Value = HedgeBudget> {
+    prop_oneof![
+        1 => Just(HedgeBudget::default()),
+        4 => (prop_oneof![0.0f64..=1.0, Just(0.1), 1.0f64..=3.0], 0u32..=12)
+            .prop_map(|(ratio, burst)| HedgeBudget { ratio, burst }),
+    ]
+}
+
+/// The window quantile of a cluster view: the default, or anywhere in `[0, 1]`.
+pub fn arb_window_quantile() -> impl Strategy<Value = f64> {
+    prop_oneof![1 => Just(0.99), 1 => 0.0f64..=1.0]
 }
 
 /// Start of the refresh: anywhere, including right below the end of time (saturation).
@@ -393,7 +406,7 @@ pub enum Mutation {
     Linear(u32),
     Exponential(f64),
     Fixed(Duration),
-    Adaptive(Duration, u32, Duration, Duration, f64),
+    Adaptive(Duration, u32, Duration, Duration),
     AttemptTimeout(Duration),
     Deadline(Duration),
     Retries(u32),
@@ -402,6 +415,7 @@ pub enum Mutation {
     Cap(Duration),
     Ratio(f64),
     Burst(u32),
+    WindowQuantile(f64),
 }
 
 pub fn arb_mutation() -> impl Strategy<Value = Mutation> {
@@ -412,8 +426,8 @@ pub fn arb_mutation() -> impl Strategy<Value = Mutation> {
         wild_u32().prop_map(Mutation::Linear),
         wild_f64().prop_map(Mutation::Exponential),
         wild_duration().prop_map(Mutation::Fixed),
-        (wild_duration(), wild_u32(), wild_duration(), wild_duration(), wild_f64())
-            .prop_map(|(c, m, f, x, q)| Mutation::Adaptive(c, m, f, x, q)),
+        (wild_duration(), wild_u32(), wild_duration(), wild_duration())
+            .prop_map(|(c, m, f, x)| Mutation::Adaptive(c, m, f, x)),
         wild_duration().prop_map(Mutation::AttemptTimeout),
         wild_duration().prop_map(Mutation::Deadline),
         wild_u32().prop_map(Mutation::Retries),
@@ -422,10 +436,12 @@ pub fn arb_mutation() -> impl Strategy<Value = Mutation> {
         wild_duration().prop_map(Mutation::Cap),
         wild_f64().prop_map(Mutation::Ratio),
         wild_u32().prop_map(Mutation::Burst),
+        wild_f64().prop_map(Mutation::WindowQuantile),
     ]
 }
 
-pub fn mutate(c: &mut RefreshConfig, m: &Mutation) {
+pub fn mutate(cluster: &mut ClusterConfig, m: &Mutation) {
+    let c = &mut cluster.refresh;
     match *m {
         Mutation::Initial(x) => c.fanout.initial = x,
         Mutation::MaxInFlight(x) => c.fanout.max_in_flight = x,
@@ -433,9 +449,8 @@ pub fn mutate(c: &mut RefreshConfig, m: &Mutation) {
         Mutation::Linear(x) => c.fanout.growth = Growth::Linear(x),
         Mutation::Exponential(x) => c.fanout.growth = Growth::Exponential(x),
         Mutation::Fixed(d) => c.fanout.stagger = Stagger::Fixed(d),
-        Mutation::Adaptive(cold, multiple, floor, ceiling, quantile) => {
-            c.fanout.stagger =
-                Stagger::Adaptive(Adaptive { cold, multiple, floor, ceiling, quantile, ..Adaptive::default() })
+        Mutation::Adaptive(cold, multiple, floor, ceiling) => {
+            c.fanout.stagger = Stagger::Adaptive(Adaptive { cold, multiple, floor, ceiling, ..Adaptive::default() })
         }
         Mutation::AttemptTimeout(d) => c.attempt_timeout = d,
         Mutation::Deadline(d) => c.deadline = d,
@@ -443,7 +458,8 @@ pub fn mutate(c: &mut RefreshConfig, m: &Mutation) {
         Mutation::BackoffInitial(d) => c.retry.initial = d,
         Mutation::Multiplier(x) => c.retry.multiplier = x,
         Mutation::Cap(d) => c.retry.cap = d,
-        Mutation::Ratio(x) => c.hedge_budget.ratio = x,
-        Mutation::Burst(x) => c.hedge_budget.burst = x,
+        Mutation::Ratio(x) => cluster.hedge_budget.ratio = x,
+        Mutation::Burst(x) => cluster.hedge_budget.burst = x,
+        Mutation::WindowQuantile(x) => cluster.window_quantile = x,
     }
 }

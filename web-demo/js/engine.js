@@ -34,3 +34,27 @@ export function replay(traceText) {
 export function validate(config) {
   return JSON.parse(wasm.validate(JSON.stringify(config)));
 }
+
+/** The core's knob schema: `[{path, scope, kind, doc, default}]`. */
+export function knobs() {
+  return JSON.parse(wasm.knobs());
+}
+
+/** Every refresh knob of `config` as the core's text, by path (`null` where one does not apply). */
+export function knobValues(config) {
+  return JSON.parse(wasm.knob_values(JSON.stringify(config)));
+}
+
+/** Sets knobs (text, by path) over `base`; `{config}` or `{error, field}`. */
+export function setKnobs(base, values) {
+  return JSON.parse(wasm.set_knobs(JSON.stringify(base), JSON.stringify(values)));
+}
+
+let defaultConfig = null;
+
+/** The core's complaint about `text` for the knob at `path`, or `null` if it takes it. */
+export function checkKnob(path, text) {
+  defaultConfig ??= presets()[0].config;
+  const answer = setKnobs(defaultConfig, { [path]: text });
+  return answer.error ?? null;
+}

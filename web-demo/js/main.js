@@ -1,7 +1,7 @@
 // The page: tabs, the shared state (cluster, policy, seed), the URL, the keyboard.
 
 import * as engine from "./engine.js";
-import { configFromKnobs, decodeHash, defaultBrokers, encodeHash, knobsFromConfig } from "./model.js";
+import { configFromKnobs, decodeHash, defaultBrokers, encodeHash, knobsFromConfig, loadKnobs } from "./model.js";
 import { initSimulate } from "./simulate.js";
 import { initCompare } from "./compare.js";
 import { initReplay } from "./replay.js";
@@ -19,6 +19,7 @@ async function boot() {
     boot.classList.add("error");
     return;
   }
+  loadKnobs();
   const presetList = engine.presets();
   const presetConfigs = Object.fromEntries(presetList.map((p) => [p.name, p.config]));
   const base = {

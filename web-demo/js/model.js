@@ -4,6 +4,8 @@
 // This module converts between the two and nothing else, so every other module can work in
 // plain numbers. Presets come from the core itself (see engine.js), never from a copy here.
 
+import * as engine from "./engine.js";
+
 export const U32_MAX = 4294967295;
 
 /** The behaviours a click on a broker cycles through, in order. */
@@ -139,168 +141,86 @@ function round(x, digits) {
 // ---- policy knobs ----------------------------------------------------------------------
 
 /**
- * Every knob of `RefreshConfig`, flat, durations in ms. `key` is the URL parameter;
- * `kind` drives the input: int (with "all" = u32::MAX where `all` is set), float, ms, bool.
+ * Every knob of `RefreshConfig`, from the core's own schema (`stagger::config::knobs`, via
+ * the engine): nothing here lists them, so a knob added in the core appears on the page.
+ * Each: `key` (the dotted path: URL parameter and `data-knob`), `id` (the input's id),
+ * `label`, `group`, `kind` (duration, u32, u64, f64, bool, choice), `choices` (text forms
+ * for a choice), `help` (the core's one-line doc), `when` (for a choice's variant's own
+ * knobs: shown only while that variant is chosen). Values are the core's text (`250ms`,
+ * `linear:2`, `adaptive`, `true`); the engine turns them into a config. The seed travels
+ * separately (its own control and URL parameter), so it is not a knob here.
  */
-export const KNOBS = [
-  { key: "initial", label: "initial attempts", kind: "int", all: true, group: "fan-out",
-    help: "attempts started at once (fanout.initial)" },
-  { key: "stagger", label: "stagger", kind: "choice", choices: ["adaptive", "fixed"], group: "fan-out",
-    help: "delay before the next attempt: adaptive (learns from the handshake) or fixed" },
-  { key: "fixed", label: "fixed delay", kind: "ms", group: "fan-out", when: (k) => k.stagger === "fixed",
-    help: "Stagger::Fixed(d)" },
-  { key: "cold", label: "cold delay", kind: "ms", group: "fan-out", when: (k) => k.stagger === "adaptive",
-    help: "wait while nothing is known (RFC 8305: 250 ms)" },
-  { key: "mult", label: "× handshake", kind: "int", group: "fan-out", when: (k) => k.stagger === "adaptive",
-    help: "suspect a connected, silent broker this multiple of its handshake after the handshake" },
-  { key: "floor", label: "floor", kind: "ms", group: "fan-out", when: (k) => k.stagger === "adaptive",
-    help: "lower clamp of the adaptive delay" },
-  { key: "ceil", label: "ceiling", kind: "ms", group: "fan-out", when: (k) => k.stagger === "adaptive",
-    help: "upper clamp of the adaptive delay" },
-  { key: "q", label: "quantile", kind: "float", group: "fan-out", when: (k) => k.stagger === "adaptive",
-    help: "quantile of recent response times a warm client waits for (Cluster only)" },
-  { key: "patience", label: "patience ×", kind: "int", group: "fan-out", when: (k) => k.stagger === "adaptive",
-    help: "once a broker is answering, hedge only after this multiple of what an answer takes, from the attempt's start" },
-  { key: "growth", label: "growth", kind: "choice", choices: ["linear", "exponential"], group: "fan-out",
-    help: "how many attempts start at each stagger tick" },
-  { key: "gn", label: "per tick", kind: "int", group: "fan-out", when: (k) => k.growth === "linear",
-    help: "Linear(n): n more attempts per tick" },
-  { key: "gx", label: "factor", kind: "float", group: "fan-out", when: (k) => k.growth === "exponential",
-    help: "Exponential(x): tick k starts initial·x^k attempts" },
-  { key: "inflight", label: "max in flight", kind: "int", all: true, group: "fan-out",
-    help: "throttle on concurrent attempts" },
-  { key: "jitter", label: "jitter", kind: "float", group: "fan-out",
-    help: "fraction of each stagger delay that is randomised, 0–1" },
-  { key: "nof", label: "next on failure", kind: "bool", group: "fan-out",
-    help: "a fast failure (refused) starts the next attempt at once" },
-  { key: "rwf", label: "replace when full", kind: "bool", group: "fan-out",
-    help: "at a stagger tick with the throttle full, cancel the newest silent attempt for the next broker" },
-  { key: "cso", label: "cancel silent on answer", kind: "bool", group: "fan-out",
-    help: "when one broker starts answering, cancel every attempt whose broker has said nothing (overtaken)" },
-  { key: "spread", label: "spread ticks", kind: "bool", group: "fan-out",
-    help: "start a tick's n attempts one by one, delay / n apart, dropping the rest once a broker answers (if the leader can answer within its share)" },
-  { key: "timeout", label: "attempt timeout", kind: "ms", group: "limits",
-    help: "one attempt: connect + ApiVersions + Metadata" },
-  { key: "deadline", label: "deadline", kind: "ms", group: "limits",
-    help: "the whole refresh, enforced on attempts in flight" },
-  { key: "retries", label: "retries", kind: "int", group: "retry",
-    help: "extra passes over the brokers when every broker failed" },
-  { key: "backoff", label: "backoff", kind: "ms", group: "retry", help: "backoff before the first retry" },
-  { key: "bmult", label: "backoff ×", kind: "float", group: "retry", help: "backoff growth per retry" },
-  { key: "bcap", label: "backoff cap", kind: "ms", group: "retry", help: "upper bound of the backoff" },
-  { key: "hratio", label: "hedge ratio", kind: "float", group: "hedge budget",
-    help: "tokens earned per refresh (a long-lived Cluster only; a lone refresh is unbudgeted)" },
-  { key: "hburst", label: "hedge burst", kind: "int", group: "hedge budget", help: "bucket size (Cluster only)" },
-];
+export let KNOBS = [];
 
-const ADAPTIVE_KEYS = ["cold", "mult", "floor", "ceil", "q", "patience"];
-/** The core's `Adaptive::default()`, for a fixed preset that has no adaptive values to show. */
-const ADAPTIVE_FALLBACK = { cold: 250, mult: 2, floor: 2, ceil: 2000, q: 0.99, patience: 16 };
-
-/** `RefreshConfig` → flat knobs (the seed travels separately). */
-export function knobsFromConfig(c, fallback = null) {
-  const f = c.fanout;
-  const k = {
-    initial: f.initial,
-    inflight: f.max_in_flight,
-    jitter: f.jitter,
-    nof: f.next_on_failure,
-    rwf: f.replace_when_full,
-    cso: f.cancel_silent_on_answer,
-    spread: f.spread_ticks,
-    timeout: ms(c.attempt_timeout),
-    deadline: ms(c.deadline),
-    retries: c.retry.retries,
-    backoff: ms(c.retry.initial),
-    bmult: c.retry.multiplier,
-    bcap: ms(c.retry.cap),
-    hratio: c.hedge_budget.ratio,
-    hburst: c.hedge_budget.burst,
-    fixed: 500,
-    gn: 1,
-    gx: 2,
-    ...ADAPTIVE_FALLBACK,
-    ...(fallback ? pick(fallback, ADAPTIVE_KEYS) : {}),
-  };
-  if ("fixed" in f.stagger) {
-    k.stagger = "fixed";
-    k.fixed = ms(f.stagger.fixed);
-  } else {
-    const a = f.stagger.adaptive;
-    Object.assign(k, { stagger: "adaptive", cold: ms(a.cold), mult: a.multiple, floor: ms(a.floor),
-      ceil: ms(a.ceiling), q: a.quantile, patience: a.patience });
-  }
-  if ("linear" in f.growth) Object.assign(k, { growth: "linear", gn: f.growth.linear });
-  else Object.assign(k, { growth: "exponential", gx: f.growth.exponential });
-  return k;
+/** Builds `KNOBS` from the engine's schema; call once the engine is loaded. */
+export function loadKnobs(schema = engine.knobs()) {
+  const refresh = schema.filter((k) => k.scope === "refresh" && k.path !== "seed");
+  const choices = refresh.filter((k) => k.kind.kind === "choice");
+  KNOBS = refresh.map((k) => {
+    const parts = k.path.split(".");
+    // A choice's variant's knob (`fanout.stagger.adaptive.cold`) belongs with the choice.
+    const owner = choices.find((c) => k.path.startsWith(`${c.path}.`));
+    const variant = owner ? k.path.slice(owner.path.length + 1).split(".")[0] : null;
+    const groupPath = (owner ? owner.path : k.path).split(".").slice(0, -1).join(".");
+    return {
+      key: k.path,
+      id: `knob-${k.path.replaceAll(".", "-")}`,
+      label: parts[parts.length - 1].replaceAll("_", " "),
+      group: groupPath || "limits",
+      kind: k.kind.kind,
+      // The variants to offer: the default itself where it is that variant, else `name:`.
+      choices: k.kind.kind === "choice"
+        ? k.kind.choices.map((c) => (!c.param ? c.name : k.default?.startsWith(`${c.name}:`) ? k.default : `${c.name}:`))
+        : null,
+      help: `${k.doc} (${k.path})`,
+      default: k.default,
+      when: owner ? (values) => String(values[owner.path] ?? "").split(":")[0] === variant : null,
+    };
+  });
+  return KNOBS;
 }
 
-function pick(o, keys) {
-  return Object.fromEntries(keys.filter((x) => x in o).map((x) => [x, o[x]]));
+/** The groups of `KNOBS`, in schema order. */
+export function knobGroups() {
+  return [...new Set(KNOBS.map((k) => k.group))];
 }
 
 /**
- * Flat knobs + seed → `RefreshConfig`, laid over `base` (a preset from the core): any field
- * this page does not know about keeps the preset's value, so a newer core still gets a
- * complete config.
+ * `RefreshConfig` → knob values (text, by path). Knobs that do not apply to `c` (an adaptive
+ * parameter under a fixed stagger) keep their value in `fallback`, so switching back to
+ * adaptive restores them.
  */
-export function configFromKnobs(k, seed, base = null) {
-  const b = base ? structuredClone(base) : {};
-  const fanout = b.fanout || {};
-  const adaptive = (fanout.stagger && fanout.stagger.adaptive) || {};
-  const stagger = k.stagger === "fixed"
-    ? { fixed: dur(k.fixed) }
-    : { adaptive: { ...adaptive, cold: dur(k.cold), multiple: int(k.mult), floor: dur(k.floor), ceiling: dur(k.ceil),
-      quantile: Number(k.q), patience: int(k.patience) } };
-  const growth = k.growth === "exponential" ? { exponential: Number(k.gx) } : { linear: int(k.gn) };
-  return {
-    ...b,
-    fanout: {
-      ...fanout,
-      initial: int(k.initial),
-      stagger,
-      growth,
-      max_in_flight: int(k.inflight),
-      jitter: Number(k.jitter),
-      next_on_failure: !!k.nof,
-      replace_when_full: !!k.rwf,
-      cancel_silent_on_answer: !!k.cso,
-      spread_ticks: !!k.spread,
-    },
-    attempt_timeout: dur(k.timeout),
-    deadline: dur(k.deadline),
-    retry: { ...(b.retry || {}), retries: int(k.retries), initial: dur(k.backoff), multiplier: Number(k.bmult),
-      cap: dur(k.bcap) },
-    hedge_budget: { ...(b.hedge_budget || {}), ratio: Number(k.hratio), burst: int(k.hburst) },
-    seed: Math.max(0, Math.floor(Number(seed) || 0)),
-  };
+export function knobsFromConfig(c, fallback = null) {
+  const values = engine.knobValues(c);
+  const k = {};
+  for (const knob of KNOBS) k[knob.key] = values[knob.key] ?? fallback?.[knob.key] ?? knob.default;
+  return k;
 }
 
-function int(x) {
-  const n = Math.floor(Number(x));
-  return isFinite(n) ? Math.min(U32_MAX, Math.max(0, n)) : 0;
+/**
+ * Knob values + seed → `RefreshConfig`, laid over `base` (a preset from the core): any field
+ * the panel has no knob for keeps the preset's value. A value the core refuses leaves that
+ * field at the preset's (the inputs never hold one: parseKnob checks them first).
+ */
+export function configFromKnobs(k, seed, base) {
+  const answer = engine.setKnobs(base, k);
+  const config = answer.config ?? structuredClone(base);
+  return { ...config, seed: Math.max(0, Math.floor(Number(seed) || 0)) };
 }
 
-/** A knob's value as text (for inputs and URLs): `all` for u32::MAX, `1`/`0` for booleans. */
+/** A knob's value as text (for inputs and URLs): the core's own text; `1`/`0` for switches. */
 export function knobText(knob, v) {
-  if (knob.kind === "bool") return v ? "1" : "0";
-  if (knob.all && v >= U32_MAX) return "all";
+  if (knob.kind === "bool") return String(v) === "true" ? "1" : "0";
   return String(v);
 }
 
-/** Parses a knob's text; throws with a readable message. */
+/** Parses a knob's text as the core would; throws with the core's message. */
 export function parseKnob(knob, text) {
-  const t = String(text).trim();
-  if (knob.kind === "bool") return t === "1" || t === "true" || t === "on";
-  if (knob.kind === "choice") {
-    if (!knob.choices.includes(t)) throw new Error(`${knob.label}: one of ${knob.choices.join(", ")}`);
-    return t;
-  }
-  if (knob.all && /^(all|∞|inf)$/i.test(t)) return U32_MAX;
-  const x = Number(t);
-  if (t === "" || !isFinite(x) || x < 0) throw new Error(`${knob.label}: not a non-negative number`);
-  if (knob.kind === "int" && !Number.isInteger(x)) throw new Error(`${knob.label}: a whole number`);
-  return x;
+  let t = String(text).trim();
+  if (knob.kind === "bool") t = ["1", "true", "on", "yes"].includes(t) ? "true" : "false";
+  const error = engine.checkKnob(knob.key, t);
+  if (error) throw new Error(`${knob.label}: ${error}`);
+  return t;
 }
 
 /** Structural equality of JSON values, ignoring key order. */

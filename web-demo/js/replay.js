@@ -20,8 +20,8 @@ export function describeConfig(c) {
     : `adaptive (cold ${ms(a.cold)} ms, ${a.multiple}× handshake, patience ${a.patience}×)`;
   const growth = "linear" in f.growth ? `+${f.growth.linear}` : `×${f.growth.exponential}`;
   return `stagger ${stagger}, initial ${all(f.initial)}, ${growth} per tick, max in flight ${all(f.max_in_flight)}, jitter ${f.jitter}, `
-    + `${f.cancel_silent_on_answer ? "an answer cancels silent attempts" : "silent attempts kept"}, `
-    + `${f.spread_ticks ? "ticks spread" : "ticks all at once"}, `
+    + `${f.tuning.cancel_silent_on_answer ? "an answer cancels silent attempts" : "silent attempts kept"}, `
+    + `${f.tuning.spread_ticks ? "ticks spread" : "ticks all at once"}, `
     + `attempt timeout ${fmtUs(ms(c.attempt_timeout) * 1000)}, deadline ${fmtUs(ms(c.deadline) * 1000)}, retries ${c.retry.retries}, seed ${c.seed}`;
 }
 

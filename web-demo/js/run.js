@@ -36,7 +36,7 @@ export function runFromReport(report, config, { subs = [], kinds = [], eventText
         outcome: s.outcome,
         pass: s.pass,
         hedge: s.hedge,
-        // A spread tick's later attempt (`fanout.spread_ticks`).
+        // A spread tick's later attempt (`fanout.tuning.spread_ticks`).
         partner: s.partner ?? false,
       })),
     })),

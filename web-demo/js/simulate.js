@@ -2,7 +2,8 @@
 
 import * as engine from "./engine.js";
 import {
-  KIND_HELP, KNOBS, brokerLabel, samePolicy, knobText, knobsFromConfig, newBroker, nextKind, parseKnob, scenario,
+  KIND_HELP, KNOBS, brokerLabel, knobGroups, samePolicy, knobText, knobsFromConfig, newBroker, nextKind, parseKnob,
+  scenario,
 } from "./model.js";
 import { drawTimeline, domainFor } from "./timeline.js";
 import { runFromReport } from "./run.js";
@@ -19,18 +20,6 @@ const PRESET_HELP = {
   "all-at-once": "Ask every broker at once: fast, but every client hits every broker at every failover.",
   staggered: "The seed discussion's proposal: another broker every 500 ms (fixed), 20 % jitter.",
   custom: "A policy from a link that names no preset.",
-};
-
-const GROUPS = ["fan-out", "limits", "retry", "hedge budget"];
-
-/** Maps a config field the core names in a validation error to the knob that sets it. */
-const FIELD_TO_KNOB = {
-  "fanout.initial": "initial", "fanout.max_in_flight": "inflight", "fanout.jitter": "jitter",
-  "fanout.growth": "gn", "fanout.stagger": "fixed", "fanout.stagger.cold": "cold",
-  "fanout.stagger.multiple": "mult", "fanout.stagger.quantile": "q", "fanout.stagger.floor": "floor",
-  "fanout.stagger.patience": "patience",
-  attempt_timeout: "timeout", deadline: "deadline", "retry.multiplier": "bmult", "retry.initial": "backoff",
-  "retry.retries": "retries", "hedge_budget.ratio": "hratio",
 };
 
 export function initSimulate(app) {
@@ -156,31 +145,34 @@ export function initSimulate(app) {
   }
 
   function renderKnobs() {
-    $("sim-knobs").innerHTML = GROUPS.map((g) => `
-      <details class="knob-group" data-group="${g}" ${g === "hedge budget" ? "" : "open"}>
-        <summary>${g}${g === "hedge budget" ? ' <span class="muted small">(long-lived Cluster only)</span>' : ""}</summary>
+    $("sim-knobs").innerHTML = knobGroups().map((g) => `
+      <details class="knob-group" data-group="${g}" open>
+        <summary>${g}</summary>
         <div class="knob-grid">${KNOBS.filter((k) => k.group === g).map(knobHtml).join("")}</div>
       </details>`).join("");
     syncKnobs();
   }
 
   function knobHtml(k) {
-    const id = `knob-${k.key}`;
+    const id = k.id;
     let input;
     if (k.kind === "bool") input = `<input type="checkbox" id="${id}" data-knob="${k.key}">`;
-    else if (k.kind === "choice") input = `<select id="${id}" data-knob="${k.key}">${k.choices.map((c) => `<option>${c}</option>`).join("")}</select>`;
-    else input = `<input type="text" inputmode="decimal" id="${id}" data-knob="${k.key}" autocomplete="off" spellcheck="false">`;
-    const unit = k.kind === "ms" ? '<span class="unit">ms</span>' : "";
-    return `<div class="knob" data-key="${k.key}" title="${k.help}"><label for="${id}">${k.label}</label><span class="in">${input}${unit}</span></div>`;
+    else {
+      // A choice is its core text (`linear:2`, `fixed:500ms`), with the variants offered.
+      const list = k.choices ? `<datalist id="${id}-choices">${k.choices.map((c) => `<option value="${c}">`).join("")}</datalist>` : "";
+      const mode = ["u32", "u64", "f64"].includes(k.kind) ? "decimal" : "text";
+      input = `<input type="text" inputmode="${mode}" id="${id}" data-knob="${k.key}" ${list ? `list="${id}-choices"` : ""} autocomplete="off" spellcheck="false">${list}`;
+    }
+    return `<div class="knob" data-key="${k.key}" title="${k.help}"><label for="${id}">${k.label}</label><span class="in">${input}</span></div>`;
   }
 
   /** Puts the state's knob values into the inputs and hides knobs that do not apply. */
   function syncKnobs() {
     for (const k of KNOBS) {
-      const el = document.getElementById(`knob-${k.key}`);
+      const el = document.getElementById(k.id);
       if (!el) continue;
       const v = app.state.knobs[k.key];
-      if (k.kind === "bool") el.checked = !!v;
+      if (k.kind === "bool") el.checked = String(v) === "true";
       else if (document.activeElement !== el) el.value = knobText(k, v);
       el.removeAttribute("aria-invalid");
       el.closest(".knob").hidden = k.when ? !k.when(app.state.knobs) : false;
@@ -234,8 +226,9 @@ export function initSimulate(app) {
     if (check.error) {
       err.hidden = false;
       err.textContent = check.error;
-      const key = FIELD_TO_KNOB[check.field];
-      if (key) document.getElementById(`knob-${key}`)?.classList.add("invalid");
+      // The core names the field by its knob's path.
+      const knob = KNOBS.find((k) => k.key === check.field);
+      if (knob) document.getElementById(knob.id)?.classList.add("invalid");
     } else {
       err.hidden = true;
     }

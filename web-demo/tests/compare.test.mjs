@@ -31,7 +31,7 @@ for (const [w, h] of [[1280, 800], [390, 844]]) {
 }
 
 test("a modified policy is compared too", async () => {
-  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5&jitter=0.5`);
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5&fanout.jitter=0.5`);
   await page.click("#tab-compare");
   await page.waitForSelector("#cmp-status[data-elapsed-ms]");
   const series = await page.$$eval("#cmp-cdf path.cdf", (ps) => ps.map((p) => p.dataset.series));

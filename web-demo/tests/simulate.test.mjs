@@ -18,7 +18,7 @@ async function makeBroker(page, i, kind) {
 }
 
 async function setKnob(page, key, value) {
-  await page.fill(`#knob-${key}`, String(value));
+  await page.fill(`#knob-${key.replaceAll(".", "-")}`, String(value));
   await page.waitForFunction(([k, v]) => new URLSearchParams(location.hash.slice(1)).get(k) === v, [key, String(value)]);
 }
 
@@ -56,7 +56,7 @@ test("a hung first broker: the second attempt starts at the stagger delay and br
 
   // A fixed 500 ms stagger without jitter: the second attempt must start at exactly 500 ms.
   await page.click('#sim-presets [data-preset="staggered"]');
-  await setKnob(page, "jitter", 0);
+  await setKnob(page, "fanout.jitter", 0);
   await playToEnd(page);
   let all = await spans(page);
   const first = all.find((s) => s.lane === 0);
@@ -147,7 +147,7 @@ test("a permalink restores the same run: cluster, policy, seed and cursor", asyn
   await makeBroker(page, 6, "slow");
   await makeBroker(page, 3, "flaky");
   await page.click('#sim-presets [data-preset="staggered"]');
-  await setKnob(page, "inflight", 2);
+  await setKnob(page, "fanout.max_in_flight", 2);
   await page.fill("#sim-seed", "42");
   await page.waitForFunction(() => location.hash.includes("seed=42"));
   await page.keyboard.press("Escape");
@@ -173,7 +173,7 @@ test("a permalink restores the same run: cluster, policy, seed and cursor", asyn
   };
   assert.deepEqual(after, before);
   assert.equal(await again.inputValue("#sim-seed"), "42");
-  assert.equal(await again.inputValue("#knob-inflight"), "2");
+  assert.equal(await again.inputValue("#knob-fanout-max_in_flight"), "2");
   assert.equal(await again.getAttribute('#sim-presets [data-preset="staggered"]', "aria-pressed"), "true");
   // Played to the end, the restored run is the same run too.
   await again.keyboard.press("End");
@@ -191,7 +191,7 @@ test("the timeline draws the answering phase and the attempts it overtakes", asy
   // broker-1 and broker-2, both connect at 4 ms; broker-1 answers first at 5 ms (one more
   // round trip), which cancels broker-0 and broker-2 (still silent) as overtaken; broker-1's
   // metadata comes 5 ms after it connected, at 9 ms. The cursor sits at 7 ms, mid-answer.
-  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0&t=7000`);
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5,healthy:5&preset=adaptive&fanout.jitter=0&t=7000`);
   const at7 = await spans(page);
   const answering = at7.find((s) => s.lane === 1);
   assert.deepEqual([answering.start, answering.answered, answering.end, answering.outcome], [3_000, 5_000, null, "inflight"]);
@@ -216,7 +216,7 @@ test("the timeline draws the answering phase and the attempts it overtakes", asy
   assert.match(await page.textContent("#sim-progress"), /1 in flight \(1 answering\)/);
   // Before the answer (4.5 ms) broker-1 is connected and silent: no answering phase yet.
   await page.locator("body").focus();
-  await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0&t=4500"; });
+  await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&fanout.jitter=0&t=4500"; });
   await page.waitForFunction(() => document.querySelector("#sim-timeline svg")?.dataset.t === "4500");
   assert.equal(await page.$$eval(`${g} rect.seg.answering`, (r) => r.length), 0);
   assert.match(await page.textContent(`${g} .span-text`), /#1 awaiting answer/);
@@ -239,16 +239,16 @@ test("patience, cancel-silent-on-answer and spread ticks are knobs, and travel i
   // patience × that 2 ms from its start. Patience 16: a tick at 32 ms, broker-1 (healthy,
   // 5 ms) connects at 33 ms and wins at 38 ms. Patience 64 (128 ms): no tick before
   // broker-0's metadata at 101 ms, one attempt in all.
-  const page = await open(session.browser.context, `${session.server.url}#b=slow:100-100,healthy:5&preset=adaptive&jitter=0`);
-  assert.equal(await page.inputValue("#knob-patience"), "16", "the core's default");
-  assert.equal(await page.isChecked("#knob-cso"), true, "the core's default");
-  assert.equal(await page.isChecked("#knob-spread"), true, "the core's default");
+  const page = await open(session.browser.context, `${session.server.url}#b=slow:100-100,healthy:5&preset=adaptive&fanout.jitter=0`);
+  assert.equal(await page.inputValue("#knob-fanout-stagger-adaptive-patience"), "16", "the core's default");
+  assert.equal(await page.isChecked("#knob-fanout-tuning-cancel_silent_on_answer"), true, "the core's default");
+  assert.equal(await page.isChecked("#knob-fanout-tuning-spread_ticks"), true, "the core's default");
   await page.keyboard.press("End");
   let all = await spans(page);
   assert.deepEqual(await page.$$eval("#sim-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at))), [32_000]);
   assert.deepEqual(all.map((s) => [s.lane, s.start, s.answered, s.end, s.outcome]),
     [[0, 0, 2_000, 38_000, "cancelled"], [1, 32_000, 34_000, 38_000, "won"]]);
-  await setKnob(page, "patience", 64);
+  await setKnob(page, "fanout.stagger.adaptive.patience", 64);
   await page.keyboard.press("End");
   all = await spans(page);
   assert.deepEqual(all.map((s) => [s.lane, s.start, s.end, s.outcome]), [[0, 0, 101_000, "won"]]);
@@ -256,27 +256,27 @@ test("patience, cancel-silent-on-answer and spread ticks are knobs, and travel i
 
   // Without cancelling silent attempts (hung first, no jitter): broker-1's first answer at
   // 5 ms leaves broker-0 and broker-2 running; they are cancelled as lost when it wins at 9 ms.
-  await page.$eval("#knob-patience", (el) => el.blur()); // a focused input keeps what is typed in it
-  await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&jitter=0"; });
-  await page.waitForFunction(() => document.querySelector("#knob-patience")?.value === "16");
-  await page.uncheck("#knob-cso");
-  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("cso") === "0");
+  await page.$eval("#knob-fanout-stagger-adaptive-patience", (el) => el.blur()); // a focused input keeps what is typed in it
+  await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&fanout.jitter=0"; });
+  await page.waitForFunction(() => document.querySelector("#knob-fanout-stagger-adaptive-patience")?.value === "16");
+  await page.uncheck("#knob-fanout-tuning-cancel_silent_on_answer");
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("fanout.tuning.cancel_silent_on_answer") === "0");
   // Broker-0's 1 ms handshake is not well within half the 2 ms adaptive delay, so this tick
   // starts its two attempts at once either way: unspread, the run is the same.
-  await page.uncheck("#knob-spread");
-  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("spread") === "0");
+  await page.uncheck("#knob-fanout-tuning-spread_ticks");
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("fanout.tuning.spread_ticks") === "0");
   await page.keyboard.press("End");
   all = await spans(page);
   assert.deepEqual(all.map((s) => [s.lane, s.end, s.outcome, s.reason]),
     [[0, 9_000, "cancelled", "lost"], [1, 9_000, "won", null], [2, 9_000, "cancelled", "lost"]]);
-  await setKnob(page, "patience", 40);
+  await setKnob(page, "fanout.stagger.adaptive.patience", 40);
   const { link, again } = await openPermalink(page);
-  assert.match(link, /[#&]patience=40(&|$)/);
-  assert.match(link, /[#&]cso=0(&|$)/);
-  assert.match(link, /[#&]spread=0(&|$)/);
-  assert.equal(await again.inputValue("#knob-patience"), "40");
-  assert.equal(await again.isChecked("#knob-cso"), false);
-  assert.equal(await again.isChecked("#knob-spread"), false);
+  assert.match(link, /[#&]fanout\.stagger\.adaptive\.patience=40(&|$)/);
+  assert.match(link, /[#&]fanout\.tuning\.cancel_silent_on_answer=0(&|$)/);
+  assert.match(link, /[#&]fanout\.tuning\.spread_ticks=0(&|$)/);
+  assert.equal(await again.inputValue("#knob-fanout-stagger-adaptive-patience"), "40");
+  assert.equal(await again.isChecked("#knob-fanout-tuning-cancel_silent_on_answer"), false);
+  assert.equal(await again.isChecked("#knob-fanout-tuning-spread_ticks"), false);
   await expectSameRunAndClose(page, again, all);
 });
 
@@ -286,16 +286,16 @@ test("spread ticks: a tick's second attempt goes out a share of the delay later,
   // half the 500 ms delay, so the tick at 500 ms starts broker-1 alone and its partner,
   // broker-2, 500 ms / 2 later at 750 ms; broker-2 connects at 751 ms, answers at 752 ms
   // (overtaking both hung attempts) and wins at 756 ms.
-  const page = await open(session.browser.context, `${session.server.url}#b=hung,hung,healthy:5&preset=staggered&jitter=0&gn=2`);
-  assert.equal(await page.isChecked("#knob-spread"), true, "the core's default");
+  const page = await open(session.browser.context, `${session.server.url}#b=hung,hung,healthy:5&preset=staggered&fanout.jitter=0&fanout.growth=linear:2`);
+  assert.equal(await page.isChecked("#knob-fanout-tuning-spread_ticks"), true, "the core's default");
   await page.keyboard.press("End");
   let all = await spans(page);
   assert.deepEqual(all.map((s) => [s.lane, s.start, s.end, s.outcome, s.reason]),
     [[0, 0, 752_000, "cancelled", "overtaken"], [1, 500_000, 752_000, "cancelled", "overtaken"],
       [2, 750_000, 756_000, "won", null]]);
   // All at once: the tick starts broker-1 and broker-2 together, and broker-2 answers at 502 ms.
-  await page.uncheck("#knob-spread");
-  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("spread") === "0");
+  await page.uncheck("#knob-fanout-tuning-spread_ticks");
+  await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("fanout.tuning.spread_ticks") === "0");
   await page.keyboard.press("End");
   all = await spans(page);
   assert.deepEqual(all.map((s) => [s.lane, s.start, s.end, s.outcome, s.reason]),
@@ -303,8 +303,8 @@ test("spread ticks: a tick's second attempt goes out a share of the delay later,
       [2, 500_000, 506_000, "won", null]]);
   // The link keeps the switch, and so the run.
   const { link, again } = await openPermalink(page);
-  assert.match(link, /[#&]spread=0(&|$)/);
-  assert.equal(await again.isChecked("#knob-spread"), false);
+  assert.match(link, /[#&]fanout\.tuning\.spread_ticks=0(&|$)/);
+  assert.equal(await again.isChecked("#knob-fanout-tuning-spread_ticks"), false);
   await expectSameRunAndClose(page, again, all);
 });
 

@@ -105,7 +105,6 @@ fn a_busy_broker_that_answered_gets_patience_on_fresh_and_kept_connections() {
             multiple: 2,
             floor: Duration::from_millis(300),
             ceiling: Duration::from_secs(30),
-            quantile: 0.99,
             patience: u32::MAX,
         });
         config.refresh.fanout.growth = Growth::Linear(1);

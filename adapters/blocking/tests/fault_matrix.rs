@@ -176,7 +176,7 @@ fn a_fatal_answer_cancels_every_attempt_in_flight() {
         let auth = fixtures.block_on(lab.faulty(Fault::AuthenticationFailure));
         let mut config = RefreshConfig::all_at_once();
         config.attempt_timeout = std::time::Duration::from_secs(30);
-        config.fanout.cancel_silent_on_answer = false;
+        config.fanout.tuning.cancel_silent_on_answer = false;
         let seeds = [silent.address.clone(), unanswered.address.clone(), auth.address.clone()];
         let error = refresh_with(&RefreshOptions { config, ..Default::default() }, &seeds).expect_err("fatal");
         let Error::Refresh { error: core, attempts } = &error else { panic!("{error}") };

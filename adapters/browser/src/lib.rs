@@ -31,6 +31,6 @@ mod web;
 
 #[cfg(target_arch = "wasm32")]
 pub use web::{
-    default_config, presets, refresh, validate_config, ConfigInput, MetadataPromise, PresetNames, RefreshConfigObject,
-    RefreshOptions,
+    default_config, knobs, presets, refresh, validate_config, ConfigInput, KnobList, MetadataPromise, PresetNames,
+    RefreshConfigObject, RefreshOptions,
 };

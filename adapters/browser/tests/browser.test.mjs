@@ -311,6 +311,12 @@ test("presets, defaultConfig and validateConfig; bad options reject with a Confi
   assert.deepEqual(h.presets, ["adaptive", "sequential", "all-at-once", "staggered"]);
   assert.deepEqual(h.fromJson, h.defaultConfig);
   assert.ok(h.defaultConfig.fanout.stagger.adaptive, "adaptive is the default");
+  // knobs(): the core's schema; every refresh knob is a field of defaultConfig() at its path.
+  const at = (o, path) => path.split(".").reduce((v, k) => (v == null ? undefined : v[k]), o);
+  const refreshKnobs = h.knobs.filter((k) => k.scope === "refresh");
+  assert.ok(refreshKnobs.some((k) => k.path === "fanout.tuning.spread_ticks" && k.default === "true"));
+  for (const k of refreshKnobs) assert.notEqual(at(h.defaultConfig, k.path), undefined, k.path);
+  assert.ok(h.knobs.some((k) => k.path === "hedge_budget.burst" && k.scope === "cluster"));
   assert.deepEqual(h.staggered.fanout.stagger, { fixed: { secs: 0, nanos: 500_000_000 } });
   assert.equal(h.badAccepted, undefined);
   assert.equal(h.badError.name, "ConfigError");

@@ -1,8 +1,9 @@
 //! `stagger`: Kafka cluster metadata with staggered refresh.
 //!
 //! Subcommands: `metadata` (list brokers, topics and partitions like `kcat -L`, with a live
-//! per-broker view on a terminal) and `demo` (an embedded real cluster with hung and
-//! refusing brokers, refreshed with the default policy and with Sarama's sequential one).
+//! per-broker view on a terminal), `demo` (an embedded real cluster with hung and
+//! refusing brokers, refreshed with the default policy and with Sarama's sequential one),
+//! `bridge`, and `knobs` (the policy's schema, which `--set` and `--policy` follow).
 
 mod demo;
 mod live;
@@ -29,7 +30,10 @@ Examples:
   stagger demo                                   # embedded cluster, 2 hung + 1 down broker
   stagger metadata -b 127.0.0.1:9092,127.0.0.1:9093
   stagger metadata -b kafka-1:9092 -t orders --json
-  stagger metadata -b kafka-1:9092 --preset staggered --max-in-flight 2 --trace refresh.json";
+  stagger metadata -b kafka-1:9092 --preset staggered --max-in-flight 2 --trace refresh.json
+  stagger metadata -b kafka-1:9092 --set fanout.max_in_flight=2 --set fanout.tuning.spread_ticks=false
+  stagger metadata -b kafka-1:9092 --policy policy.json
+  stagger knobs                                  # every knob --set and --policy take";
 
 /// Kafka metadata, fast even when brokers hang.
 #[derive(Parser)]
@@ -59,6 +63,19 @@ enum Command {
     #[command(after_help = "Examples:
   stagger bridge --listen 127.0.0.1:9100 --to 127.0.0.1:9092")]
     Bridge(BridgeArgs),
+    /// List every policy knob (for --set PATH=VALUE and --policy FILE.json): path, syntax,
+    /// default, what it does.
+    #[command(after_help = "Examples:
+  stagger knobs
+  stagger knobs --json            # the core's schema, as the web demo reads it")]
+    Knobs(KnobsArgs),
+}
+
+#[derive(Args)]
+struct KnobsArgs {
+    /// Print the schema as JSON (`[{path, scope, kind, doc, default}]`).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -154,6 +171,13 @@ fn main() -> ExitCode {
             Command::Metadata(args) => metadata(args).await,
             Command::Demo(args) => demo(args).await,
             Command::Bridge(args) => bridge(args).await,
+            Command::Knobs(args) => {
+                match args.json {
+                    true => println!("{}", serde_json::to_string_pretty(stagger::knobs()).unwrap_or_default()),
+                    false => print!("{}", policy::knobs_table()),
+                }
+                Ok(())
+            }
         }
     });
     match result {

@@ -103,7 +103,7 @@ fn a_hung_first_broker_still_gives_metadata_and_is_cancelled() {
     assert_eq!(attempts[0]["broker"], m.addresses[0].as_str());
     assert_eq!(attempts[0]["outcome"], "cancelled", "{attempts:?}");
     // It had said nothing when a later broker answered: overtaken (the default
-    // `fanout.cancel_silent_on_answer`), not left to lose to the winner.
+    // `fanout.tuning.cancel_silent_on_answer`), not left to lose to the winner.
     assert_eq!(attempts[0]["reason"], "overtaken", "{attempts:?}");
     assert!(attempts[0]["answered_ms"].is_null() && attempts[0]["connected_ms"].is_number(), "{attempts:?}");
     assert_ne!(doc["refresh"]["winner"], m.addresses[0].as_str());
@@ -158,8 +158,63 @@ fn bad_flags_and_addresses_get_one_clear_paragraph() {
 }
 
 #[test]
+fn knobs_lists_the_cores_schema_and_set_and_policy_follow_it() {
+    let out = stagger().args(["knobs"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for knob in stagger::knobs() {
+        assert!(text.contains(knob.path), "{} missing from `stagger knobs`:\n{text}", knob.path);
+    }
+    let out = stagger().args(["knobs", "--json"]).output().unwrap();
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema.as_array().map(Vec::len), Some(stagger::knobs().len()));
+
+    let dir = std::env::temp_dir().join(format!("stagger-cli-knobs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let moved = dir.join("old.json");
+    std::fs::write(&moved, r#"{"fanout": {"spread_ticks": false}}"#).unwrap();
+    let moved = moved.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["metadata", "-b", "h:1", "--set", "fanout.max_inflight=2"], "did you mean: fanout.max_in_flight"),
+        (&["metadata", "-b", "h:1", "--set", "fanout.stagger=later"], "`fanout.stagger` expects"),
+        (&["metadata", "-b", "h:1", "--policy", moved], "fanout.tuning.spread_ticks"),
+        (&["demo", "--set", "retry.retries=many"], "`retry.retries`"),
+    ];
+    for (args, needle) in cases {
+        let out = stagger().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_set_knob_reaches_the_refresh() {
+    // Two refused brokers first: with the throttle at 1 and no next-on-failure, the trace
+    // records the config the refresh ran with.
+    let m = mock(1);
+    let dir = std::env::temp_dir().join(format!("stagger-cli-set-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("refresh.json");
+    let brokers = format!("{},{}", closed_port(), m.addresses[0]);
+    let out = stagger()
+        .args(["metadata", "-b", &brokers, "--trace", path.to_str().unwrap()])
+        .args(["--set", "fanout.max_in_flight=1", "--set", "fanout.tuning.spread_ticks=false", "--max-in-flight", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let config = trace.get("config").expect("the trace carries its config");
+    assert_eq!(config["fanout"]["max_in_flight"], 1, "--set comes after the shorthands");
+    assert_eq!(config["fanout"]["tuning"]["spread_ticks"], false);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn help_has_examples() {
-    for args in [&["--help"][..], &["metadata", "--help"], &["demo", "--help"]] {
+    for args in [&["--help"][..], &["metadata", "--help"], &["demo", "--help"], &["knobs", "--help"]] {
         let out = stagger().args(args).output().unwrap();
         assert!(out.status.success());
         assert!(String::from_utf8(out.stdout).unwrap().contains("Examples:"), "{args:?}");

@@ -45,7 +45,7 @@ pub enum EventKind {
     /// The broker sent its first complete answer on this attempt (for Kafka, the
     /// ApiVersions response, even an error one): it is alive and working on the request.
     /// From here the core's adaptive stagger waits patiently instead of suspecting a hang,
-    /// and (with `fanout.cancel_silent_on_answer`) the attempts whose brokers have said
+    /// and (with `fanout.tuning.cancel_silent_on_answer`) the attempts whose brokers have said
     /// nothing yet are cancelled as `overtaken`. At most once per attempt, always between
     /// its `Connected` and its end.
     Answered {

@@ -207,7 +207,7 @@ async fn a_fatal_answer_cancels_every_attempt_in_flight() {
         // The failing broker's ApiVersions answer is an answer: by default it would cancel
         // the silent attempts as `overtaken` before its fatal error arrives. Without that,
         // the fatal error itself must cancel them.
-        config.fanout.cancel_silent_on_answer = false;
+        config.fanout.tuning.cancel_silent_on_answer = false;
         let options = RefreshOptions { config, ..RefreshOptions::default() };
         let error = refresh_with(&options, &seeds, |_| {}).await.expect_err("fatal");
         let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
@@ -229,7 +229,7 @@ async fn a_fatal_answer_cancels_every_attempt_in_flight() {
 /// after a hung one and before a healthy one, under the adaptive stagger:
 /// * the adapter reports its first answer (`answered`, an `Answered` event);
 /// * that answer overtakes the hung attempt started before it: with
-///   `fanout.cancel_silent_on_answer` it is cancelled as `overtaken`, in that very call;
+///   `fanout.tuning.cancel_silent_on_answer` it is cancelled as `overtaken`, in that very call;
 /// * the answering broker gets patience, not the few-handshakes delay of a silent one: the
 ///   next broker starts only `while_answering(its time to answer)` after its start;
 /// * the healthy broker then wins, and the stuck attempt is cancelled as `lost`;
@@ -249,7 +249,6 @@ async fn a_broker_stuck_after_api_versions_overtakes_silent_ones_and_the_next_wi
             multiple: 2,
             floor: Duration::from_millis(300),
             ceiling: Duration::from_secs(2),
-            quantile: 0.99,
             patience: 4,
         };
         for cancel_silent in [true, false] {
@@ -258,7 +257,7 @@ async fn a_broker_stuck_after_api_versions_overtakes_silent_ones_and_the_next_wi
             config.fanout.growth = Growth::Linear(1);
             config.fanout.max_in_flight = 3;
             config.fanout.jitter = 0.0;
-            config.fanout.cancel_silent_on_answer = cancel_silent;
+            config.fanout.tuning.cancel_silent_on_answer = cancel_silent;
             config.attempt_timeout = Duration::from_secs(30);
             config.retry.retries = 0;
             let options = RefreshOptions { config, ..RefreshOptions::default() };

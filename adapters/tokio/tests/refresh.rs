@@ -102,7 +102,7 @@ async fn hung_brokers_first_lose_to_a_healthy_one_and_are_cancelled_not_timed_ou
         assert_eq!(attempts[0].broker, mock.address(1));
         assert!(attempts[0].connected.is_some(), "the hung broker accepted the connection");
         // When a healthy broker first answered, the hung broker 1 had said nothing and had
-        // started before it: it was cancelled as overtaken (`fanout.cancel_silent_on_answer`),
+        // started before it: it was cancelled as overtaken (`fanout.tuning.cancel_silent_on_answer`),
         // in that very call.
         let first_answer = attempts.iter().filter_map(|a| a.answered).min().expect("a broker answered");
         assert_eq!(attempts[0].answered, None, "a hung broker never answers: {attempts:#?}");

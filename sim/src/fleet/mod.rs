@@ -50,7 +50,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-use stagger::{RefreshConfig, Stagger};
+use stagger::{ClusterConfig, RefreshConfig, Stagger};
 
 pub use engine::WarmFleet;
 pub use render::{render_markdown, render_svg};
@@ -123,7 +123,7 @@ impl FleetConfig {
     pub fn warmup_for(&self, strategy: &Strategy) -> u32 {
         match strategy {
             Strategy::Oracle => 0,
-            Strategy::Core { refresh, .. } => match refresh.fanout.stagger {
+            Strategy::Core { cluster, .. } => match cluster.refresh.fanout.stagger {
                 Stagger::Adaptive(_) => self.warmup_refreshes.max(1),
                 Stagger::Fixed(_) => self.warmup_refreshes.clamp(1, 2),
             },
@@ -191,12 +191,13 @@ impl FleetScenario {
 // A handful of these exist per run; boxing the config would only make them clumsier to build.
 #[allow(clippy::large_enum_variant)]
 pub enum Strategy {
-    /// Every client runs a core [`Cluster`](stagger::Cluster) with this refresh policy.
+    /// Every client runs a core [`Cluster`](stagger::Cluster) with these settings.
     Core {
         /// Name in tables and plots.
         name: String,
-        /// The policy (its seed is replaced per client).
-        refresh: RefreshConfig,
+        /// The cluster view's settings: the refresh policy (its seed is replaced per client),
+        /// the hedge budget and the window quantile (the refresh interval is the fleet's).
+        cluster: ClusterConfig,
     },
     /// Knows which brokers are healthy and sends one request to the one with the shortest
     /// queue when the request arrives; never hedges, never waits on a silent broker.
@@ -204,9 +205,15 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// A core strategy named `name` running `refresh`.
+    /// A core strategy named `name` running `refresh`, with the cluster view's defaults.
     pub fn core(name: &str, refresh: RefreshConfig) -> Self {
-        Strategy::Core { name: name.to_string(), refresh }
+        Strategy::core_with(name, ClusterConfig { refresh, ..ClusterConfig::default() })
+    }
+
+    /// A core strategy named `name` whose cluster knobs (hedge budget, window quantile)
+    /// differ from the defaults too.
+    pub fn core_with(name: &str, cluster: ClusterConfig) -> Self {
+        Strategy::Core { name: name.to_string(), cluster }
     }
 
     /// The name used in tables, plots and JSON.
@@ -225,12 +232,12 @@ impl Strategy {
     /// are left, which is neither what the preset means nor a useful reference point for
     /// "ask every broker at once".
     pub fn standard() -> Vec<Strategy> {
-        let mut broadcast = RefreshConfig::all_at_once();
+        let mut broadcast = ClusterConfig { refresh: RefreshConfig::all_at_once(), ..ClusterConfig::default() };
         broadcast.hedge_budget.ratio = 1000.0;
         broadcast.hedge_budget.burst = u32::MAX;
         alloc::vec![
             Strategy::core("sequential", RefreshConfig::sequential()),
-            Strategy::core("all-at-once", broadcast),
+            Strategy::core_with("all-at-once", broadcast),
             Strategy::core("staggered-500ms", RefreshConfig::staggered()),
             Strategy::core("adaptive", RefreshConfig::adaptive()),
             Strategy::Oracle,

@@ -40,7 +40,7 @@ fn random_scenarios_keep_every_invariant() {
                 stagger::Growth::Exponential(1.0 + 2.0 * rng.unit())
             };
             f.jitter = rng.unit();
-            f.next_on_failure = rng.below(2) == 0;
+            f.tuning.next_on_failure = rng.below(2) == 0;
             config.retry.retries = rng.below(4) as u32;
         }
         if rng.below(3) == 0 {

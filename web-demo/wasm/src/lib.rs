@@ -29,6 +29,56 @@ pub fn presets() -> String {
     Value::Array(list).to_string()
 }
 
+/// The core's knob schema (`stagger::knobs`), `[{path, scope, kind, doc, default}]`:
+/// the page builds its knob panel from it, so a new knob in the core shows up without a
+/// line of JavaScript.
+#[wasm_bindgen]
+pub fn knobs() -> String {
+    serde_json::to_string(stagger::knobs()).unwrap_or_else(|e| json!({ "error": e.to_string() }).to_string())
+}
+
+/// Every refresh knob of a config as text (`{"fanout.jitter": "0.2", …}`), `null` where one
+/// does not apply (an adaptive parameter under a fixed stagger): what the panel shows.
+#[wasm_bindgen]
+pub fn knob_values(config_json: &str) -> String {
+    match serde_json::from_str::<RefreshConfig>(config_json) {
+        Err(e) => json!({ "error": format!("config: {e}") }).to_string(),
+        Ok(config) => {
+            let values: serde_json::Map<String, Value> = stagger::knobs()
+                .iter()
+                .filter(|k| k.scope() == stagger::KnobScope::Refresh)
+                .map(|k| (k.path.to_string(), config.get(k.path).map_or(Value::Null, |v| Value::from(v.to_string()))))
+                .collect();
+            Value::Object(values).to_string()
+        }
+    }
+}
+
+/// Sets knobs from text over `base_json` (a `RefreshConfig`), in the schema's order (the
+/// stagger before its adaptive parameters), skipping `null`s and parameters that do not
+/// apply; answers `{"config": …}` or `{"error", "field"}` naming the first bad knob. Not
+/// validated as a whole: see [`validate`].
+#[wasm_bindgen]
+pub fn set_knobs(base_json: &str, values_json: &str) -> String {
+    let parsed = serde_json::from_str::<RefreshConfig>(base_json).map_err(|e| format!("config: {e}")).and_then(|c| {
+        Ok((c, serde_json::from_str::<serde_json::Map<String, Value>>(values_json).map_err(|e| format!("knobs: {e}"))?))
+    });
+    let (mut config, values) = match parsed {
+        Ok(x) => x,
+        Err(e) => return json!({ "error": e }).to_string(),
+    };
+    for knob in stagger::knobs() {
+        let Some(Value::String(text)) = values.get(knob.path) else { continue };
+        if knob.scope() != stagger::KnobScope::Refresh || config.get(knob.path).is_none() {
+            continue;
+        }
+        if let Err(e) = config.set(knob.path, text) {
+            return json!({ "error": e.to_string(), "field": e.field }).to_string();
+        }
+    }
+    json!({ "config": config }).to_string()
+}
+
 /// Checks a config; answers `{"ok": true}` or `{"error": "…", "field": "…"}`.
 #[wasm_bindgen]
 pub fn validate(config_json: &str) -> String {

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use stagger::RefreshConfig;
 use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 
-use super::{compare, presets, replay, simulate, validate};
+use super::{compare, knob_values, knobs, presets, replay, set_knobs, simulate, validate};
 
 fn parse(s: String) -> Value {
     serde_json::from_str(&s).expect("every answer is JSON")
@@ -31,6 +31,32 @@ fn presets_are_the_cores() {
         let config: RefreshConfig = serde_json::from_value(p["config"].clone()).unwrap();
         assert_eq!(Some(config), RefreshConfig::preset(p["name"].as_str().unwrap()));
     }
+}
+
+#[test]
+fn the_panel_reads_and_sets_every_knob_through_the_schema() {
+    let schema = parse(knobs());
+    assert_eq!(schema.as_array().unwrap().len(), stagger::knobs().len());
+    let default = serde_json::to_string(&RefreshConfig::default()).unwrap();
+    let values = parse(knob_values(&default));
+    assert_eq!(values["fanout.tuning.spread_ticks"], "true");
+    assert_eq!(values["fanout.stagger"], "adaptive");
+    assert!(values.get("hedge_budget.burst").is_none(), "cluster knobs are not a refresh's");
+    // The default's own values give back the default.
+    let same = parse(set_knobs(&default, &values.to_string()));
+    assert_eq!(serde_json::from_value::<RefreshConfig>(same["config"].clone()).unwrap(), RefreshConfig::default());
+    // A fixed stagger: its adaptive parameters do not apply and are skipped, not refused.
+    let changed = json!({ "fanout.stagger": "fixed:100ms", "fanout.stagger.adaptive.patience": "4", "fanout.tuning.spread_ticks": "false" });
+    let answer = parse(set_knobs(&default, &changed.to_string()));
+    let c: RefreshConfig = serde_json::from_value(answer["config"].clone()).unwrap();
+    assert_eq!(c.fanout.stagger, stagger::Stagger::Fixed(Duration::from_millis(100)));
+    assert!(!c.fanout.tuning.spread_ticks);
+    assert_eq!(
+        parse(knob_values(&serde_json::to_string(&c).unwrap()))["fanout.stagger.adaptive.patience"],
+        Value::Null
+    );
+    let bad = parse(set_knobs(&default, &json!({ "fanout.max_in_flight": "many" }).to_string()));
+    assert_eq!(bad["field"], "fanout.max_in_flight");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The JavaScript API: `refresh()`, `presets()`, `defaultConfig()`, `validateConfig()`,
+//! The JavaScript API: `refresh()`, `presets()`, `knobs()`, `defaultConfig()`, `validateConfig()`,
 //! and the TypeScript types that describe them.
 
 use js_sys::{Array, Function, Promise, Reflect};
@@ -16,16 +16,18 @@ const TYPES: &'static str = r#"
 /** A duration, as serde writes Rust's `core::time::Duration`. */
 export interface Duration { secs: number; nanos: number }
 
-/** Adaptive stagger (the default): hedge against silence, not slowness. Connecting: wait `cold` (or the
- *  `quantile` of recent answers); connected but silent: `clamp(multiple × handshake, floor, ceiling)` after
- *  the handshake; answering: `patience` × what an answer normally takes, from the attempt's start. */
+/** Adaptive stagger (the default): hedge against silence, not slowness. Connecting: wait `cold`; connected but
+ *  silent: `clamp(multiple × handshake, floor, ceiling)` after the handshake; answering: `patience` × what an
+ *  answer normally takes, from the attempt's start. */
 export interface AdaptiveStagger {
-  cold: Duration; multiple: number; floor: Duration; ceiling: Duration; quantile: number; patience: number;
+  cold: Duration; multiple: number; floor: Duration; ceiling: Duration; patience: number;
 }
 export type Stagger = { fixed: Duration } | { adaptive: AdaptiveStagger };
 export type Growth = { linear: number } | { exponential: number };
-export interface Fanout {
-  initial: number; stagger: Stagger; growth: Growth; max_in_flight: number; jitter: number; next_on_failure: boolean;
+/** Rules of the fan-out that are on by default (`fanout.tuning`). */
+export interface Tuning {
+  /** A fast failure (refused) starts the next attempt at once. */
+  next_on_failure: boolean;
   /** At a stagger tick with the throttle full, cancel the newest silent attempt for the next broker. */
   replace_when_full: boolean;
   /** When one broker starts answering, cancel every attempt whose broker has said nothing (`overtaken`). */
@@ -33,12 +35,21 @@ export interface Fanout {
   /** Start a tick's attempts one by one, delay / n apart, dropping the rest once a broker answers (on fast networks). */
   spread_ticks: boolean;
 }
-export interface Backoff { retries: number; initial: Duration; multiplier: number; cap: Duration }
-export interface HedgeBudget { ratio: number; burst: number }
-/** The refresh policy; `defaultConfig()` returns a complete one to start from. */
-export interface RefreshConfig {
-  fanout: Fanout; attempt_timeout: Duration; deadline: Duration; retry: Backoff; hedge_budget: HedgeBudget; seed: number;
+export interface Fanout {
+  initial: number; stagger: Stagger; growth: Growth; max_in_flight: number; jitter: number; tuning: Tuning;
 }
+export interface Backoff { retries: number; initial: Duration; multiplier: number; cap: Duration }
+/** The refresh policy; `defaultConfig()` returns a complete one to start from, `knobs()` describes every field. */
+export interface RefreshConfig {
+  fanout: Fanout; attempt_timeout: Duration; deadline: Duration; retry: Backoff; seed: number;
+}
+/** What a knob takes: `knobs()` lists every knob with one of these. */
+export type KnobKind =
+  | { kind: "duration" | "u32" | "u64" | "f64" | "bool" }
+  | { kind: "choice"; choices: { name: string; param: KnobKind | null }[] };
+/** One knob of the core's schema: its dotted path in the config's JSON, what it takes, one line of doc, and its
+ *  default as text (`250ms`, `linear:2`, `adaptive`). `cluster` knobs belong to a long-lived client only. */
+export interface Knob { path: string; scope: "refresh" | "cluster"; kind: KnobKind; doc: string; default: string | null }
 export type PresetName = "adaptive" | "sequential" | "all-at-once" | "staggered";
 
 /** Options of `refresh()`. */
@@ -124,6 +135,9 @@ extern "C" {
     /// The preset names.
     #[wasm_bindgen(typescript_type = "PresetName[]")]
     pub type PresetNames;
+    /// The knob schema.
+    #[wasm_bindgen(typescript_type = "Knob[]")]
+    pub type KnobList;
 }
 
 /// Fetches cluster metadata through WebSocket bridges, the stagger way: one attempt, another
@@ -153,6 +167,13 @@ pub fn refresh(options: RefreshOptions) -> MetadataPromise {
 #[wasm_bindgen]
 pub fn presets() -> PresetNames {
     RefreshConfig::PRESETS.iter().map(|name| JsValue::from_str(name)).collect::<Array>().unchecked_into()
+}
+
+/// Every knob of the policy, from the core's schema (`stagger::knobs`): what a
+/// settings form lists instead of keeping its own copy.
+#[wasm_bindgen]
+pub fn knobs() -> KnobList {
+    to_js(stagger::knobs()).unchecked_into()
 }
 
 /// The default policy (adaptive stagger), a complete `RefreshConfig` to edit.

@@ -5,6 +5,6 @@ mod convert;
 mod driver;
 
 pub use api::{
-    default_config, presets, refresh, validate_config, ConfigInput, MetadataPromise, PresetNames, RefreshConfigObject,
-    RefreshOptions,
+    default_config, knobs, presets, refresh, validate_config, ConfigInput, KnobList, MetadataPromise, PresetNames,
+    RefreshConfigObject, RefreshOptions,
 };

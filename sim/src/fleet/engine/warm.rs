@@ -22,15 +22,15 @@ impl WarmFleet {
         for i in 0..config.clients as usize {
             let cluster = match strategy {
                 Strategy::Oracle => None,
-                Strategy::Core { refresh, .. } => {
+                Strategy::Core { cluster, .. } => {
                     // Three seed brokers per client, rotating, as a config management tool
                     // would hand out; the rest are learned from metadata.
                     let seeds = (0..3.min(brokers)).map(|k| addresses[(i + k) % brokers].as_str());
                     let book = BrokerBook::new(seeds).ok();
                     let cfg = ClusterConfig {
-                        refresh: refresh.with_seed(mix(config.seed, 1 + i as u64)),
+                        refresh: cluster.refresh.with_seed(mix(config.seed, 1 + i as u64)),
                         refresh_interval: REFRESH_INTERVAL,
-                        rebootstrap: true,
+                        ..*cluster
                     };
                     book.and_then(|b| Cluster::new(cfg, b, Instant::ZERO).ok())
                 }
