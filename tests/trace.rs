@@ -104,3 +104,22 @@ fn a_trace_with_an_invalid_config_is_a_config_error_not_a_panic() {
     trace.config.deadline = Duration::ZERO;
     assert_eq!(trace.replay().unwrap_err().field, "deadline");
 }
+
+/// Traces and configs written before the four switches moved into `fanout.tuning` keep
+/// their meaning: a switch at the top of `fanout` is read into `tuning`.
+#[test]
+fn a_config_with_the_switches_at_the_top_of_fanout_reads_them_into_tuning() {
+    let old = r#"{"fanout": {"max_in_flight": 2, "spread_ticks": false, "cancel_silent_on_answer": false}}"#;
+    let config: RefreshConfig = serde_json::from_str(old).unwrap();
+    assert_eq!(config.fanout.max_in_flight, 2);
+    assert!(!config.fanout.tuning.spread_ticks && !config.fanout.tuning.cancel_silent_on_answer);
+    assert!(
+        config.fanout.tuning.next_on_failure && config.fanout.tuning.replace_when_full,
+        "the rest keep their defaults"
+    );
+    let written = serde_json::to_value(config).unwrap();
+    assert!(written["fanout"].get("spread_ticks").is_none(), "written in today's shape only: {written}");
+    assert_eq!(written["fanout"]["tuning"]["spread_ticks"], false);
+    let again: RefreshConfig = serde_json::from_value(written).unwrap();
+    assert_eq!(again, config);
+}

@@ -11,7 +11,8 @@ use core::time::Duration;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::{Adaptive, ClusterConfig, Growth, RefreshConfig, Stagger, KNOBS};
+use super::table::KNOBS;
+use super::{Adaptive, ClusterConfig, Growth, RefreshConfig, Stagger};
 use crate::error::ConfigError;
 
 /// Which struct a knob belongs to: every [`crate::Refresh`] reads [`KnobScope::Refresh`] knobs;

@@ -1,0 +1,112 @@
+//! What only a long-lived [`crate::Cluster`] reads: its refresh interval, rebootstrap, hedge
+//! budget and the response-time window's quantile, and setting any knob by path.
+
+use core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+use super::knobs::{self, Access};
+use super::{KnobScope, KnobValue, RefreshConfig};
+use crate::error::ConfigError;
+
+/// Token bucket that caps hedged attempts (those started while another is still in flight),
+/// as gRPC's retry throttling does: each refresh earns `ratio` tokens, each hedge spends one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HedgeBudget {
+    /// Tokens earned per refresh (default 0.1: hedges add at most ~10 % load in steady state).
+    pub ratio: f64,
+    /// Bucket size, and its content at start (default 10): enough for a failover burst.
+    pub burst: u32,
+}
+
+impl Default for HedgeBudget {
+    fn default() -> Self {
+        HedgeBudget { ratio: 0.1, burst: 10 }
+    }
+}
+
+/// Settings of a long-lived cluster view ([`crate::Cluster`]): the policy each refresh runs
+/// with, and what only a view that outlives one refresh can use — a schedule, a hedge
+/// budget across refreshes, the window of recent response times.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterConfig {
+    /// The policy each refresh runs with.
+    pub refresh: RefreshConfig,
+    /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
+    pub refresh_interval: Duration,
+    /// Forget discovered brokers and start again from the seeds when a refresh fails and
+    /// every discovered broker it tried failed (KIP-899), or when a broker answered
+    /// REBOOTSTRAP_REQUIRED (KIP-1102, and Kafka 4.4's cluster check, KIP-1242). Default
+    /// true; see [`crate::ClusterEvent::Rebootstrapped`] for the rule.
+    pub rebootstrap: bool,
+    /// Caps hedged attempts across refreshes (a lone [`crate::Refresh`] is unbudgeted).
+    pub hedge_budget: HedgeBudget,
+    /// Which quantile of the recent response-time window (the last
+    /// [`Estimator::WINDOW`](crate::Estimator::WINDOW) winning answers, and fresh handshakes) warm refreshes
+    /// use as "what an answer normally takes", with the adaptive stagger: the wait before a
+    /// handshake completes, and the base of the patience for an answering broker (default
+    /// 0.99: later than this cluster almost ever is; `docs/performance/tuning.md` compares
+    /// p90 and the median).
+    pub window_quantile: f64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            refresh: RefreshConfig::default(),
+            refresh_interval: Duration::from_secs(300),
+            rebootstrap: true,
+            hedge_budget: HedgeBudget::default(),
+            window_quantile: 0.99,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Checks every field; the error names the first bad one. The refresh policy's own
+    /// fields are named as in [`RefreshConfig`] (`fanout.jitter`), so one refresh and a
+    /// cluster view report the same mistake in the same words.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.refresh.validate()?;
+        if self.refresh_interval.is_zero() {
+            return Err(ConfigError::new("refresh_interval", "must be positive"));
+        }
+        let h = &self.hedge_budget;
+        if !(0.0..=1000.0).contains(&h.ratio) {
+            return Err(ConfigError::new(
+                "hedge_budget.ratio",
+                alloc::format!("({}) must be within [0, 1000]", h.ratio),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.window_quantile) {
+            return Err(ConfigError::new("window_quantile", "must be within [0, 1]"));
+        }
+        Ok(())
+    }
+}
+
+impl ClusterConfig {
+    /// Sets any knob of [`knobs()`](crate::knobs): a cluster knob by its path (`hedge_budget.burst`), a
+    /// refresh knob by its path in [`RefreshConfig`] or in this struct's JSON
+    /// (`fanout.jitter` or `refresh.fanout.jitter`). Values as for [`RefreshConfig::set`].
+    pub fn set(&mut self, path: &str, value: &str) -> Result<(), ConfigError> {
+        let knob = knobs::find(path.strip_prefix("refresh.").unwrap_or(path), KnobScope::Cluster)?;
+        let slot = match knob.access {
+            Access::Refresh(slot) => slot(&mut self.refresh),
+            Access::Cluster(slot) => slot(self),
+        };
+        knob.write(slot, value)
+    }
+
+    /// The current value of any knob (paths as for [`ClusterConfig::set`]).
+    pub fn get(&self, path: &str) -> Option<KnobValue> {
+        let knob = knobs::find(path.strip_prefix("refresh.").unwrap_or(path), KnobScope::Cluster).ok()?;
+        let mut copy = *self;
+        let slot = match knob.access {
+            Access::Refresh(slot) => slot(&mut copy.refresh),
+            Access::Cluster(slot) => slot(&mut copy),
+        };
+        slot.map(|s| s.value())
+    }
+}

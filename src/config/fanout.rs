@@ -1,0 +1,246 @@
+//! The fan-out knobs: the stagger delay, growth, throttle, jitter and the tuning switches.
+
+use core::time::Duration;
+use serde::{Deserialize, Serialize};
+
+/// How long to wait for an answer before starting the next attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stagger {
+    /// A fixed delay, e.g. the seed discussion's "try another broker every 500 ms".
+    Fixed(Duration),
+    /// Learn from the connection itself (the default); see [`Adaptive`].
+    Adaptive(Adaptive),
+}
+
+/// Adaptive stagger: hedge against *silence*, not against slowness.
+///
+/// An attempt goes through three phases, and each has its own evidence:
+///
+/// 1. **Connecting.** Nothing is known about this broker yet. Wait `cold` (RFC 8305's
+///    250 ms Connection Attempt Delay) or, in a long-lived [`crate::Cluster`], its
+///    [`ClusterConfig::window_quantile`](crate::ClusterConfig::window_quantile) of recently observed response times: a handshake
+///    slower than a whole answer usually is, is suspect.
+/// 2. **Connected, silent.** The handshake took `h`, which measures this path's round trip.
+///    The broker's first answer (ApiVersions for Kafka) needs one more round trip and almost
+///    no broker work, so a broker still silent `clamp(multiple · h, floor, ceiling)` after
+///    its handshake is probably hung: that is when the next attempt starts (Happy Eyeballs
+///    v3's idea, measured from the handshake rather than the start).
+/// 3. **Answering.** The broker answered something ([`crate::Input::FirstFrame`]): it is
+///    alive and working on our request; what remains is queueing and broker work. Another
+///    broker would most likely queue us just the same — on a loaded cluster a hedge only
+///    adds load — so the next attempt waits `patience` times what an answer normally takes
+///    (the cluster window's quantile, or this attempt's time to its first answer), from its
+///    start.
+///
+/// A reused connection (`kept`) has no handshake to learn from; the cluster's recent
+/// handshake times stand in for `h`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Adaptive {
+    /// Delay while nothing is known about the attempt (default 250 ms, RFC 8305).
+    pub cold: Duration,
+    /// A connected broker silent for `multiple` × its handshake time is suspected (default 2:
+    /// its first answer needs one round trip and almost no broker work; the fleet
+    /// simulation's tuning is in `docs/performance/tuning.md`).
+    pub multiple: u32,
+    /// Lower clamp on every wait (default 2 ms): loopback handshakes take microseconds, and
+    /// a broker's first answer is never that fast.
+    pub floor: Duration,
+    /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long.
+    pub ceiling: Duration,
+    /// An answering broker is hedged only after `patience` × what an answer normally takes
+    /// (default 16): its slowness is queueing, and hedging into queues is what turns a
+    /// failover into a storm.
+    pub patience: u32,
+}
+
+impl Default for Adaptive {
+    fn default() -> Self {
+        Adaptive {
+            cold: Duration::from_millis(250),
+            multiple: 2,
+            floor: Duration::from_millis(2),
+            ceiling: Duration::from_secs(2),
+            patience: 16,
+        }
+    }
+}
+
+impl Adaptive {
+    fn clamp(&self, d: Duration) -> Duration {
+        d.max(self.floor).min(self.ceiling.max(self.floor))
+    }
+
+    /// Phase 1: the wait from the start of an attempt whose handshake has not completed,
+    /// given the recent response-time quantile (if a window exists).
+    pub fn before_connect(&self, recent: Option<Duration>) -> Duration {
+        match recent {
+            Some(r) => self.clamp(r),
+            None => self.cold.max(self.floor),
+        }
+    }
+
+    /// Phase 2: the wait, from the end of its handshake, for the first answer of an attempt
+    /// whose handshake took `handshake`.
+    pub fn after_handshake(&self, handshake: Duration) -> Duration {
+        self.clamp(handshake.saturating_mul(self.multiple))
+    }
+
+    /// Phase 3: the wait, from its start, for an attempt whose broker is answering, given
+    /// what an answer normally takes (`typical`).
+    pub fn while_answering(&self, typical: Duration) -> Duration {
+        self.clamp(typical.saturating_mul(self.patience))
+    }
+}
+
+/// How many attempts start at each stagger tick.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Growth {
+    /// `n` more at every tick (`Linear(1)` is the gentlest fan-out).
+    Linear(u32),
+    /// Tick k starts `initial · factor^k` attempts: reaches everyone fast on big clusters.
+    Exponential(f64),
+}
+
+/// The fan-out policy: how attempts are started over time.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, from = "FanoutFields")]
+pub struct Fanout {
+    /// Attempts started at once when the refresh begins (default 1).
+    pub initial: u32,
+    /// Delay before the next attempt when none has answered (default adaptive).
+    pub stagger: Stagger,
+    /// How many attempts start at each stagger tick (default `Linear(2)`: a silent broker
+    /// is evidence of a partial outage, and two fresh brokers per tick get past a run of
+    /// hung ones in half the ticks; the throttle still bounds what is in flight).
+    pub growth: Growth,
+    /// Throttle: at most this many attempts in flight (default 3). Bounds the load one
+    /// client can put on a cluster during a failover.
+    pub max_in_flight: u32,
+    /// Fraction of each stagger delay that is randomised, in `[0, 1]` (default 0.2): the
+    /// delay becomes `d · (1 − jitter · u)`, `u` uniform in `[0, 1)`, so clients that lost
+    /// the same broker at the same moment do not hedge in lockstep.
+    pub jitter: f64,
+    /// The four rules that shape the fan-out beyond its timing; each is on by default and
+    /// each can be switched off to measure what it buys (`docs/performance/tuning.md`).
+    pub tuning: Tuning,
+}
+
+/// [`Fanout`] as read: today's fields, and the four switches at the top level where traces
+/// and configs written before [`Tuning`] existed have them (read into `tuning`, so an old
+/// trace replays with the rules it was recorded with; never written).
+#[derive(Deserialize)]
+#[serde(default)]
+struct FanoutFields {
+    initial: u32,
+    stagger: Stagger,
+    growth: Growth,
+    max_in_flight: u32,
+    jitter: f64,
+    tuning: Tuning,
+    next_on_failure: Option<bool>,
+    replace_when_full: Option<bool>,
+    cancel_silent_on_answer: Option<bool>,
+    spread_ticks: Option<bool>,
+}
+
+impl Default for FanoutFields {
+    fn default() -> Self {
+        let f = Fanout::default();
+        FanoutFields {
+            initial: f.initial,
+            stagger: f.stagger,
+            growth: f.growth,
+            max_in_flight: f.max_in_flight,
+            jitter: f.jitter,
+            tuning: f.tuning,
+            next_on_failure: None,
+            replace_when_full: None,
+            cancel_silent_on_answer: None,
+            spread_ticks: None,
+        }
+    }
+}
+
+impl From<FanoutFields> for Fanout {
+    fn from(f: FanoutFields) -> Self {
+        let mut tuning = f.tuning;
+        let legacy = [
+            (f.next_on_failure, &mut tuning.next_on_failure),
+            (f.replace_when_full, &mut tuning.replace_when_full),
+            (f.cancel_silent_on_answer, &mut tuning.cancel_silent_on_answer),
+            (f.spread_ticks, &mut tuning.spread_ticks),
+        ];
+        for (value, field) in legacy {
+            if let Some(value) = value {
+                *field = value;
+            }
+        }
+        Fanout {
+            initial: f.initial,
+            stagger: f.stagger,
+            growth: f.growth,
+            max_in_flight: f.max_in_flight,
+            jitter: f.jitter,
+            tuning,
+        }
+    }
+}
+
+/// Rules of the fan-out that are on by default and rarely worth changing: switches kept
+/// apart from [`Fanout`]'s timing so that the main struct shows what people tune.
+///
+/// `#[non_exhaustive]`: a new rule can be added without breaking anyone; build one with
+/// `Tuning::default()` and set fields (or [`RefreshConfig::set`](crate::RefreshConfig::set)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct Tuning {
+    /// A fast failure (e.g. refused) starts the next attempt at once (default true), as in
+    /// Happy Eyeballs: waiting out a stagger delay after a definite "no" is pure latency.
+    pub next_on_failure: bool,
+    /// When the throttle is full at a stagger tick, cancel the newest silent attempt whose own
+    /// stagger delay has run out (so it is suspected; failing that, the newest silent one)
+    /// and start the next broker in its place (default true).
+    /// Without this, `max_in_flight` hung brokers at the head of the list stall the refresh
+    /// for a whole attempt timeout; with it, load stays bounded by the throttle and the
+    /// refresh keeps moving.
+    pub replace_when_full: bool,
+    /// When one attempt's broker starts answering, cancel every attempt whose broker has
+    /// said nothing yet (default true). The answering broker is alive and almost certainly
+    /// finishes first; the silent ones are hung or queued behind others, and left running
+    /// each would send its own metadata request once its broker caught up — during a
+    /// failover storm, that is exactly the extra load that keeps the storm going.
+    pub cancel_silent_on_answer: bool,
+    /// On a fast network, a tick that starts several attempts starts them one by one,
+    /// `delay / n` apart (the delay that ran out, shared among the tick's `n` attempts, but
+    /// at least the adaptive floor), and drops the rest as soon as a broker answers
+    /// (default true). There the first fresh broker answers before its partner is due, so
+    /// getting past a silent broker costs one connection, as in a one-at-a-time client. A
+    /// network is fast when two handshakes of the attempt just suspected fit in that share;
+    /// on a slower one the partner could not be saved and waiting would only delay it, so
+    /// the tick starts all at once. The next tick counts from the tick's first attempt
+    /// either way.
+    pub spread_ticks: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { next_on_failure: true, replace_when_full: true, cancel_silent_on_answer: true, spread_ticks: true }
+    }
+}
+
+impl Default for Fanout {
+    fn default() -> Self {
+        Fanout {
+            initial: 1,
+            stagger: Stagger::Adaptive(Adaptive::default()),
+            growth: Growth::Linear(2),
+            max_in_flight: 3,
+            jitter: 0.2,
+            tuning: Tuning::default(),
+        }
+    }
+}
