@@ -143,6 +143,7 @@
 extern crate alloc;
 
 mod brokers;
+mod client_stats;
 mod cluster;
 mod config;
 mod error;
@@ -157,6 +158,7 @@ mod trace;
 pub mod kafka;
 
 pub use brokers::{validate_address, BrokerBook, BrokerEntry, BrokerIdentity, BrokerIndex};
+pub use client_stats::ClientStats;
 pub use cluster::{Cluster, ClusterEvent};
 pub use config::{
     knobs, parse_duration, Adaptive, Backoff, ClusterConfig, Fanout, Growth, HedgeBudget, Knob, KnobChoice, KnobKind,

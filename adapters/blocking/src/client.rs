@@ -20,7 +20,8 @@ use std::time::Duration;
 use mio::Waker;
 use stagger::kafka::validate;
 use stagger::{
-    AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, Instant, Metadata,
+    AttemptId, BrokerBook, BrokerIndex, ClientStats, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, Instant,
+    Metadata,
 };
 
 use crate::attempt::Context;
@@ -37,24 +38,6 @@ pub struct ClientOptions {
     /// TLS to the brokers; `None` for plaintext.
     #[cfg(feature = "tls")]
     pub tls: Option<crate::options::Tls>,
-}
-
-/// Counters of a [`Client`], so callers (and tests) can see what the core decided: how many
-/// refreshes really ran, how many connections they cost.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClientStats {
-    /// Refreshes the core started (single-flight joins and cache hits do not count).
-    pub refreshes: u32,
-    /// Attempts started over all refreshes.
-    pub attempts: u64,
-    /// TCP connections opened.
-    pub connections_opened: u64,
-    /// Attempts that ran on a connection kept from an earlier refresh instead.
-    pub connections_reused: u64,
-    /// The broker whose connection is kept open for the next refresh, if any.
-    pub kept: Option<String>,
-    /// Times the view was rebuilt from the seeds ([`ClusterEvent::Rebootstrapped`]).
-    pub rebootstraps: u32,
 }
 
 /// Long-lived cluster metadata for an application. See the module documentation.

@@ -20,8 +20,8 @@ pub enum Error {
     Refresh {
         /// The core's verdict (its `Display` lists every broker's last error).
         error: RefreshError,
-        /// Every attempt, in start order (empty from a [`crate::Client`], whose core keeps
-        /// no finished refresh; `error` still names every broker's last error).
+        /// Every attempt, in start order (from a [`crate::Client`], read from the core's
+        /// record of the finished refresh).
         attempts: Vec<AttemptReport>,
     },
     /// The poll loop could not be set up or polled (out of file descriptors, say): nothing

@@ -50,13 +50,14 @@ mod report;
 mod resolve;
 mod transport;
 
-pub use client::{Client, ClientOptions, ClientStats};
+pub use client::{Client, ClientOptions};
 pub use driver::{refresh, refresh_with};
 pub use error::Error;
 pub use options::RefreshOptions;
 #[cfg(feature = "tls")]
 pub use options::Tls;
 pub use report::{AttemptReport, RefreshOutcome};
+pub use stagger::ClientStats;
 
 /// The core crate, re-exported so users of the adapter need only one dependency.
 pub use stagger;

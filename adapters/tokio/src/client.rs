@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use stagger::{
-    AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, InputOutcome,
-    Instant, Metadata,
+    AttemptId, BrokerBook, BrokerIndex, ClientStats, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input,
+    InputOutcome, Instant, Metadata,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
@@ -43,26 +43,6 @@ pub struct ClientOptions {
     pub exchange: stagger::kafka::ExchangeConfig,
     /// TLS to the brokers; `None` for plaintext. Needs the `tls` feature.
     pub tls: Option<TlsOptions>,
-}
-
-/// Counters of a [`Client`], so callers (and tests) can see what the core decided:
-/// how many refreshes really ran, how many connections they cost.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClientStats {
-    /// Refreshes the core started (single-flight joins and cache hits do not count).
-    pub refreshes: u32,
-    /// Attempts started over all refreshes.
-    pub attempts: u64,
-    /// TCP connections opened.
-    pub connections_opened: u64,
-    /// Attempts that ran on a connection kept from an earlier refresh instead.
-    pub connections_reused: u64,
-    /// The broker whose connection is kept open for the next refresh, if any.
-    pub kept: Option<String>,
-    /// Times the view was rebuilt from the seeds ([`ClusterEvent::Rebootstrapped`]): a
-    /// broker answered REBOOTSTRAP_REQUIRED, or a refresh failed with every discovered
-    /// broker it tried.
-    pub rebootstraps: u32,
 }
 
 /// Long-lived cluster metadata for an application. See the module documentation.

@@ -35,11 +35,12 @@ mod report;
 mod tls;
 mod transport;
 
-pub use client::{Client, ClientOptions, ClientStats};
+pub use client::{Client, ClientOptions};
 pub use driver::{refresh, refresh_with};
 pub use error::Error;
 pub use options::{ClientCert, RefreshOptions, TlsOptions};
 pub use report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome, RefreshReport};
+pub use stagger::ClientStats;
 
 /// The core crate, re-exported so users of the adapter need only one dependency.
 pub use stagger;
