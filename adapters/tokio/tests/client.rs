@@ -79,19 +79,9 @@ async fn a_busy_broker_that_answered_gets_patience_on_fresh_and_kept_connections
     bounded(async {
         let busy = FakeBroker::start(Script::SlowMetadata(Duration::from_millis(600))).await;
         let idle = FakeBroker::start(Script::Healthy).await;
-        let mut config = ClusterConfig::default();
-        // Explicit knobs: silent brokers are suspected 300 ms after their handshake;
-        // answering ones only at the ceiling (30 s), whatever an answer normally takes.
-        config.refresh.fanout.stagger = Stagger::Adaptive(Adaptive {
-            cold: Duration::from_secs(5),
-            multiple: 2,
-            floor: Duration::from_millis(300),
-            ceiling: Duration::from_secs(30),
-            patience: u32::MAX,
-        });
-        config.refresh.fanout.growth = Growth::Linear(1);
-        config.refresh.fanout.jitter = 0.0;
-        config.refresh.attempt_timeout = Duration::from_secs(40);
+        // Silent brokers are suspected 300 ms after their handshake; answering ones only at
+        // the ceiling (30 s), whatever an answer normally takes.
+        let config = stagger_test_faults::patient_cluster_config();
         let seeds = [busy.address.clone(), idle.address.clone()];
         let client = Client::new(config, &seeds, ClientOptions::default()).unwrap();
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use stagger::{Adaptive, CancelReason, ErrorKind, Growth, RefreshConfig, Stagger, TimerKind};
 use stagger_test_faults::bounded;
-use stagger_test_faults::mock::Mock;
+use stagger_test_faults::mock::{Mock, View};
 use stagger_tokio::{refresh, refresh_with, AttemptOutcome, Event, EventKind, RefreshOptions};
 
 fn failed_kind(outcome: &AttemptOutcome) -> Option<ErrorKind> {
@@ -24,20 +24,9 @@ async fn healthy_cluster_metadata_matches_what_librdkafka_sees() {
         let outcome = refresh_with(&options, &seeds, |_| {}).await.expect("refresh");
 
         let metadata = &outcome.metadata;
-        let mut brokers: Vec<(i32, String)> = metadata.brokers.iter().map(|b| (b.node_id, b.address())).collect();
-        brokers.sort();
-        assert_eq!(brokers, mock.view.brokers, "brokers as librdkafka sees them");
-        let mut topics: Vec<(String, Vec<(i32, i32)>)> = metadata
-            .topics
-            .iter()
-            .map(|t| {
-                let mut partitions: Vec<(i32, i32)> = t.partitions.iter().map(|p| (p.id, p.leader)).collect();
-                partitions.sort();
-                (t.name.clone(), partitions)
-            })
-            .collect();
-        topics.sort();
-        assert_eq!(topics, mock.view.topics, "topics, partitions and leaders as librdkafka sees them");
+        let ours = View::of(metadata);
+        assert_eq!(ours.brokers, mock.view.brokers, "brokers as librdkafka sees them");
+        assert_eq!(ours.topics, mock.view.topics, "topics, partitions and leaders as librdkafka sees them");
         for (name, count) in [("alpha", 3), ("beta", 5)] {
             let topic = metadata.topics.iter().find(|t| t.name == name).expect("topic listed");
             assert_eq!(topic.error_code, 0);

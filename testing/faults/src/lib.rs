@@ -60,3 +60,22 @@ pub fn bounded_blocking<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'st
 pub fn background() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("fixture runtime")
 }
+
+/// A cluster config whose adaptive stagger suspects a silent broker 300 ms after its
+/// handshake but an answering one only at the 30 s ceiling, one broker per tick, no jitter,
+/// and attempts that outlive the ceiling: what the "a busy broker gets patience" tests of
+/// every adapter run with.
+pub fn patient_cluster_config() -> stagger::ClusterConfig {
+    let mut config = stagger::ClusterConfig::default();
+    config.refresh.fanout.stagger = stagger::Stagger::Adaptive(stagger::Adaptive {
+        cold: Duration::from_secs(5),
+        multiple: 2,
+        floor: Duration::from_millis(300),
+        ceiling: Duration::from_secs(30),
+        patience: u32::MAX,
+    });
+    config.refresh.fanout.growth = stagger::Growth::Linear(1);
+    config.refresh.fanout.jitter = 0.0;
+    config.refresh.attempt_timeout = Duration::from_secs(40);
+    config
+}
