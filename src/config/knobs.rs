@@ -1,6 +1,6 @@
 //! The knob schema's machinery: what a knob is, how its text is read and written.
 //!
-//! The table itself is `KNOBS` in `config.rs`, beside the structs it describes; this module
+//! The table itself is `KNOBS` in `table.rs`, next to the config structs it describes; this module
 //! only knows how to find a row, parse a value into the field the row points at, and print
 //! a field back. Everything is `&'static` and `Copy`: listing the schema allocates nothing.
 
@@ -175,7 +175,7 @@ impl Knob {
     pub(super) fn write(&self, slot: Option<Slot<'_>>, text: &str) -> Result<(), ConfigError> {
         let text = text.trim();
         let bad = |what: &str| ConfigError::new(self.path, format!("expects {what} (got {text:?})"));
-        // Only the adaptive stagger's parameters can be absent (see `adaptive` in config.rs).
+        // Only the adaptive stagger's parameters can be absent (see `adaptive` in table.rs).
         let Some(slot) = slot else {
             return Err(ConfigError::new(self.path, "applies only while fanout.stagger is adaptive"));
         };

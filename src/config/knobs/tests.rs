@@ -100,7 +100,7 @@ fn every_field_of_the_json_has_a_knob() {
         let mut missing = Vec::new();
         uncovered(&refresh, "", &mut missing);
         uncovered(&json, "", &mut missing);
-        assert!(missing.is_empty(), "fields without a knob in config.rs's KNOBS: {missing:?}");
+        assert!(missing.is_empty(), "fields without a knob in table.rs's KNOBS: {missing:?}");
     }
     let mut paths: Vec<_> = knobs().iter().map(|k| k.path).collect();
     paths.sort_unstable();
