@@ -95,10 +95,12 @@ pub struct Cluster {
     /// Hedge budget in thousandths of a token.
     hedge_millitokens: u64,
     events: VecDeque<ClusterEvent>,
-    /// Recent winning response times, for the adaptive stagger of later refreshes.
-    estimator: Estimator,
-    /// Recent handshake times of fresh connections: stand in for a kept connection's.
-    handshakes: Estimator,
+    /// The response-time window: recent winning response times, for the adaptive stagger
+    /// of later refreshes.
+    response_times: Estimator,
+    /// The window of recent handshake times of fresh connections: stand in for a kept
+    /// connection's.
+    handshake_times: Estimator,
     /// Whether an attempt of the running refresh failed with REBOOTSTRAP_REQUIRED.
     rebootstrap_required: bool,
 }
@@ -121,8 +123,8 @@ impl Cluster {
             next_periodic: now.saturating_add(config.refresh_interval),
             hedge_millitokens: config.hedge_budget.burst as u64 * 1000,
             events: VecDeque::with_capacity(16),
-            estimator: Estimator::new(),
-            handshakes: Estimator::new(),
+            response_times: Estimator::new(),
+            handshake_times: Estimator::new(),
             rebootstrap_required: false,
         })
     }
@@ -242,9 +244,9 @@ impl Cluster {
         (self.hedge_millitokens / 1000).min(u32::MAX as u64) as u32
     }
 
-    /// Recent response times (what the adaptive stagger of the next refresh learns from).
+    /// The response-time window (what the adaptive stagger of the next refresh learns from).
     pub fn estimator(&self) -> &Estimator {
-        &self.estimator
+        &self.response_times
     }
 
     /// The settings this view runs with.
@@ -264,17 +266,17 @@ impl Cluster {
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
-        let (warm_stagger, handshake_hint) = match config.fanout.stagger {
+        let (recent_response_time, handshake_hint) = match config.fanout.stagger {
             Stagger::Adaptive(_) => {
                 let q = self.config.window_quantile;
-                (self.estimator.quantile(q), self.handshakes.quantile(q))
+                (self.response_times.quantile(q), self.handshake_times.quantile(q))
             }
             Stagger::Fixed(_) => (None, None),
         };
         let ctx = RefreshContext {
             epoch: self.epoch,
             hedge_tokens: self.hedge_tokens(),
-            warm_stagger,
+            recent_response_time,
             handshake_hint,
             fit_candidates: true,
         };
@@ -336,10 +338,10 @@ impl Cluster {
         let mut discovered_failed = 0u32;
         for (_, a) in done.attempts() {
             if let (AttemptState::Won, Some(end)) = (a.state, a.ended_at) {
-                self.estimator.observe(end.saturating_since(a.started_at));
+                self.response_times.observe(end.saturating_since(a.started_at));
             }
             if let (false, Some(up)) = (a.reused_connection, a.connected_at) {
-                self.handshakes.observe(up.saturating_since(a.started_at));
+                self.handshake_times.observe(up.saturating_since(a.started_at));
             }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());
             discovered_tried += discovered as u32;

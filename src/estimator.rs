@@ -1,18 +1,21 @@
-//! A fixed-size window of recently observed response times, for the adaptive stagger.
+//! The response-time window: a fixed-size window of recently observed response times, for
+//! the adaptive stagger.
 //!
 //! The cold stagger (250 ms) is a guess for a cluster we know nothing about. A long-lived
 //! client knows better after one refresh: [`Estimator`] keeps the last [`Estimator::WINDOW`] response
-//! times (attempt start → metadata) and hands a high quantile of them to the next refresh,
+//! times (attempt start → metadata) and hands a high quantile of them, the recent response
+//! time, to the next refresh,
 //! so "no answer yet" means "slower than this cluster almost ever is" rather than "slower
 //! than a constant". The window is a ring buffer in a fixed array: no allocation, ever.
 
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
-/// How many recent observations the estimator keeps ([`Estimator::WINDOW`]).
+/// How many recent observations the response-time window keeps ([`Estimator::WINDOW`]).
 const WINDOW: usize = 64;
 
-/// Recent response times and their high quantile. A [`crate::Cluster`] keeps two: the
+/// A response-time window: recent response times and their high quantile. A
+/// [`crate::Cluster`] keeps two: the
 /// winners' response times, and the handshake times of fresh connections (which stand in for
 /// a kept connection's handshake in the adaptive stagger).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -58,7 +58,7 @@ pub struct Trace {
     pub book: BrokerBook,
     /// When the refresh started.
     pub started_at: Instant,
-    /// The recent response-time estimate the refresh started with (see
+    /// The recent response time the refresh started with (see
     /// [`Refresh::with_estimate`]); `None` for a cold start.
     #[serde(default)]
     pub recent_response_time: Option<core::time::Duration>,
@@ -159,22 +159,22 @@ impl Recorder {
         Self::with_estimate(config, book, now, recorder, None)
     }
 
-    /// As [`Refresh::with_estimate`], recorded (the estimate goes into the trace).
+    /// As [`Refresh::with_estimate`], recorded (the recent response time goes into the trace).
     pub fn with_estimate(
         config: &RefreshConfig,
         book: &BrokerBook,
         now: Instant,
         recorder: &str,
-        recent: Option<core::time::Duration>,
+        recent_response_time: Option<core::time::Duration>,
     ) -> Result<Self, ConfigError> {
-        let refresh = Refresh::with_estimate(config, book, now, recent)?;
+        let refresh = Refresh::with_estimate(config, book, now, recent_response_time)?;
         let trace = Trace {
             version: TRACE_VERSION,
             recorder: recorder.to_string(),
             config: *config,
             book: book.clone(),
             started_at: now,
-            recent_response_time: recent,
+            recent_response_time,
             events: Vec::new(),
         };
         Ok(Recorder { refresh, trace })

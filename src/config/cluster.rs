@@ -27,7 +27,7 @@ impl Default for HedgeBudget {
 
 /// Settings of a long-lived cluster view ([`crate::Cluster`]): the policy each refresh runs
 /// with, and what only a view that outlives one refresh can use — a schedule, a hedge
-/// budget across refreshes, the window of recent response times.
+/// budget across refreshes, the response-time window.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClusterConfig {
@@ -42,9 +42,9 @@ pub struct ClusterConfig {
     pub rebootstrap: bool,
     /// Caps hedged attempts across refreshes (a lone [`crate::Refresh`] is unbudgeted).
     pub hedge_budget: HedgeBudget,
-    /// Which quantile of the recent response-time window (the last
+    /// Which quantile of the response-time window (the last
     /// [`Estimator::WINDOW`](crate::Estimator::WINDOW) winning answers, and fresh handshakes) warm refreshes
-    /// use as "what an answer normally takes", with the adaptive stagger: the wait before a
+    /// use as the recent response time, "what an answer normally takes", with the adaptive stagger: the wait before a
     /// handshake completes, and the base of the patience for an answering broker (default
     /// 0.99: later than this cluster almost ever is; `docs/performance/tuning.md` compares
     /// p90 and the median).

@@ -19,7 +19,8 @@ pub enum Stagger {
 ///
 /// 1. **Connecting.** Nothing is known about this broker yet. Wait `cold` (RFC 8305's
 ///    250 ms Connection Attempt Delay) or, in a long-lived [`crate::Cluster`], its
-///    [`ClusterConfig::window_quantile`](crate::ClusterConfig::window_quantile) of recently observed response times: a handshake
+///    recent response time (the [`ClusterConfig::window_quantile`](crate::ClusterConfig::window_quantile) of its
+///    response-time window): a handshake
 ///    slower than a whole answer usually is, is suspect.
 /// 2. **Connected, silent.** The handshake took `h`, which measures this path's round trip.
 ///    The broker's first answer (ApiVersions for Kafka) needs one more round trip and almost
@@ -30,7 +31,7 @@ pub enum Stagger {
 ///    alive and working on our request; what remains is queueing and broker work. Another
 ///    broker would most likely queue us just the same — on a loaded cluster a hedge only
 ///    adds load — so the next attempt waits `patience` times what an answer normally takes
-///    (the cluster window's quantile, or this attempt's time to its first answer), from its
+///    (the recent response time, or this attempt's time to its first answer), from its
 ///    start.
 ///
 /// A reused connection (`kept`) has no handshake to learn from; the cluster's recent
@@ -73,9 +74,9 @@ impl Adaptive {
     }
 
     /// Phase 1: the wait from the start of an attempt whose handshake has not completed,
-    /// given the recent response-time quantile (if a window exists).
-    pub fn before_connect(&self, recent: Option<Duration>) -> Duration {
-        match recent {
+    /// given the recent response time (if a response-time window has one).
+    pub fn before_connect(&self, recent_response_time: Option<Duration>) -> Duration {
+        match recent_response_time {
             Some(r) => self.clamp(r),
             None => self.cold.max(self.floor),
         }

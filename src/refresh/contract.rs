@@ -11,8 +11,11 @@ use crate::time::Instant;
 
 /// Names one attempt (one connection to one broker) uniquely within a [`crate::Cluster`]:
 /// the high 32 bits are the refresh's epoch, the low 32 bits the attempt's number in it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
+///
+/// Serialised as `{"epoch": e, "number": n}`, which JavaScript reads without losing
+/// precision (a 64-bit integer does not fit its numbers); read from that or from the plain
+/// integer that traces written before carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AttemptId(pub u64);
 
 impl AttemptId {
@@ -26,6 +29,56 @@ impl AttemptId {
     /// The attempt's number within its refresh, from 0.
     pub fn number(self) -> u32 {
         self.0 as u32
+    }
+}
+
+impl Serialize for AttemptId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("AttemptId", 2)?;
+        s.serialize_field("epoch", &self.epoch())?;
+        s.serialize_field("number", &self.number())?;
+        s.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for AttemptId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AttemptIdVisitor)
+    }
+}
+
+/// Reads `{"epoch", "number"}` or the plain integer (high 32 bits epoch) of older traces.
+struct AttemptIdVisitor;
+
+impl<'de> serde::de::Visitor<'de> for AttemptIdVisitor {
+    type Value = AttemptId;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an attempt id: {\"epoch\": e, \"number\": n} or an unsigned integer")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<AttemptId, E> {
+        Ok(AttemptId(v))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<AttemptId, E> {
+        u64::try_from(v).map(AttemptId).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<AttemptId, A::Error> {
+        use serde::de::Error;
+        let (mut epoch, mut number) = (None, None);
+        while let Some(key) = map.next_key::<alloc::string::String>()? {
+            match key.as_str() {
+                "epoch" => epoch = Some(map.next_value::<u32>()?),
+                "number" => number = Some(map.next_value::<u32>()?),
+                _ => return Err(A::Error::unknown_field(&key, &["epoch", "number"])),
+            }
+        }
+        let epoch = epoch.ok_or_else(|| A::Error::missing_field("epoch"))?;
+        let number = number.ok_or_else(|| A::Error::missing_field("number"))?;
+        Ok(AttemptId::new(epoch, number))
     }
 }
 
@@ -148,6 +201,18 @@ pub enum CancelReason {
 }
 
 impl CancelReason {
+    /// Every reason, in declaration order: for UIs that explain each one (a legend, a
+    /// tooltip table) without keeping their own list.
+    pub const ALL: [CancelReason; 7] = [
+        CancelReason::Lost,
+        CancelReason::TimedOut,
+        CancelReason::Deadline,
+        CancelReason::Fatal,
+        CancelReason::Superseded,
+        CancelReason::Rejected,
+        CancelReason::Overtaken,
+    ];
+
     /// A short lowercase name for logs, tables and JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -231,6 +296,10 @@ pub enum TimerKind {
 }
 
 impl TimerKind {
+    /// Every timer, in the timer table's slot order: for UIs that list them.
+    pub const ALL: [TimerKind; 5] =
+        [TimerKind::Stagger, TimerKind::Spread, TimerKind::AttemptTimeout, TimerKind::Backoff, TimerKind::Deadline];
+
     /// A short lowercase name for logs, tables and JSON (the serde name).
     pub fn name(self) -> &'static str {
         match self {

@@ -313,7 +313,7 @@ impl Refresh {
     /// the attempts have shown so far (see [`crate::config::Adaptive`]): while any broker
     /// is answering, patience from the latest start; otherwise, if the latest attempt is
     /// connected, a few of its handshake times from the handshake; before that, the cold
-    /// or recent estimate from its start.
+    /// stagger or the recent response time from its start.
     pub(super) fn stagger_deadline(&self, n: u32) -> Instant {
         let (from, delay) = self.stagger_basis(n);
         from.saturating_add(delay)
@@ -326,12 +326,12 @@ impl Refresh {
         let (from, delay) = match self.config.fanout.stagger {
             Stagger::Fixed(d) => (info.started_at, d),
             Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
-                let typical = self.warm_stagger.unwrap_or_else(|| self.attempts.first_answer_time());
+                let typical = self.recent_response_time.unwrap_or_else(|| self.attempts.first_answer_time());
                 (info.started_at, a.while_answering(typical))
             }
             Stagger::Adaptive(a) => match info.connected_at {
                 Some(at) => (at, a.after_handshake(self.handshake_of(info, at))),
-                None => (info.started_at, a.before_connect(self.warm_stagger)),
+                None => (info.started_at, a.before_connect(self.recent_response_time)),
             },
         };
         (from, scale_duration(delay, self.attempts.slot(n).delay_factor))

@@ -33,7 +33,9 @@ use timers::TimerTable;
 pub(crate) struct RefreshContext {
     pub(crate) epoch: u32,
     pub(crate) hedge_tokens: u32,
-    pub(crate) warm_stagger: Option<Duration>,
+    /// The recent response time: the cluster's response-time window's quantile
+    /// ([`crate::ClusterConfig::window_quantile`]), for the adaptive stagger.
+    pub(crate) recent_response_time: Option<Duration>,
     /// A high quantile of recent fresh handshakes: stands in for the handshake of a kept
     /// connection in the adaptive stagger.
     pub(crate) handshake_hint: Option<Duration>,
@@ -47,7 +49,7 @@ impl Default for RefreshContext {
         RefreshContext {
             epoch: 0,
             hedge_tokens: u32::MAX,
-            warm_stagger: None,
+            recent_response_time: None,
             handshake_hint: None,
             fit_candidates: false,
         }
@@ -127,7 +129,7 @@ pub struct Refresh {
     attempts: AttemptTable,
     ticks: Ticks,
     hedge_tokens: u32,
-    warm_stagger: Option<Duration>,
+    recent_response_time: Option<Duration>,
     handshake_hint: Option<Duration>,
     /// The latest failure: its attempt and candidate position (the error itself lives in
     /// `outcomes`, so recording a failure never copies it).
@@ -145,17 +147,18 @@ impl Refresh {
         Self::with_context(config, book, now, RefreshContext::default())
     }
 
-    /// Starts a refresh that knows how this cluster usually answers: `recent` is a high
-    /// quantile of recent response times (see [`crate::estimator::Estimator`]), used by the
+    /// Starts a refresh that knows how this cluster usually answers: `recent_response_time`
+    /// is the recent response time, a high quantile of the response-time window (see
+    /// [`crate::estimator::Estimator`]), used by the
     /// adaptive stagger instead of the cold 250 ms guess before a handshake, and as what an
     /// answer normally takes once a broker is answering.
     pub fn with_estimate(
         config: &RefreshConfig,
         book: &BrokerBook,
         now: Instant,
-        recent: Option<Duration>,
+        recent_response_time: Option<Duration>,
     ) -> Result<Self, ConfigError> {
-        Self::with_context(config, book, now, RefreshContext { warm_stagger: recent, ..RefreshContext::default() })
+        Self::with_context(config, book, now, RefreshContext { recent_response_time, ..RefreshContext::default() })
     }
 
     pub(crate) fn with_context(
@@ -204,7 +207,7 @@ impl Refresh {
             attempts: AttemptTable::with_capacity(capacity),
             ticks: Ticks::new(),
             hedge_tokens: ctx.hedge_tokens,
-            warm_stagger: ctx.warm_stagger,
+            recent_response_time: ctx.recent_response_time,
             handshake_hint: ctx.handshake_hint,
             last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),

@@ -60,3 +60,51 @@ fn handle_input_says_what_became_of_each_input() {
     assert!(r.is_finished());
     assert_eq!(r.handle_input(at(152), refused(0)), InputOutcome::RefreshFinished);
 }
+
+/// An attempt id reaches JSON (and JavaScript) as `{epoch, number}`; traces written before
+/// carry the plain 64-bit integer, which still reads.
+#[test]
+fn attempt_ids_serialise_as_epoch_and_number_and_read_the_old_integer_too() {
+    let id = AttemptId::new(3, 7);
+    let json = serde_json::to_value(id).unwrap();
+    assert_eq!(json, serde_json::json!({ "epoch": 3, "number": 7 }));
+    assert_eq!(serde_json::from_value::<AttemptId>(json).unwrap(), id);
+    let old = (3u64 << 32) | 7;
+    assert_eq!(serde_json::from_str::<AttemptId>(&old.to_string()).unwrap(), id);
+    assert_eq!(serde_json::from_str::<AttemptId>(r#"{"number": 7, "epoch": 3}"#).unwrap(), id);
+    let input: Input = serde_json::from_str(r#"{"connected": {"attempt": 5}}"#).unwrap();
+    assert_eq!(input, Input::Connected { attempt: AttemptId::new(0, 5) });
+    for bad in ["-1", r#"{"epoch": 1}"#, r#"{"epoch": 1, "number": 2, "x": 3}"#, "\"7\""] {
+        assert!(serde_json::from_str::<AttemptId>(bad).is_err(), "{bad}");
+    }
+}
+
+/// `ALL` lists every variant once: the match below stops compiling when a variant is added,
+/// and the assertions fail until `ALL` has it too.
+#[test]
+fn all_lists_every_cancel_reason_and_timer_once() {
+    let index = |r: CancelReason| match r {
+        CancelReason::Lost => 0,
+        CancelReason::TimedOut => 1,
+        CancelReason::Deadline => 2,
+        CancelReason::Fatal => 3,
+        CancelReason::Superseded => 4,
+        CancelReason::Rejected => 5,
+        CancelReason::Overtaken => 6,
+    };
+    assert_eq!(CancelReason::ALL.map(index), [0, 1, 2, 3, 4, 5, 6]);
+    let index = |t: TimerKind| match t {
+        TimerKind::Stagger => 0,
+        TimerKind::Spread => 1,
+        TimerKind::AttemptTimeout => 2,
+        TimerKind::Backoff => 3,
+        TimerKind::Deadline => 4,
+    };
+    assert_eq!(TimerKind::ALL.map(index), [0, 1, 2, 3, 4]);
+    for r in CancelReason::ALL {
+        assert_eq!(serde_json::to_value(r).unwrap(), serde_json::json!(r.name()));
+    }
+    for t in TimerKind::ALL {
+        assert_eq!(serde_json::to_value(t).unwrap(), serde_json::json!(t.name()));
+    }
+}

@@ -50,6 +50,21 @@ export function setKnobs(base, values) {
   return JSON.parse(wasm.set_knobs(JSON.stringify(base), JSON.stringify(values)));
 }
 
+let words = null;
+
+/** The core's words, by serde name: `{cancel_reasons: {name: {text, help}}, timers: {name: text}}`. */
+export function vocabulary() {
+  words ??= JSON.parse(wasm.vocabulary());
+  return words;
+}
+
+/** An `AttemptError` (`what = "attempt_error"`) or a `GiveUpReason` (`"give_up_reason"`) in the
+ *  core's own words (its `Display`); the value's JSON if the core cannot read it. */
+export function describe(what, value) {
+  const answer = JSON.parse(wasm.describe(what, JSON.stringify(value)));
+  return typeof answer === "string" ? answer : JSON.stringify(value);
+}
+
 let defaultConfig = null;
 
 /** The core's complaint about `text` for the knob at `path`, or `null` if it takes it. */

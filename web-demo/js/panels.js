@@ -1,5 +1,6 @@
 // The summary and the event log beside a timeline (shared by Simulate, Replay and Live).
 
+import { describe } from "./engine.js";
 import { fmtUs } from "./model.js";
 import { countsAt } from "./run.js";
 
@@ -22,10 +23,10 @@ export function renderSummary(el, run, { giveUp = null, pending = false, note = 
   } else if (o.type === "done") {
     head = `<p class="headline ok" data-outcome="done" data-winner="${esc(names[o.winner])}" data-ttm="${o.time_to_metadata ? Math.round((o.time_to_metadata.secs * 1e6) + o.time_to_metadata.nanos / 1000) : ""}">
       ✓ Metadata in <strong>${fmtUs(o.time_to_metadata.secs * 1e6 + o.time_to_metadata.nanos / 1000)}</strong>
-      from <strong>${esc(names[o.winner] ?? o.winner)}</strong> <span class="muted">(attempt #${Number(BigInt(o.attempt) & 0xffffffffn)})</span></p>`;
+      from <strong>${esc(names[o.winner] ?? o.winner)}</strong> <span class="muted">(attempt #${o.attempt.number})</span></p>`;
   } else if (o.type === "give_up") {
     const lines = (giveUp || "").split("\n");
-    head = `<p class="headline bad" data-outcome="give_up">✗ Gave up at <strong>${fmtUs(o.at)}</strong>: ${esc(reasonText(o.error.reason))}</p>`;
+    head = `<p class="headline bad" data-outcome="give_up">✗ Gave up at <strong>${fmtUs(o.at)}</strong>: ${esc(describe("give_up_reason", o.error.reason))}</p>`;
     const rows = o.error.brokers.map((b) => {
       const e = b.last_error;
       const text = b.attempts === 0 ? "not tried" : e ? errorText(e) : "cancelled";
@@ -54,36 +55,9 @@ export function renderSummary(el, run, { giveUp = null, pending = false, note = 
     </dl>${details}`;
 }
 
-function reasonText(reason) {
-  if (reason === "deadline_exceeded") return "deadline exceeded";
-  if (reason === "fatal") return "fatal error (credentials or permissions)";
-  if (reason && reason.all_failed) {
-    const p = reason.all_failed.passes;
-    return `every broker failed in ${p} pass${p === 1 ? "" : "es"}`;
-  }
-  return String(reason);
-}
-
-const KIND_TEXT = {
-  dns: "host name did not resolve",
-  refused: "connection refused",
-  connect_timeout: "connect timed out",
-  response_timeout: "no response before the attempt timeout",
-  closed: "connection closed by the broker",
-  protocol: "malformed response",
-  frame_too_large: "response frame larger than the maximum",
-  no_brokers: "metadata lists no brokers",
-  tls: "TLS failure",
-  authentication: "authentication failed",
-  authorization: "not authorised",
-  io: "I/O error",
-};
-
 /** An `AttemptError` as the core's Display words it. */
 export function errorText(e) {
-  const k = e.kind || {};
-  const base = k.kind === "broker_error" ? `broker error ${k.code}` : KIND_TEXT[k.kind] || k.kind || "error";
-  return e.detail ? `${base}: ${e.detail}` : base;
+  return describe("attempt_error", e);
 }
 
 /** A log of every event; `updateLog` then marks what has happened by time t. */

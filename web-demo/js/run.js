@@ -10,11 +10,6 @@ export function laneNames(addresses) {
   return addresses.map((a) => (same ? a.slice(0, a.lastIndexOf(":")) : a));
 }
 
-/** The attempt's number within its refresh (the low 32 bits of its id). */
-export function attemptNumber(id) {
-  return Number(BigInt(Math.round(id)) & 0xffffffffn);
-}
-
 /**
  * A `Report` (from simulate or replay) → a run. `subs[i]`/`kinds[i]` label lane i (the
  * broker's behaviour in Simulate; its address in Replay).
@@ -28,7 +23,8 @@ export function runFromReport(report, config, { subs = [], kinds = [], eventText
       sub: subs[i] ?? "",
       kind: kinds[i],
       spans: l.spans.map((s) => ({
-        number: attemptNumber(s.attempt),
+        // The attempt id is `{epoch, number}`; a lane shows one refresh, so the number names it.
+        number: s.attempt.number,
         start: s.start,
         connected: s.connected_at,
         answered: s.first_frame_at ?? null,

@@ -5,6 +5,7 @@
 // the three modes look and read the same. Everything after the cursor is hidden, which is
 // what makes play, step and scrub work: the picture at time t is the run as it stood at t.
 
+import { vocabulary } from "./engine.js";
 import { fmtUs } from "./model.js";
 
 const NS = "http://www.w3.org/2000/svg";
@@ -18,38 +19,17 @@ export function outcomeWord(o) {
     case "failed":
       return kindWord(o.kind);
     case "cancelled":
-      return o.reason === "lost" ? "cancelled: lost" : `cancelled: ${String(o.reason).replace("_", " ")}`;
+      return `cancelled: ${vocabulary().cancel_reasons[o.reason]?.text ?? o.reason}`;
     default:
       return "in flight";
   }
 }
 
-/** Why the core cancelled an attempt, for its tooltip. */
-const CANCEL_HELP = {
-  lost: "another attempt won",
-  overtaken: "another broker started answering while this one had said nothing",
-  superseded: "the throttle was full at a stagger tick: it made room for the next broker",
-  deadline: "the refresh's deadline passed",
-  fatal: "another attempt hit a fatal error",
-};
-
+/** An error kind's serde name as a short word after a bar (`response timeout`, `broker error 3`). */
 function kindWord(kind) {
-  const k = kind && kind.kind;
-  return ({
-    refused: "refused",
-    response_timeout: "timed out",
-    connect_timeout: "connect timed out",
-    closed: "closed",
-    dns: "no such host",
-    protocol: "bad response",
-    frame_too_large: "frame too large",
-    broker_error: `broker error ${kind && kind.code}`,
-    no_brokers: "no brokers in answer",
-    tls: "TLS failed",
-    authentication: "auth failed",
-    authorization: "not authorised",
-    io: "I/O error",
-  })[k] || "failed";
+  if (!kind || !kind.kind) return "failed";
+  const word = kind.kind.replaceAll("_", " ");
+  return kind.code != null ? `${word} ${kind.code}` : word;
 }
 
 /** Nice axis step (1, 2, 5 × 10^k µs) for about `n` ticks over `span` µs. */
@@ -196,7 +176,7 @@ export function drawTimeline(el, run, t, opts = {}) {
       const tip = [`attempt #${s.number} → ${lane.name}${s.hedge ? " (hedge)" : ""}${s.partner ? " (spread-tick partner)" : ""}${s.pass ? `, pass ${s.pass + 1}` : ""}`,
         `started ${fmtUs(s.start)}`, connected != null ? `connected ${fmtUs(connected)}` : null,
         answered != null ? `first answer ${fmtUs(answered)} (alive)` : connected != null ? "its broker said nothing" : null,
-        ended ? `${outcomeWord(s.outcome)} at ${fmtUs(s.end)}${s.outcome.reason && s.outcome.type === "failed" ? ` — ${s.outcome.reason}` : ""}${CANCEL_HELP[reason] ? ` — ${CANCEL_HELP[reason]}` : ""}` : "in flight"]
+        ended ? `${outcomeWord(s.outcome)} at ${fmtUs(s.end)}${s.outcome.reason && s.outcome.type === "failed" ? ` — ${s.outcome.reason}` : ""}${reason ? ` — ${vocabulary().cancel_reasons[reason]?.help ?? reason}` : ""}` : "in flight"]
         .filter(Boolean).join("\n");
       push(`<g class="span ${state}${answered != null ? " has-answer" : ""}" data-lane="${i}" data-attempt="${s.number}" data-start="${s.start}" data-end="${ended ? s.end : ""}" data-connected="${connected ?? ""}" data-answered="${answered ?? ""}" data-outcome="${state}" data-reason="${esc(reason)}">`);
       const xs = x(s.start);

@@ -212,6 +212,8 @@ test("the timeline draws the answering phase and the attempts it overtakes", asy
     assert.deepEqual([s.outcome, s.reason, s.end, s.answered], ["cancelled", "overtaken", 5_000, null], `lane ${lane}`);
     assert.equal(await page.$$eval(`#sim-timeline g.span[data-lane="${lane}"] rect.seg.answering`, (r) => r.length), 0);
     assert.match(await page.textContent(`#sim-timeline g.span[data-lane="${lane}"] .span-text`), /cancelled: overtaken/);
+    // The tooltip explains the reason in the engine's words.
+    assert.match(await page.textContent(`#sim-timeline g.span[data-lane="${lane}"] > title`), /overtaken at .* — another broker started answering/);
   }
   assert.match(await page.textContent("#sim-progress"), /1 in flight \(1 answering\)/);
   // Before the answer (4.5 ms) broker-1 is connected and silent: no answering phase yet.

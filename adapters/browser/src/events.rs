@@ -109,14 +109,15 @@ mod tests {
     #[test]
     fn command_input_and_timeout_events_are_trace_events() {
         let at = Instant::from_micros(12_345);
-        let attempt = AttemptId(1);
+        // Epoch 2, attempt 1: JavaScript gets both halves as numbers, not one 64-bit integer.
+        let attempt = AttemptId((2 << 32) | 1);
         let connect = Command::Connect { attempt, broker: BrokerIndex(2) };
         let event = WebEvent::Command { at, at_ms: millis(at), command: &connect, url: Some("ws://h:1") };
         assert_trace_shape(&event, TraceEvent::Command { at, command: connect.clone() });
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["at_ms"], json!(12.345));
         assert_eq!(json["url"], json!("ws://h:1"));
-        assert_eq!(json["command"], json!({ "connect": { "attempt": 1, "broker": 2 } }));
+        assert_eq!(json["command"], json!({ "connect": { "attempt": { "epoch": 2, "number": 1 }, "broker": 2 } }));
 
         let cancel = Command::Cancel { attempt, reason: CancelReason::Lost };
         let event = WebEvent::Command { at, at_ms: millis(at), command: &cancel, url: None };
@@ -125,7 +126,10 @@ mod tests {
         let first_frame = Input::FirstFrame { attempt };
         let event = WebEvent::Input { at, at_ms: millis(at), input: &first_frame };
         assert_trace_shape(&event, TraceEvent::Input { at, input: first_frame.clone() });
-        assert_eq!(serde_json::to_value(&event).unwrap()["input"], json!({ "first_frame": { "attempt": 1 } }));
+        assert_eq!(
+            serde_json::to_value(&event).unwrap()["input"],
+            json!({ "first_frame": { "attempt": { "epoch": 2, "number": 1 } } })
+        );
 
         let overtaken = Command::Cancel { attempt, reason: CancelReason::Overtaken };
         let event = WebEvent::Command { at, at_ms: millis(at), command: &overtaken, url: None };
@@ -158,7 +162,7 @@ mod tests {
         let abort = WebEvent::Abort { at: Instant::from_millis(5), at_ms: 5.0, closed: vec![AttemptId(0)] };
         assert_eq!(
             serde_json::to_value(&abort).unwrap(),
-            json!({ "type": "abort", "at": 5000, "at_ms": 5.0, "closed": [0] })
+            json!({ "type": "abort", "at": 5000, "at_ms": 5.0, "closed": [{ "epoch": 0, "number": 0 }] })
         );
     }
 }

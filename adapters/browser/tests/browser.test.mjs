@@ -119,8 +119,11 @@ function serve() {
 }
 
 const openSockets = (stats) => stats.reduce((n, s) => n + s.open, 0);
-const commands = (events, kind) => events.filter((e) => e.type === "command" && e.command[kind]).map((e) => ({ ...e.command[kind], at_ms: e.at_ms, url: e.url }));
-const inputs = (events, kind) => events.filter((e) => e.type === "input" && e.input[kind]).map((e) => ({ ...e.input[kind], at_ms: e.at_ms }));
+/** An attempt id (`{epoch, number}`) as one comparable string, `undefined` for none. */
+const key = (a) => (a == null ? undefined : `${a.epoch}.${a.number}`);
+// Each with `id`: its attempt's key.
+const commands = (events, kind) => events.filter((e) => e.type === "command" && e.command[kind]).map((e) => ({ ...e.command[kind], id: key(e.command[kind].attempt), at_ms: e.at_ms, url: e.url }));
+const inputs = (events, kind) => events.filter((e) => e.type === "input" && e.input[kind]).map((e) => ({ ...e.input[kind], id: key(e.input[kind].attempt), at_ms: e.at_ms }));
 
 before(async () => {
   if (!existsSync(join(pkgDir, "stagger_web.js"))) {
@@ -179,15 +182,16 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     assert.deepEqual(events[0].brokers.map((b) => b.url), bootstrap);
     const connects = commands(events, "connect");
     assert.deepEqual(connects.slice(0, 3).map((c) => c.url), [hung.ws, down.ws, healthy.ws]);
-    const [first, second, third] = connects.map((c) => c.attempt);
-    assert.ok(inputs(events, "connected").some((i) => i.attempt === first), "the hung broker's socket opened");
+    const [first, second, third] = connects.map((c) => c.id);
+    assert.deepEqual(connects[0].attempt, { epoch: 0, number: 0 }, "attempt ids are {epoch, number}");
+    assert.ok(inputs(events, "connected").some((i) => i.id === first), "the hung broker's socket opened");
     // The default policy starts two attempts per stagger tick: the down broker on the tick,
     // and the healthy one either with it (on a network too slow to spread the tick), at the
     // down broker's refusal (next on failure), or half the delay later as the spread tick's
     // partner — whichever comes first.
     const staggerAt = (at) => events.some((e) => e.type === "timeout" && e.timer === "stagger" && e.at_ms === at);
     assert.ok(staggerAt(connects[1].at_ms), "the down broker starts on the tick");
-    const refusedAt = inputs(events, "failed").find((i) => i.attempt === connects[1].attempt)?.at_ms;
+    const refusedAt = inputs(events, "failed").find((i) => i.id === connects[1].id)?.at_ms;
     assert.ok(
       connects[2].at_ms === connects[1].at_ms || connects[2].at_ms === refusedAt || staggerAt(connects[2].at_ms),
       `the healthy broker's start is explained: ${JSON.stringify({ connects: connects.map((c) => c.at_ms), refusedAt })}`,
@@ -195,37 +199,37 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     // So the down broker's bridge refusing (502) races the healthy broker's first answer:
     // its attempt fails as refused if the refusal comes first, and is otherwise overtaken by
     // that answer. (The all-down test below checks the refusal itself deterministically.)
-    const refused = inputs(events, "failed").find((i) => i.attempt === second);
-    const downCancel = commands(events, "cancel").find((c) => c.attempt === second);
+    const refused = inputs(events, "failed").find((i) => i.id === second);
+    const downCancel = commands(events, "cancel").find((c) => c.id === second);
     if (refused) {
       assert.equal(refused.error.kind.kind, "refused", JSON.stringify(refused));
       assert.equal(downCancel, undefined, "a failed attempt is not also cancelled");
     } else {
       assert.equal(downCancel?.reason, "overtaken", `the down broker's attempt: ${JSON.stringify(downCancel)}`);
     }
-    assert.ok(inputs(events, "response").some((i) => i.attempt === third), "the healthy broker answered");
+    assert.ok(inputs(events, "response").some((i) => i.id === third), "the healthy broker answered");
     const done = commands(events, "done");
     assert.equal(done.length, 1);
-    assert.equal(done[0].attempt, third);
+    assert.equal(done[0].id, third);
 
     // The adapter reports FirstFrame once per attempt, when the exchange's first complete frame
     // (the ApiVersions response) arrives: the winner's comes after its socket opened and
     // before its metadata, and the hung and the refused broker never answer.
     const indexOf = (pred) => events.findIndex(pred);
     const answered = events.filter((e) => e.type === "input" && e.input.first_frame);
-    assert.equal(answered.filter((e) => e.input.first_frame.attempt === third).length, 1, "the winner answered exactly once");
-    assert.ok(!answered.some((e) => [first, second].includes(e.input.first_frame.attempt)), JSON.stringify(answered));
-    const opened = indexOf((e) => e.input?.connected?.attempt === third);
-    const answer = indexOf((e) => e.input?.first_frame?.attempt === third);
-    const response = indexOf((e) => e.input?.response?.attempt === third);
+    assert.equal(answered.filter((e) => key(e.input.first_frame.attempt) === third).length, 1, "the winner answered exactly once");
+    assert.ok(!answered.some((e) => [first, second].includes(key(e.input.first_frame.attempt))), JSON.stringify(answered));
+    const opened = indexOf((e) => key(e.input?.connected?.attempt) === third);
+    const answer = indexOf((e) => key(e.input?.first_frame?.attempt) === third);
+    const response = indexOf((e) => key(e.input?.response?.attempt) === third);
     const won = indexOf((e) => e.command?.done);
     assert.ok(opened >= 0 && opened < answer && answer < response && response < won,
       `connected (${opened}) < answered (${answer}) < response (${response}) < done (${won})`);
     // The answer, not the win, is what cancels the silent hung attempt: its Cancel comes
     // right after the winner's Answered, before the metadata arrived.
-    const cancel = commands(events, "cancel").find((c) => c.attempt === first);
+    const cancel = commands(events, "cancel").find((c) => c.id === first);
     assert.equal(cancel?.reason, "overtaken", "the hung attempt is cancelled when another broker answers");
-    const cancelled = indexOf((e) => e.command?.cancel?.attempt === first);
+    const cancelled = indexOf((e) => key(e.command?.cancel?.attempt) === first);
     assert.ok(answer < cancelled && cancelled < response, `answered (${answer}) < cancel (${cancelled}) < response (${response})`);
     assert.equal(cancel.at_ms, events[answer].at_ms, "cancelled in the same step as the answer");
     for (const c of commands(events, "cancel").filter((c) => c.reason === "overtaken")) {
@@ -233,7 +237,7 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     }
     assert.ok(!events.some((e) => e.type === "timeout" && e.timer === "attempt_timeout"), "no attempt had to time out");
     assert.ok(events.every((e, i) => i === 0 || e.at_ms >= events[i - 1].at_ms), "event times never go back");
-    assert.equal(events.at(-1).command?.done?.attempt, third, "Done is the last event");
+    assert.equal(key(events.at(-1).command?.done?.attempt), third, "Done is the last event");
     console.log(`metadata after ${done[0].at_ms.toFixed(1)} ms (hedge at ${connects[1].at_ms.toFixed(1)} ms)`);
 
     // Cancel and Done closed every socket: the bridges see no connection left.
@@ -372,10 +376,10 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
     const run = await page.evaluate((o) => window.run(o), { bootstrap });
     assert.ok(run.ok, `refresh through websockify failed: ${JSON.stringify(run.error)}`);
     assert.ok(run.metadata.brokers.length === 3, JSON.stringify(run.metadata.brokers));
-    const [first, second] = commands(run.events, "connect").map((c) => c.attempt);
-    assert.equal(commands(run.events, "done")[0]?.attempt, second, "the healthy broker behind websockify won");
-    assert.deepEqual(inputs(run.events, "first_frame").map((a) => a.attempt), [second], "only the healthy broker answered");
-    assert.equal(commands(run.events, "cancel").find((c) => c.attempt === first)?.reason, "overtaken");
+    const [first, second] = commands(run.events, "connect").map((c) => c.id);
+    assert.equal(commands(run.events, "done")[0]?.id, second, "the healthy broker behind websockify won");
+    assert.deepEqual(inputs(run.events, "first_frame").map((a) => a.id), [second], "only the healthy broker answered");
+    assert.equal(commands(run.events, "cancel").find((c) => c.id === first)?.reason, "overtaken");
   } finally {
     for (const p of proxies) p.child.kill();
     await bed.stop();

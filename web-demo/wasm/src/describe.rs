@@ -4,7 +4,7 @@
 //! Why in Rust: the wording then comes from the core's own `Display` impls (errors, give-up
 //! reasons), so the page says exactly what the CLI says.
 
-use stagger::{AttemptId, BrokerIndex, Command, GiveUpReason, TimerKind};
+use stagger::{AttemptId, BrokerIndex, CancelReason, Command, GiveUpReason, TimerKind};
 use stagger_sim::SimEvent;
 
 /// Display names for broker addresses: the host alone when every broker listens on the same
@@ -39,6 +39,20 @@ pub fn timer_name(kind: Option<TimerKind>) -> &'static str {
         Some(TimerKind::Backoff) => "backoff over: next pass",
         Some(TimerKind::Deadline) => "deadline",
         None => "periodic refresh",
+    }
+}
+
+/// What a cancel reason means, for the timeline's tooltips; [`CancelReason`]'s `Display` is
+/// its short form.
+pub fn cancel_help(reason: CancelReason) -> &'static str {
+    match reason {
+        CancelReason::Lost => "another attempt won",
+        CancelReason::TimedOut => "no answer before the attempt timeout",
+        CancelReason::Deadline => "the refresh's deadline passed",
+        CancelReason::Fatal => "another attempt hit a fatal error",
+        CancelReason::Superseded => "the throttle was full at a stagger tick: it made room for the next broker",
+        CancelReason::Rejected => "the broker answered, but with metadata that cannot win",
+        CancelReason::Overtaken => "another broker started answering while this one had said nothing",
     }
 }
 

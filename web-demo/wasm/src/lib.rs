@@ -1,5 +1,5 @@
 //! `stagger-demo`: the web demo's engine — the `stagger` core and its simulator compiled to
-//! WebAssembly, behind four JSON-in, JSON-out functions the page calls.
+//! WebAssembly, behind JSON-in, JSON-out functions the page calls.
 //!
 //! Why JSON strings and not JS objects: every type the page needs (`RefreshConfig`,
 //! `Scenario`, `Report`, `Trace`) is already serde, so one `serde_json` call per direction is
@@ -35,6 +35,36 @@ pub fn presets() -> String {
 #[wasm_bindgen]
 pub fn knobs() -> String {
     serde_json::to_string(stagger::knobs()).unwrap_or_else(|e| json!({ "error": e.to_string() }).to_string())
+}
+
+/// The core's words for the values the page shows, keyed by their serde names, so the page
+/// keeps no copy of them: `{"cancel_reasons": {name: {text, help}}, "timers": {name: text}}`
+/// (`text` is the core's `Display` or the timeline's label, `help` the tooltip).
+#[wasm_bindgen]
+pub fn vocabulary() -> String {
+    let cancel: serde_json::Map<String, Value> = stagger::CancelReason::ALL
+        .iter()
+        .map(|r| (r.name().to_string(), json!({ "text": r.to_string(), "help": describe::cancel_help(*r) })))
+        .collect();
+    let timers: serde_json::Map<String, Value> =
+        stagger::TimerKind::ALL.iter().map(|t| (t.name().to_string(), json!(describe::timer_name(Some(*t))))).collect();
+    json!({ "cancel_reasons": cancel, "timers": timers }).to_string()
+}
+
+/// An `AttemptError` (`{kind, detail}`) or a `GiveUpReason` in the core's words (its
+/// `Display`, as the CLI prints it); `what` is `"attempt_error"` or `"give_up_reason"`.
+/// Answers the text as a JSON string, or `{"error"}` for anything else.
+#[wasm_bindgen]
+pub fn describe(what: &str, value_json: &str) -> String {
+    let text = match what {
+        "attempt_error" => serde_json::from_str::<stagger::AttemptError>(value_json).map(|e| e.to_string()),
+        "give_up_reason" => serde_json::from_str::<stagger::GiveUpReason>(value_json).map(|r| r.to_string()),
+        other => return json!({ "error": format!("nothing called {other:?} to describe") }).to_string(),
+    };
+    match text {
+        Ok(text) => Value::from(text).to_string(),
+        Err(e) => json!({ "error": format!("{what}: {e}") }).to_string(),
+    }
 }
 
 /// Every refresh knob of a config as text (`{"fanout.jitter": "0.2", …}`), `null` where one

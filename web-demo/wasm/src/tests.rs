@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use stagger::RefreshConfig;
 use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 
-use super::{compare, knob_values, knobs, presets, replay, set_knobs, simulate, validate};
+use super::{compare, describe, knob_values, knobs, presets, replay, set_knobs, simulate, validate, vocabulary};
 
 fn parse(s: String) -> Value {
     serde_json::from_str(&s).expect("every answer is JSON")
@@ -195,7 +195,10 @@ fn junk_is_not_a_trace() {
 #[test]
 fn the_fixture_traces_replay_without_divergence() {
     // The first two come from the simulator (examples/make_fixtures.rs); the third was
-    // recorded by `stagger metadata --trace` against the bridge testbed (hung, down, 2 healthy).
+    // recorded by `stagger metadata --trace` against the bridge testbed (hung, down, 2 healthy)
+    // before attempt ids were written as `{epoch, number}`: its plain integer ids still read.
+    assert!(fixture("cli-hung-down-healthy.trace.json").contains("\"attempt\": 0"));
+    assert!(fixture("hung-refused-healthy.trace.json").contains("\"epoch\": 0"));
     for name in ["hung-refused-healthy.trace.json", "all-down-gives-up.trace.json", "cli-hung-down-healthy.trace.json"]
     {
         let answer = parse(replay(&fixture(name)));
@@ -222,4 +225,34 @@ fn compare_runs_every_seed_of_every_series() {
     let max = |s: &Value| s["ttm_us"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).max().unwrap();
     assert!(max(&series[0]) < 50_000, "adaptive {}", max(&series[0]));
     assert!(max(&series[1]) >= 10_000_000, "sequential {}", max(&series[1]));
+}
+
+#[test]
+fn the_vocabulary_is_the_cores_words_for_every_reason_and_timer() {
+    let v = parse(vocabulary());
+    for r in stagger::CancelReason::ALL {
+        let entry = &v["cancel_reasons"][r.name()];
+        assert_eq!(entry["text"], json!(r.to_string()), "{r:?}");
+        assert!(!entry["help"].as_str().unwrap().is_empty(), "{r:?} has a tooltip");
+    }
+    assert_eq!(v["cancel_reasons"]["timed_out"]["text"], json!("timed out"));
+    assert_eq!(v["cancel_reasons"].as_object().unwrap().len(), stagger::CancelReason::ALL.len());
+    assert_eq!(v["timers"].as_object().unwrap().len(), stagger::TimerKind::ALL.len());
+    assert_eq!(v["timers"]["stagger"], json!("stagger delay elapsed"));
+}
+
+#[test]
+fn describe_words_errors_and_give_up_reasons_as_the_core_displays_them() {
+    assert_eq!(
+        parse(describe("attempt_error", r#"{"kind": {"kind": "broker_error", "code": 3}, "detail": "x"}"#)),
+        json!("broker error 3 (UNKNOWN_TOPIC_OR_PARTITION): x")
+    );
+    assert_eq!(parse(describe("attempt_error", r#"{"kind": {"kind": "refused"}}"#)), json!("connection refused"));
+    assert_eq!(
+        parse(describe("give_up_reason", r#"{"all_failed": {"passes": 2}}"#)),
+        json!("every broker failed in 2 passes")
+    );
+    assert_eq!(parse(describe("give_up_reason", r#""deadline_exceeded""#)), json!("deadline exceeded"));
+    assert!(parse(describe("give_up_reason", "{}"))["error"].is_string());
+    assert!(parse(describe("metadata", "{}"))["error"].as_str().unwrap().contains("metadata"));
 }

@@ -85,7 +85,7 @@ export type GiveUpReason = { all_failed: { passes: number } } | "deadline_exceed
 export interface BrokerFailure { broker: number; address: string; attempts: number; last_error: AttemptError | null }
 /** The core's structured error: why, the last error, and every broker's last error. */
 export interface RefreshErrorInfo {
-  reason: GiveUpReason; last_error: [attempt: number, broker: number, error: AttemptError] | null; brokers: BrokerFailure[];
+  reason: GiveUpReason; last_error: [attempt: AttemptId, broker: number, error: AttemptError] | null; brokers: BrokerFailure[];
 }
 /** One broker of a failed refresh, by URL. */
 export interface BrokerSummary { url: string; address: string; attempts: number; kind: string | null; error: string | null }
@@ -94,19 +94,22 @@ export interface RefreshFailure extends Error { refreshError: RefreshErrorInfo; 
 /** What `refresh()` rejects with (or `validateConfig()` throws) for bad options (`name === "ConfigError"`). */
 export interface ConfigFailure extends Error { field: string; problem: string }
 
+/** One attempt: its refresh's epoch and its number within that refresh (two numbers, so no precision is
+ *  lost; compare both, e.g. by `${epoch}.${number}`). */
+export interface AttemptId { epoch: number; number: number }
 export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded" | "overtaken";
 export type TimerKind = "stagger" | "spread" | "attempt_timeout" | "backoff" | "deadline";
 export type Command =
-  | { connect: { attempt: number; broker: number } }
-  | { cancel: { attempt: number; reason: CancelReason } }
-  | { done: { attempt: number; broker: number; metadata: Metadata } }
+  | { connect: { attempt: AttemptId; broker: number } }
+  | { cancel: { attempt: AttemptId; reason: CancelReason } }
+  | { done: { attempt: AttemptId; broker: number; metadata: Metadata } }
   | { give_up: RefreshErrorInfo };
 export type Input =
-  | { connected: { attempt: number } }
+  | { connected: { attempt: AttemptId } }
   /** The broker's first answer on this attempt (ApiVersions, even an error one): it is alive. */
-  | { first_frame: { attempt: number } }
-  | { response: { attempt: number; metadata: Metadata } }
-  | { failed: { attempt: number; error: AttemptError } };
+  | { first_frame: { attempt: AttemptId } }
+  | { response: { attempt: AttemptId; metadata: Metadata } }
+  | { failed: { attempt: AttemptId; error: AttemptError } };
 /** Times: `at` in µs and `at_ms` in ms since the refresh started. `command`, `input` and
  *  `timeout` events are the core's trace events (plus `at_ms` and `url`). */
 export type RefreshEvent =
@@ -115,7 +118,7 @@ export type RefreshEvent =
   | { type: "command"; at: number; at_ms: number; command: Command; url?: string }
   | { type: "input"; at: number; at_ms: number; input: Input }
   | { type: "timeout"; at: number; at_ms: number; timer: TimerKind | null }
-  | { type: "abort"; at: number; at_ms: number; closed: number[] };
+  | { type: "abort"; at: number; at_ms: number; closed: AttemptId[] };
 "#;
 
 #[wasm_bindgen]
