@@ -89,9 +89,13 @@ impl KafkaAttempt {
         expected: Option<&BrokerIdentity>,
         plaintext: bool,
     ) -> KafkaAttempt {
+        let mut exchange = Exchange::with_identity(config, expected);
+        if config.sasl.is_some() {
+            exchange.set_sasl_nonce(&seeded_nonce(attempt));
+        }
         KafkaAttempt {
             attempt,
-            exchange: Exchange::with_identity(config, expected),
+            exchange,
             plaintext,
             head: [0; HEAD],
             received: 0,
@@ -100,6 +104,15 @@ impl KafkaAttempt {
             end: End::Running,
             metadata_version: None,
         }
+    }
+
+    /// Sets the SCRAM client nonce (see [`Exchange::set_sasl_nonce`]): adapters pass fresh
+    /// randomness. Without it the nonce comes from the core's [`crate::Rng`] seeded with the
+    /// attempt id: unique per attempt of a cluster, but predictable.
+    #[must_use]
+    pub fn with_sasl_nonce(mut self, nonce: &super::sasl::Nonce) -> KafkaAttempt {
+        self.exchange.set_sasl_nonce(nonce);
+        self
     }
 
     /// The transport is up: `Input::Connected` is due. An adapter whose transport comes up in
@@ -211,6 +224,17 @@ impl KafkaAttempt {
             ),
         )
     }
+}
+
+/// A nonce from the core's PRNG seeded with the attempt id.
+fn seeded_nonce(attempt: AttemptId) -> super::sasl::Nonce {
+    let mut rng = crate::Rng::new(attempt.0 ^ 0x5343_5241_4d00_0000);
+    let mut nonce = [0; 18];
+    for chunk in nonce.chunks_mut(8) {
+        let bytes = rng.next_u64().to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    nonce
 }
 
 /// Whether `head` starts like a TLS record: an alert (21) or handshake (22) content type,

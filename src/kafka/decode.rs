@@ -6,7 +6,10 @@ use alloc::format;
 use alloc::string::String;
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, MetadataRequest, MetadataResponse, ResponseHeader};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, MetadataRequest, MetadataResponse, ResponseHeader, SaslAuthenticateResponse,
+    SaslHandshakeResponse,
+};
 use kafka_protocol::protocol::{Decodable, HeaderVersion, Message, VersionRange};
 
 use super::{api_versions_v5, convert, guard};
@@ -58,6 +61,28 @@ pub(super) fn read_metadata(
     read_header(&mut frame, MetadataResponse::header_version(version), correlation_id, "Metadata")?;
     let response: MetadataResponse = read_body(frame, version, budget, "Metadata", guard::check_metadata)?;
     convert::metadata_from_response(response)
+}
+
+/// Decodes a SaslHandshake response frame.
+pub(super) fn read_sasl_handshake(
+    mut frame: Bytes,
+    correlation_id: i32,
+    version: i16,
+    budget: usize,
+) -> Result<SaslHandshakeResponse, AttemptError> {
+    read_header(&mut frame, SaslHandshakeResponse::header_version(version), correlation_id, "SaslHandshake")?;
+    read_body(frame, version, budget, "SaslHandshake", guard::check_sasl_handshake)
+}
+
+/// Decodes a SaslAuthenticate response frame.
+pub(super) fn read_sasl_authenticate(
+    mut frame: Bytes,
+    correlation_id: i32,
+    version: i16,
+    budget: usize,
+) -> Result<SaslAuthenticateResponse, AttemptError> {
+    read_header(&mut frame, SaslAuthenticateResponse::header_version(version), correlation_id, "SaslAuthenticate")?;
+    read_body(frame, version, budget, "SaslAuthenticate", guard::check_sasl_authenticate)
 }
 
 /// Decodes the response header and checks it answers the request we sent.

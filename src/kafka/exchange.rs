@@ -4,6 +4,10 @@
 //! as v5 carrying it, Kafka 4.4's cluster check (KIP-1242); a broker that predates v5 answers
 //! UNSUPPORTED_VERSION and the exchange goes on with v3, then checks the cluster id of the
 //! Metadata answer itself.
+//!
+//! With SASL configured ([`ExchangeConfig::sasl`]), the exchange authenticates between the
+//! two (see `authenticate.rs`): ApiVersions, SaslHandshake, SaslAuthenticate until the
+//! mechanism is done, Metadata.
 
 use alloc::format;
 use alloc::string::String;
@@ -17,10 +21,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
 
 use super::decode::{
-    negotiate_metadata_version, protocol_error, read_api_versions, read_metadata, REBOOTSTRAP_REQUIRED,
-    UNSUPPORTED_VERSION,
+    negotiate_metadata_version, protocol_error, read_api_versions, read_metadata, read_sasl_authenticate,
+    read_sasl_handshake, REBOOTSTRAP_REQUIRED, UNSUPPORTED_VERSION,
 };
 use super::frame::{encode_frame, FrameDecoder};
+use super::sasl::{Conversation, Nonce};
 use super::{api_versions_v5, ExchangeConfig};
 use crate::brokers::BrokerIdentity;
 use crate::error::{AttemptError, ErrorKind};
@@ -34,6 +39,8 @@ const API_VERSIONS_FALLBACK: i16 = 0;
 const SOFTWARE_NAME: &str = "stagger";
 /// Reported alongside [`SOFTWARE_NAME`].
 const SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The SCRAM nonce until an adapter sets one ([`Exchange::set_sasl_nonce`]).
+const DEFAULT_NONCE: Nonce = *b"stagger-scram-none";
 
 /// One connection's conversation with one broker, from connect to `Metadata` or an error.
 ///
@@ -75,6 +82,10 @@ pub struct Exchange {
     answered: bool,
     /// The outcome, until taken.
     outcome: Option<Result<Metadata, AttemptError>>,
+    /// The SASL conversation, when the config asks for one.
+    sasl: Option<Conversation>,
+    /// The SaslAuthenticate version both sides speak, once ApiVersions said.
+    sasl_authenticate_version: i16,
 }
 
 /// A request sent (or ready to send) whose response has not arrived yet.
@@ -88,6 +99,8 @@ struct InFlight {
 #[derive(Clone, Copy, Debug)]
 enum Awaiting {
     ApiVersions { version: i16 },
+    SaslHandshake { version: i16 },
+    SaslAuthenticate { version: i16 },
     Metadata { version: i16 },
 }
 
@@ -126,9 +139,21 @@ impl Exchange {
             finished: false,
             answered: false,
             outcome: None,
+            sasl: config.sasl.as_ref().map(|sasl| Conversation::new(sasl, &DEFAULT_NONCE)),
+            sasl_authenticate_version: 0,
         };
         exchange.send_api_versions(first);
         exchange
+    }
+
+    /// Sets the SCRAM client nonce: fresh randomness from the adapter (an OS source, the
+    /// browser's `crypto`), or the core's seeded [`crate::Rng`] where a run must repeat.
+    /// Call before the first bytes are handled; without it the nonce is a constant, which
+    /// SCRAM tolerates (the broker's half of the nonce is fresh) but should not be relied on.
+    pub fn set_sasl_nonce(&mut self, nonce: &Nonce) {
+        if let Some(sasl) = &mut self.sasl {
+            sasl.set_nonce(nonce);
+        }
     }
 
     /// Next complete length-prefixed request frame to write, if any.
@@ -165,15 +190,25 @@ impl Exchange {
         if self.finished {
             return;
         }
-        let waiting_for = match self.in_flight.map(|f| f.awaiting) {
+        let awaiting = self.in_flight.map(|f| f.awaiting);
+        let waiting_for = match awaiting {
             Some(Awaiting::ApiVersions { .. }) => "the ApiVersions response",
+            Some(Awaiting::SaslHandshake { .. }) => "the SaslHandshake response",
+            Some(Awaiting::SaslAuthenticate { .. }) => "the SaslAuthenticate response",
             Some(Awaiting::Metadata { .. }) => "the Metadata response",
             None => "a response",
         };
-        let detail = match self.frames.partial() {
+        let mut detail = match self.frames.partial() {
             Some(partial) => format!("closed mid-frame while waiting for {waiting_for} ({partial})"),
             None => format!("closed while waiting for {waiting_for}"),
         };
+        if matches!(awaiting, Some(Awaiting::Metadata { .. })) && self.sasl.is_none() && self.frames.partial().is_none() {
+            // A SASL listener answers ApiVersions, then hangs up on anything but SaslHandshake.
+            detail.push_str(
+                ": a broker whose listener requires SASL closes the connection this way; if it does, configure \
+                 SASL (security.protocol=SASL_PLAINTEXT or SASL_SSL, and a mechanism)",
+            );
+        }
         self.finish(Err(AttemptError::with_detail(ErrorKind::Closed, detail)));
     }
 
@@ -216,6 +251,14 @@ impl Exchange {
         let result = match awaiting {
             Awaiting::ApiVersions { version } => read_api_versions(frame, correlation_id, version, self.max_frame_size)
                 .and_then(|response| self.on_api_versions(&response, version)),
+            Awaiting::SaslHandshake { version } => {
+                read_sasl_handshake(frame, correlation_id, version, self.max_frame_size)
+                    .and_then(|response| self.on_sasl_handshake(&response))
+            }
+            Awaiting::SaslAuthenticate { version } => {
+                read_sasl_authenticate(frame, correlation_id, version, self.max_frame_size)
+                    .and_then(|response| self.on_sasl_authenticate(&response))
+            }
             Awaiting::Metadata { version } => read_metadata(frame, correlation_id, version, self.max_frame_size)
                 .and_then(|metadata| self.check_cluster(metadata))
                 .map(|metadata| self.finish(Ok(metadata))),
@@ -231,7 +274,12 @@ impl Exchange {
                 let metadata_version = negotiate_metadata_version(response)?;
                 self.metadata_version = Some(metadata_version);
                 self.checked_by_broker = version == api_versions_v5::VERSION;
-                self.send_metadata(metadata_version);
+                if self.sasl.is_some() {
+                    self.sasl_authenticate_version = negotiate_sasl_authenticate_version(response)?;
+                    self.send_sasl_handshake();
+                } else {
+                    self.send_metadata(metadata_version);
+                }
                 Ok(())
             }
             UNSUPPORTED_VERSION if version != API_VERSIONS_FALLBACK => {
@@ -370,6 +418,9 @@ impl Exchange {
         }
     }
 }
+
+mod authenticate;
+use authenticate::negotiate_sasl_authenticate_version;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -64,6 +64,38 @@ pub(crate) fn check_api_versions(body: &[u8], version: i16, budget: usize) -> Re
     Ok(())
 }
 
+/// Checks a SaslHandshake response body (v0 and v1 share it): the mechanisms list is an
+/// array of strings the decoder pre-sizes.
+pub(crate) fn check_sasl_handshake(body: &[u8], _version: i16, budget: usize) -> Result<(), String> {
+    let mut w = Walker { rest: body, flexible: false, budget };
+    w.skip(2)?; // error_code
+    for _ in 0..w.array_len("mechanisms", size_of::<kafka_protocol::protocol::StrBytes>())? {
+        w.string()?;
+    }
+    Ok(())
+}
+
+/// Checks a SaslAuthenticate response body: no arrays, but its strings and bytes must be
+/// there before the decoder slices them.
+pub(crate) fn check_sasl_authenticate(body: &[u8], version: i16, budget: usize) -> Result<(), String> {
+    let mut w = Walker { rest: body, flexible: version >= 2, budget };
+    w.skip(2)?; // error_code
+    w.string()?; // error_message
+    if w.flexible {
+        match w.uvarint()? {
+            0 => return Err(String::from("auth_bytes: null")),
+            n => w.skip_u32(n - 1)?,
+        }
+    } else {
+        let n = i32::from_be_bytes(w.bytes()?);
+        w.skip(usize::try_from(n).map_err(|_| format!("auth_bytes length {n}"))?)?;
+    }
+    if version >= 1 {
+        w.skip(8)?; // session_lifetime_ms
+    }
+    w.tagged_fields()
+}
+
 /// Checks a Metadata response body (after its header) of `version`.
 pub(crate) fn check_metadata(body: &[u8], version: i16, budget: usize) -> Result<(), String> {
     let mut w = Walker { rest: body, flexible: version >= 9, budget };

@@ -39,6 +39,7 @@ mod decode;
 mod exchange;
 mod frame;
 mod guard;
+pub mod sasl;
 pub mod validate;
 
 pub use attempt::KafkaAttempt;
@@ -63,11 +64,19 @@ pub struct ExchangeConfig {
     /// Largest response frame accepted, in bytes; larger (or negative) length prefixes fail
     /// the attempt with `ErrorKind::FrameTooLarge` before anything is allocated for them.
     pub max_frame_size: usize,
+    /// How to authenticate after ApiVersions; `None` for a listener without SASL.
+    pub sasl: Option<sasl::Sasl>,
 }
 
 impl Default for ExchangeConfig {
-    /// Client id `stagger`, all topics, [`DEFAULT_MAX_FRAME_SIZE`]: what a metadata lister wants.
+    /// Client id `stagger`, all topics, [`DEFAULT_MAX_FRAME_SIZE`], no SASL: what a metadata
+    /// lister wants.
     fn default() -> Self {
-        ExchangeConfig { client_id: String::from("stagger"), topics: None, max_frame_size: DEFAULT_MAX_FRAME_SIZE }
+        ExchangeConfig {
+            client_id: String::from("stagger"),
+            topics: None,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            sasl: None,
+        }
     }
 }

@@ -171,7 +171,8 @@ impl Attempt {
     /// Starts the conversation on `transport`. The core hears `Connected` now: for a fresh
     /// connection that is the TCP handshake (before any TLS), the handshake the core times.
     fn open(&mut self, ctx: &Context, mut transport: Transport, registry: &Registry, buf: &mut [u8], step: &mut Step) {
-        let mut kafka = KafkaAttempt::new(self.id, &ctx.exchange, self.expected.as_ref(), transport.is_plaintext());
+        let mut kafka = KafkaAttempt::new(self.id, &ctx.exchange, self.expected.as_ref(), transport.is_plaintext())
+            ;
         kafka.handle_connected();
         if let Err(e) = registry.register(transport.socket(), self.token, Interest::READABLE | Interest::WRITABLE) {
             kafka.handle_error(AttemptError::with_detail(ErrorKind::Io, format!("poll registration: {e}")));
@@ -266,4 +267,15 @@ fn io_error(transport: &Transport, e: &io::Error) -> AttemptError {
         _ => ErrorKind::Io,
     };
     AttemptError::with_detail(kind, e.to_string())
+}
+
+/// Gives the attempt a SCRAM client nonce from the operating system's randomness. Should
+/// the OS source fail (it does not on supported systems), the core's attempt-seeded nonce
+/// stays in place.
+fn with_fresh_nonce(kafka: KafkaAttempt) -> KafkaAttempt {
+    let mut nonce = [0; 18];
+    match getrandom::getrandom(&mut nonce) {
+        Ok(()) => kafka.with_sasl_nonce(&nonce),
+        Err(_) => kafka,
+    }
 }

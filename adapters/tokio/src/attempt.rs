@@ -255,7 +255,7 @@ impl Conversation {
         expected: Option<&BrokerIdentity>,
     ) -> Self {
         let plaintext = matches!(transport, Transport::Tcp(_));
-        let kafka = KafkaAttempt::new(attempt, config, expected, plaintext);
+        let kafka = with_fresh_nonce(KafkaAttempt::new(attempt, config, expected, plaintext));
         Conversation { transport, kafka, buf: vec![0u8; READ_BUFFER] }
     }
 
@@ -348,6 +348,18 @@ fn is_tls_error(e: &io::Error) -> bool {
 #[cfg(not(feature = "tls"))]
 fn is_tls_error(_e: &io::Error) -> bool {
     false
+}
+
+
+/// Gives the attempt a SCRAM client nonce from the operating system's randomness. Should
+/// the OS source fail (it does not on supported systems), the core's attempt-seeded nonce
+/// stays in place.
+fn with_fresh_nonce(kafka: KafkaAttempt) -> KafkaAttempt {
+    let mut nonce = [0; 18];
+    match getrandom::getrandom(&mut nonce) {
+        Ok(()) => kafka.with_sasl_nonce(&nonce),
+        Err(_) => kafka,
+    }
 }
 
 #[cfg(test)]

@@ -196,7 +196,7 @@ fn exchange_can_move_between_threads() {
 
 /// Feeds `chunks`, then checks the exchange is either finished with one outcome or still
 /// waiting with none, and that EOF always finishes it.
-fn feed_and_check(mut exchange: Exchange, chunks: &[Vec<u8>]) -> Result<(), TestCaseError> {
+pub(super) fn feed_and_check(mut exchange: Exchange, chunks: &[Vec<u8>]) -> Result<(), TestCaseError> {
     for chunk in chunks {
         exchange.handle_bytes(chunk);
     }
@@ -213,7 +213,7 @@ fn feed_and_check(mut exchange: Exchange, chunks: &[Vec<u8>]) -> Result<(), Test
 }
 
 /// Splits `stream` at the given (unsorted, possibly out-of-range) points.
-fn split(stream: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+pub(super) fn split(stream: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
     cuts.sort_unstable();
     let mut chunks = Vec::new();
