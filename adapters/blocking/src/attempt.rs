@@ -171,8 +171,8 @@ impl Attempt {
     /// Starts the conversation on `transport`. The core hears `Connected` now: for a fresh
     /// connection that is the TCP handshake (before any TLS), the handshake the core times.
     fn open(&mut self, ctx: &Context, mut transport: Transport, registry: &Registry, buf: &mut [u8], step: &mut Step) {
-        let mut kafka = KafkaAttempt::new(self.id, &ctx.exchange, self.expected.as_ref(), transport.is_plaintext())
-            ;
+        let plaintext = transport.is_plaintext();
+        let mut kafka = with_fresh_nonce(KafkaAttempt::new(self.id, &ctx.exchange, self.expected.as_ref(), plaintext));
         kafka.handle_connected();
         if let Err(e) = registry.register(transport.socket(), self.token, Interest::READABLE | Interest::WRITABLE) {
             kafka.handle_error(AttemptError::with_detail(ErrorKind::Io, format!("poll registration: {e}")));
