@@ -12,7 +12,8 @@
 # The broker's jars come from Maven (testing/kafka/pom.xml, cached in Maven's local
 # repository). --base-port auto picks a free block of ports. Node i (1-based) listens on base+10(i-1) + 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT,
 # 3 SASL_SSL, 4 CONTROLLER. SASL mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are enabled
-# for the user `stagger` with the password `stagger-secret`; TLS uses a CA generated under DIR.
+# for the user `stagger` with the password `stagger-secret`, and on SASL_PLAINTEXT also
+# OAUTHBEARER with unsecured JWTs (Kafka's test validator); TLS uses a CA generated under DIR.
 # A watchdog stops the cluster after --lifetime seconds (default 1800), or as soon as the
 # process --owner names has exited, so nothing lingers when a test run dies.
 # --advertise-plaintext makes node i advertise Ai instead of its own PLAINTEXT address (a test
@@ -146,6 +147,8 @@ write_properties() { # write_properties NODE
   fi
   local plain="org.apache.kafka.common.security.plain.PlainLoginModule required user_$sasl_user=\"$sasl_password\";"
   local scram="org.apache.kafka.common.security.scram.ScramLoginModule required;"
+  # OAUTHBEARER (SASL_PLAINTEXT only) validates unsecured JWTs: {"alg":"none"}, a `sub` and an `exp`.
+  local oauth="org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"$sasl_user\";"
   mkdir -p "$dir/node-$i"
   cat >"$dir/node-$i/server.properties" <<EOF
 process.roles=broker,controller
@@ -182,6 +185,9 @@ listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=$scram
 listener.name.sasl_ssl.plain.sasl.jaas.config=$plain
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=$scram
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$scram
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
+listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=$oauth
+listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler
 EOF
 }
 

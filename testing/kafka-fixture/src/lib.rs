@@ -38,6 +38,8 @@ pub const DEFAULT_VERSION: &str = "4.4.0";
 pub const OLDER_VERSION: &str = "3.9.1";
 /// The SASL user `scripts/kafka.sh` creates on every cluster.
 pub const SASL_USERNAME: &str = "stagger";
+/// That user's password (PLAIN and SCRAM alike).
+pub const SASL_PASSWORD: &str = "stagger-secret";
 
 /// What cluster to start.
 #[derive(Clone, Debug)]
