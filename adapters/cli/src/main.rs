@@ -198,7 +198,7 @@ async fn metadata(args: MetadataArgs) -> Result<(), Failure> {
     let tls = (args.tls || args.ca.is_some()).then(|| TlsOptions { ca_file: args.ca.clone(), ..TlsOptions::default() });
     let exchange =
         ExchangeConfig { topics: (!args.topics.is_empty()).then(|| args.topics.clone()), ..ExchangeConfig::default() };
-    let options = RefreshOptions { config, exchange, tls, record_trace: args.trace.is_some() };
+    let options = RefreshOptions { config, exchange, tls, record_trace: args.trace.is_some(), ..RefreshOptions::default() };
     let view = LiveView::new(&args.brokers, live_enabled(args.json));
     let result = with_live_view(view, |observer| stagger_tokio::refresh_with(&options, &args.brokers, observer)).await;
     let trace = match &result {

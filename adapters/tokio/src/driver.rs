@@ -44,7 +44,11 @@ pub async fn refresh_with(
 ) -> Result<RefreshOutcome, Error> {
     let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
     validate::seeds(&book)?;
-    validate::exchange(&options.exchange)?;
+    let exchange = match &options.oauth_token {
+        Some(source) => source.apply(&options.exchange)?,
+        None => options.exchange.clone(),
+    };
+    validate::exchange(&exchange)?;
     let tls = tls::connector(options.tls.as_ref())?;
     let clock = Clock::start();
     let mut at = clock.now();
@@ -53,7 +57,7 @@ pub async fn refresh_with(
     } else {
         Core::Plain(Box::new(Refresh::new(&options.config, &book, at)?))
     };
-    let mut attempts = AttemptSet::new(AttemptContext { exchange: options.exchange.clone(), tls });
+    let mut attempts = AttemptSet::new(AttemptContext { exchange, tls });
     let mut ledger = Ledger::new(at);
     // The input fed by the last call, and the Metadata version of the last answer.
     let mut fed: Option<(AttemptId, Reported, InputOutcome)> = None;

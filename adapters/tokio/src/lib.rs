@@ -38,7 +38,7 @@ mod transport;
 pub use client::{Client, ClientOptions};
 pub use driver::{refresh, refresh_with};
 pub use error::Error;
-pub use options::{ClientCert, RefreshOptions, TlsOptions};
+pub use options::{ClientCert, RefreshOptions, TlsOptions, TokenSource};
 pub use report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome, RefreshReport};
 pub use stagger::ClientStats;
 

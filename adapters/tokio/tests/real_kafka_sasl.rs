@@ -12,7 +12,7 @@ use stagger::{ErrorKind, GiveUpReason, RefreshConfig};
 use stagger_kafka_fixture::{KafkaCluster, SASL_PASSWORD, SASL_USERNAME};
 use stagger_test_faults::bounded;
 use stagger_test_faults::fake::{FakeBroker, Script};
-use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions, TlsOptions};
+use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions, TlsOptions, TokenSource};
 
 const PASSWORD_MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 
@@ -24,6 +24,7 @@ fn options(sasl: Option<Sasl>, tls: Option<&KafkaCluster>) -> RefreshOptions {
         exchange: ExchangeConfig { sasl, ..ExchangeConfig::default() },
         tls: tls.map(|k| TlsOptions { ca_file: Some(k.ca()), ..TlsOptions::default() }),
         record_trace: true,
+        oauth_token: None,
     }
 }
 
@@ -89,6 +90,17 @@ async fn every_mechanism_authenticates_over_sasl_plaintext_and_sasl_ssl() {
         let outcome = result.unwrap_or_else(|e| panic!("OAUTHBEARER over SASL_PLAINTEXT: {e}"));
         assert_eq!(outcome.metadata.cluster_id.as_deref(), Some(kafka.cluster_id()));
         assert!(!written.contains(&token), "the token was written");
+
+        // A token source is asked as the refresh starts; its failure stops it before any broker.
+        let mut with_source = options(None, None);
+        with_source.oauth_token = Some(TokenSource::new(|| Ok(unsecured_jwt())));
+        let (result, _) = run(&with_source, &kafka.sasl_plaintext()).await;
+        result.expect("a token from the source");
+        with_source.oauth_token = Some(TokenSource::new(|| Err(String::from("the identity provider is down"))));
+        let (result, _) = run(&with_source, &kafka.sasl_plaintext()).await;
+        let error = result.expect_err("no token");
+        assert!(matches!(&error, Error::Config(e) if e.field == "sasl.oauthbearer.token"), "{error}");
+        assert!(error.to_string().contains("the identity provider is down"), "{error}");
     })
     .await;
 }
