@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Real Apache Kafka (scripts/kafka.sh): one 3-broker cluster for the whole `cargo test` run,
+# Real Apache Kafka (scripts/kafka.sh): one 3-broker cluster for `cargo test` and the browser tests,
 # found by the tests through STAGGER_KAFKA_DIR and stopped right after (or by its watchdog,
 # should this script die). Tests that stop, kill or re-point brokers start their own.
 if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
@@ -15,10 +15,6 @@ else
   echo "test.sh: Java 17+ and Maven are missing, so the real-Kafka tests are skipped (each says why with --nocapture)" >&2
 fi
 cargo test --workspace
-if [ -n "${STAGGER_KAFKA_DIR:-}" ]; then
-  bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"
-  trap - EXIT
-fi
 # The core's scenario tests and the browser adapter's JS API, compiled to wasm32 and run by
 # wasm-bindgen-test in Node.
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
@@ -28,6 +24,11 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 bash adapters/browser/build.sh
 cargo build -p stagger-bridge --example testbed
 (cd adapters/browser && node --test tests/)
+# The browser tests authenticate to the real cluster too; it is not needed after them.
+if [ -n "${STAGGER_KAFKA_DIR:-}" ]; then
+  bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"
+  trap - EXIT
+fi
 # Web demo: build the static site (web-demo/dist), then drive it in headless Chromium.
 bash web-demo/build.sh
 (cd web-demo && node --test tests/)

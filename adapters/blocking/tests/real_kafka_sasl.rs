@@ -12,7 +12,11 @@ fn options(mechanism: &str, password: &str) -> RefreshOptions {
     let mut config = RefreshConfig::default();
     config.retry.retries = 0;
     let sasl = Sasl::from_parts(mechanism, SASL_USERNAME, Secret::new(password));
-    RefreshOptions { config, exchange: ExchangeConfig { sasl, ..ExchangeConfig::default() }, ..RefreshOptions::default() }
+    RefreshOptions {
+        config,
+        exchange: ExchangeConfig { sasl, ..ExchangeConfig::default() },
+        ..RefreshOptions::default()
+    }
 }
 
 #[test]
@@ -22,14 +26,21 @@ fn scram_and_plain_authenticate_and_a_wrong_password_is_fatal() {
     let cluster_id = kafka.cluster_id().to_string();
     bounded_blocking(move || {
         for mechanism in ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] {
-            let outcome = refresh_with(&options(mechanism, SASL_PASSWORD), &seeds)
-                .unwrap_or_else(|e| panic!("{mechanism}: {e}"));
+            let outcome =
+                refresh_with(&options(mechanism, SASL_PASSWORD), &seeds).unwrap_or_else(|e| panic!("{mechanism}: {e}"));
             assert_eq!(outcome.metadata.cluster_id.as_deref(), Some(cluster_id.as_str()), "{mechanism}");
         }
-        let error = refresh_with(&options("SCRAM-SHA-512", "not-the-stagger-secret"), &seeds).expect_err("a wrong password");
+        let error =
+            refresh_with(&options("SCRAM-SHA-512", "not-the-stagger-secret"), &seeds).expect_err("a wrong password");
         let Error::Refresh { error: refresh, .. } = &error else { panic!("{error}") };
         assert_eq!(refresh.reason, GiveUpReason::Fatal);
-        assert!(matches!(refresh.last_error.as_ref().map(|(_, _, e)| e.kind), Some(ErrorKind::BrokerError(58))), "{error}");
-        assert!(!format!("{error} {error:?}").contains("not-the-stagger-secret"), "the password is not written: {error}");
+        assert!(
+            matches!(refresh.last_error.as_ref().map(|(_, _, e)| e.kind), Some(ErrorKind::BrokerError(58))),
+            "{error}"
+        );
+        assert!(
+            !format!("{error} {error:?}").contains("not-the-stagger-secret"),
+            "the password is not written: {error}"
+        );
     });
 }

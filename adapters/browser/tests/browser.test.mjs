@@ -385,3 +385,62 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
     await bed.stop();
   }
 });
+
+/** The real Kafka cluster of this test run (scripts/test.sh starts it), as `cluster.env`'s
+ *  assignments; `null` when there is none and the run does not require one. */
+function realKafka() {
+  const dir = process.env.STAGGER_KAFKA_DIR;
+  if (!dir || !existsSync(join(dir, "cluster.env"))) {
+    assert.ok(!process.env.STAGGER_REQUIRE_KAFKA, "STAGGER_REQUIRE_KAFKA is set but no cluster runs (STAGGER_KAFKA_DIR)");
+    return null;
+  }
+  const lines = readFileSync(join(dir, "cluster.env"), "utf8").split("\n").filter((l) => l.includes("="));
+  return Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+}
+
+/** `stagger bridge` (the CLI's, built here) from a free port to `target`; resolves once it listens. */
+async function stagger_bridge(target) {
+  const out = spawnSync("cargo", ["build", "-q", "-p", "stagger-cli", "--message-format=json-render-diagnostics"],
+    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 64 << 20 });
+  assert.equal(out.status, 0, "cargo build of the stagger CLI failed");
+  const binary = out.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+    .find((m) => m.reason === "compiler-artifact" && m.target?.name === "stagger" && m.executable)?.executable;
+  assert.ok(binary, "cargo reported no stagger executable");
+  const port = await freePort();
+  const child = spawn(binary, ["bridge", "--listen", `127.0.0.1:${port}`, "--to", target], { stdio: ["ignore", "pipe", "inherit"] });
+  const line = await new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`stagger bridge exited with ${code}`)));
+  });
+  assert.match(line, /^bridging ws:\/\/127\.0\.0\.1:\d+ -> /);
+  return { url: `ws://127.0.0.1:${port}`, child };
+}
+
+const kafka = realKafka();
+
+test("authenticates with SCRAM-SHA-512 through the bridge to real Kafka's SASL_PLAINTEXT listener", { timeout: TEST_TIMEOUT, skip: kafka ? false : "no real Kafka cluster in this run (scripts/test.sh starts one)" }, async () => {
+  const target = kafka.KAFKA_SASL_PLAINTEXT.split(",")[0];
+  const bridge = await stagger_bridge(target);
+  try {
+    const sasl = { mechanism: "SCRAM-SHA-512", username: kafka.KAFKA_SASL_USERNAME, password: kafka.KAFKA_SASL_PASSWORD };
+    const run = await page.evaluate((o) => window.run(o), { bootstrap: [bridge.url], sasl });
+    assert.ok(run.ok, `SCRAM through the bridge failed: ${JSON.stringify(run.error)}`);
+    assert.equal(run.metadata.cluster_id, kafka.KAFKA_CLUSTER_ID);
+    assert.deepEqual(run.metadata.brokers.map((b) => `${b.host}:${b.port}`).sort(), kafka.KAFKA_SASL_PLAINTEXT.split(",").sort(),
+      "the SASL listener advertises itself");
+    assert.ok(!JSON.stringify(run).includes(kafka.KAFKA_SASL_PASSWORD), "the password is in no event");
+
+    const wrong = "not-the-stagger-secret";
+    const refused = await page.evaluate((o) => window.run(o), { bootstrap: [bridge.url], sasl: { ...sasl, password: wrong } });
+    assert.ok(!refused.ok, "a wrong password is refused");
+    assert.match(refused.error.message, /SASL_AUTHENTICATION_FAILED/);
+    assert.match(refused.error.message, /SCRAM-SHA-512/);
+    assert.ok(!JSON.stringify(refused).includes(wrong), "the wrong password is in no event or error");
+
+    const bad = await page.evaluate((o) => window.run(o), { bootstrap: [bridge.url], sasl: { mechanism: "GSSAPI", username: "u", password: "p" } });
+    assert.equal(bad.error.name, "ConfigError");
+    assert.equal(bad.error.field, "sasl.mechanism");
+  } finally {
+    bridge.child.kill();
+  }
+});

@@ -62,7 +62,8 @@ fn everything_written(result: &Result<stagger_tokio::RefreshOutcome, Error>, eve
 
 async fn run(options: &RefreshOptions, seeds: &[String]) -> (Result<stagger_tokio::RefreshOutcome, Error>, String) {
     let mut events = Vec::new();
-    let result = refresh_with(options, seeds, |e| events.push(format!("{e:?} {}", serde_json::to_string(e).unwrap()))).await;
+    let result =
+        refresh_with(options, seeds, |e| events.push(format!("{e:?} {}", serde_json::to_string(e).unwrap()))).await;
     let written = everything_written(&result, &events);
     (result, written)
 }
@@ -71,7 +72,9 @@ async fn run(options: &RefreshOptions, seeds: &[String]) -> (Result<stagger_toki
 async fn every_mechanism_authenticates_over_sasl_plaintext_and_sasl_ssl() {
     let Some(kafka) = KafkaCluster::shared() else { return };
     bounded(async {
-        for (listener, seeds, tls) in [("SASL_PLAINTEXT", kafka.sasl_plaintext(), None), ("SASL_SSL", kafka.sasl_ssl(), Some(kafka))] {
+        for (listener, seeds, tls) in
+            [("SASL_PLAINTEXT", kafka.sasl_plaintext(), None), ("SASL_SSL", kafka.sasl_ssl(), Some(kafka))]
+        {
             for mechanism in PASSWORD_MECHANISMS {
                 let (result, written) = run(&options(Some(login(mechanism, SASL_PASSWORD)), tls), &seeds).await;
                 let outcome = result.unwrap_or_else(|e| panic!("{mechanism} over {listener}: {e}"));
@@ -115,14 +118,19 @@ async fn a_wrong_password_is_fatal_at_once_and_names_mechanism_and_user_but_not_
             let error = result.expect_err("a wrong password");
             let Error::Refresh { error: refresh, attempts, .. } = &error else { panic!("{error}") };
             assert_eq!(refresh.reason, GiveUpReason::Fatal, "{mechanism}: {error}");
-            let failed: Vec<_> =
-                attempts.iter().filter_map(|a| if let AttemptOutcome::Failed(e) = &a.outcome { Some(e) } else { None }).collect();
+            let failed: Vec<_> = attempts
+                .iter()
+                .filter_map(|a| if let AttemptOutcome::Failed(e) = &a.outcome { Some(e) } else { None })
+                .collect();
             assert_eq!(failed.len(), 1, "{mechanism}: the first refusal stops the refresh: {attempts:?}");
             assert_eq!(failed[0].kind, ErrorKind::BrokerError(58), "{mechanism}: {}", failed[0]);
             let text = error.to_string();
             assert!(text.contains("SASL_AUTHENTICATION_FAILED") && text.contains(mechanism), "{text}");
             assert!(text.contains(&format!("{SASL_USERNAME:?}")), "the user is named: {text}");
-            assert!(!written.contains(wrong) && !written.contains(SASL_PASSWORD), "{mechanism}: a password was written");
+            assert!(
+                !written.contains(wrong) && !written.contains(SASL_PASSWORD),
+                "{mechanism}: a password was written"
+            );
         }
         let bad_token = Sasl::OAuthBearer { token: Secret::new("bm90.YQ.") };
         let (result, written) = run(&options(Some(bad_token), None), &kafka.sasl_plaintext()).await;

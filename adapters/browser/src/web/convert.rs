@@ -1,8 +1,9 @@
 //! Rust values to JS values and back: serde through `serde-wasm-bindgen`, and the error
 //! objects the promise rejects with.
 
-use js_sys::{Array, Reflect, JSON};
+use js_sys::{Array, Function, Reflect, JSON};
 use serde::Serialize;
+use stagger::kafka::sasl::{Sasl, Secret, MECHANISMS};
 use stagger::{ConfigError, RefreshConfig, RefreshError};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
@@ -59,6 +60,50 @@ pub(crate) fn string_list(value: &JsValue, field: &'static str) -> Result<Option
 }
 
 /// `Error` named `ConfigError`, with `field` and `problem`.
+/// Reads `refresh()`'s `sasl` option: `{ mechanism, username, password }`, or
+/// `{ mechanism: "OAUTHBEARER", token }` where `token` is a string or a function returning
+/// one (called as the refresh starts, for tokens that expire). Absent or null: no SASL.
+pub(crate) fn sasl_from_js(value: &JsValue) -> Result<Option<Sasl>, ConfigError> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    if !value.is_object() {
+        return Err(bad("sasl", "must be an object like { mechanism: \"SCRAM-SHA-512\", username, password }"));
+    }
+    let get = |key: &str| Reflect::get(value, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED);
+    let text = |key: &'static str, field: &'static str| -> Result<Option<String>, ConfigError> {
+        match get(key) {
+            v if v.is_undefined() || v.is_null() => Ok(None),
+            v => v.as_string().map(Some).ok_or_else(|| bad(field, "must be a string")),
+        }
+    };
+    let mechanism = text("mechanism", "sasl.mechanism")?
+        .ok_or_else(|| bad("sasl.mechanism", format!("is required: one of {}", MECHANISMS.join(", "))))?;
+    let secret = if mechanism.eq_ignore_ascii_case("OAUTHBEARER") {
+        let token = match get("token") {
+            f if f.is_function() => {
+                let answer = f.unchecked_into::<Function>().call0(&JsValue::NULL);
+                let answer =
+                    answer.map_err(|e| bad("sasl.token", format!("the token function threw: {}", message(&e))))?;
+                answer.as_string().ok_or_else(|| bad("sasl.token", "the token function must return a string"))?
+            }
+            t => {
+                t.as_string().ok_or_else(|| bad("sasl.token", "is required for OAUTHBEARER: a string or a function"))?
+            }
+        };
+        Secret::new(token)
+    } else {
+        Secret::new(text("password", "sasl.password")?.ok_or_else(|| bad("sasl.password", "is required"))?)
+    };
+    let username = text("username", "sasl.username")?.unwrap_or_default();
+    if username.is_empty() && !mechanism.eq_ignore_ascii_case("OAUTHBEARER") {
+        return Err(bad("sasl.username", "is required"));
+    }
+    Sasl::from_parts(&mechanism, &username, secret).map(Some).ok_or_else(|| {
+        bad("sasl.mechanism", format!("{mechanism:?} is not one this client speaks: {}", MECHANISMS.join(", ")))
+    })
+}
+
 pub(crate) fn config_error(error: &ConfigError) -> JsValue {
     let js = js_sys::Error::new(&error.to_string());
     js.set_name("ConfigError");

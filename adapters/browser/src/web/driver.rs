@@ -215,6 +215,11 @@ impl Driver {
         let Some(i) = self.socket(attempt) else { return };
         // The bridge carries the broker's own bytes: a TLS broker behind it is worth naming.
         let mut kafka = KafkaAttempt::new(attempt, &self.exchange, None, true);
+        let mut nonce = [0; 18];
+        if getrandom::getrandom(&mut nonce).is_ok() {
+            // The browser's `crypto.getRandomValues`; else the core's attempt-seeded nonce.
+            kafka = kafka.with_sasl_nonce(&nonce);
+        }
         kafka.handle_connected();
         send(&self.sockets[i].ws, &mut kafka);
         self.sockets[i].kafka = Some(kafka);
