@@ -24,11 +24,11 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 bash adapters/browser/build.sh
 cargo build -p stagger-bridge --example testbed
 (cd adapters/browser && node --test tests/)
-# The browser tests authenticate to the real cluster too; it is not needed after them.
+# Web demo: build the static site (web-demo/dist), then drive it in headless Chromium.
+bash web-demo/build.sh
+(cd web-demo && node --test tests/)
+# The browser and web demo tests authenticate to the real cluster too; it is not needed after them.
 if [ -n "${STAGGER_KAFKA_DIR:-}" ]; then
   bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"
   trap - EXIT
 fi
-# Web demo: build the static site (web-demo/dist), then drive it in headless Chromium.
-bash web-demo/build.sh
-(cd web-demo && node --test tests/)

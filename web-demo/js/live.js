@@ -95,6 +95,16 @@ export function initLive(app) {
     if (!s.done) s.raf = requestAnimationFrame(() => loop(s));
   }
 
+  /** The form's credentials as the adapter's `sasl` option; never stored or put in the URL. */
+  function saslOptions() {
+    const mechanism = $("live-sasl-mechanism").value;
+    if (!mechanism) return undefined;
+    const secret = $("live-sasl-secret").value;
+    return mechanism === "OAUTHBEARER"
+      ? { mechanism, token: secret }
+      : { mechanism, username: $("live-sasl-username").value, password: secret };
+  }
+
   async function start(ev) {
     ev?.preventDefault();
     const urls = parseAddresses($("live-addrs").value);
@@ -138,7 +148,7 @@ export function initLive(app) {
     let metadata = null;
     let error = null;
     try {
-      metadata = await mod.refresh({ bootstrap: urls, config, onEvent, signal: controller.signal });
+      metadata = await mod.refresh({ bootstrap: urls, config, sasl: saslOptions(), onEvent, signal: controller.signal });
     } catch (e) {
       error = e;
     }

@@ -12,6 +12,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { serve, launch, open, screenshot, spans, DIST, ROOT } from "./harness.mjs";
+import { realKafka, staggerBridge } from "../../testing/js/real_kafka.mjs";
 
 const adapter = existsSync(join(DIST, "browser/stagger_web.js"));
 const testbedSource = existsSync(join(ROOT, "adapters/bridge/examples/testbed.rs"));
@@ -111,4 +112,31 @@ test("live: a bad address is refused with a readable message", { skip }, async (
   await page.waitForSelector("#live-status[data-outcome]");
   assert.match(await page.innerText("#live-status"), /ws:\/\//);
   await page.close();
+});
+
+const kafka = realKafka();
+
+test("live: credentials from the form authenticate to real Kafka's SASL listener, and a wrong password says so", { skip: skip || (kafka ? false : "no real Kafka cluster in this run") }, async () => {
+  const bridge = await staggerBridge(kafka.KAFKA_SASL_PLAINTEXT.split(",")[0]);
+  try {
+    const page = await open(browser.context, `${server.url}#view=live`);
+    await page.fill("#live-addrs", bridge.url);
+    await page.selectOption("#live-sasl-mechanism", "SCRAM-SHA-256");
+    await page.fill("#live-sasl-username", kafka.KAFKA_SASL_USERNAME);
+    await page.fill("#live-sasl-secret", kafka.KAFKA_SASL_PASSWORD);
+    await page.click("#live-run");
+    await page.waitForSelector("#live-status[data-outcome]", { timeout: 60_000 });
+    assert.equal(await page.getAttribute("#live-status", "data-outcome"), "done", await page.innerText("#live-status"));
+    assert.ok(!page.url().includes(kafka.KAFKA_SASL_PASSWORD), "the password stays out of the URL");
+
+    await page.fill("#live-sasl-secret", "not-the-stagger-secret");
+    await page.click("#live-run");
+    await page.waitForFunction(() => document.querySelector("#live-status")?.dataset.outcome === "failed", null, { timeout: 60_000 });
+    const text = await page.innerText("#live-body");
+    assert.match(text, /SASL_AUTHENTICATION_FAILED/);
+    assert.ok(!text.includes("not-the-stagger-secret"), "the wrong password is not shown");
+    await page.close();
+  } finally {
+    bridge.child.kill();
+  }
 });

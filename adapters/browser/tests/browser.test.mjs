@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { dirname, extname, join, normalize, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { freePort, realKafka, staggerBridge } from "../../../testing/js/real_kafka.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const browserDir = resolve(here, "..");
@@ -341,14 +342,6 @@ test("presets, defaultConfig and validateConfig; bad options reject with a Confi
 });
 
 /** A free loopback port (bound, read and released). */
-async function freePort() {
-  const probe = createServer();
-  await new Promise((r) => probe.listen(0, "127.0.0.1", r));
-  const { port } = probe.address();
-  await new Promise((r) => probe.close(r));
-  return port;
-}
-
 /** Starts Debian's websockify in front of `target` (host:port); resolves once it listens. */
 async function websockify(target) {
   const port = await freePort();
@@ -386,41 +379,11 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
   }
 });
 
-/** The real Kafka cluster of this test run (scripts/test.sh starts it), as `cluster.env`'s
- *  assignments; `null` when there is none and the run does not require one. */
-function realKafka() {
-  const dir = process.env.STAGGER_KAFKA_DIR;
-  if (!dir || !existsSync(join(dir, "cluster.env"))) {
-    assert.ok(!process.env.STAGGER_REQUIRE_KAFKA, "STAGGER_REQUIRE_KAFKA is set but no cluster runs (STAGGER_KAFKA_DIR)");
-    return null;
-  }
-  const lines = readFileSync(join(dir, "cluster.env"), "utf8").split("\n").filter((l) => l.includes("="));
-  return Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
-}
-
-/** `stagger bridge` (the CLI's, built here) from a free port to `target`; resolves once it listens. */
-async function stagger_bridge(target) {
-  const out = spawnSync("cargo", ["build", "-q", "-p", "stagger-cli", "--message-format=json-render-diagnostics"],
-    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 64 << 20 });
-  assert.equal(out.status, 0, "cargo build of the stagger CLI failed");
-  const binary = out.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
-    .find((m) => m.reason === "compiler-artifact" && m.target?.name === "stagger" && m.executable)?.executable;
-  assert.ok(binary, "cargo reported no stagger executable");
-  const port = await freePort();
-  const child = spawn(binary, ["bridge", "--listen", `127.0.0.1:${port}`, "--to", target], { stdio: ["ignore", "pipe", "inherit"] });
-  const line = await new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).once("line", resolve);
-    child.once("exit", (code) => reject(new Error(`stagger bridge exited with ${code}`)));
-  });
-  assert.match(line, /^bridging ws:\/\/127\.0\.0\.1:\d+ -> /);
-  return { url: `ws://127.0.0.1:${port}`, child };
-}
-
 const kafka = realKafka();
 
 test("authenticates with SCRAM-SHA-512 through the bridge to real Kafka's SASL_PLAINTEXT listener", { timeout: TEST_TIMEOUT, skip: kafka ? false : "no real Kafka cluster in this run (scripts/test.sh starts one)" }, async () => {
   const target = kafka.KAFKA_SASL_PLAINTEXT.split(",")[0];
-  const bridge = await stagger_bridge(target);
+  const bridge = await staggerBridge(target);
   try {
     const sasl = { mechanism: "SCRAM-SHA-512", username: kafka.KAFKA_SASL_USERNAME, password: kafka.KAFKA_SASL_PASSWORD };
     const run = await page.evaluate((o) => window.run(o), { bootstrap: [bridge.url], sasl });
