@@ -202,7 +202,8 @@ impl Exchange {
             Some(partial) => format!("closed mid-frame while waiting for {waiting_for} ({partial})"),
             None => format!("closed while waiting for {waiting_for}"),
         };
-        if matches!(awaiting, Some(Awaiting::Metadata { .. })) && self.sasl.is_none() && self.frames.partial().is_none() {
+        if matches!(awaiting, Some(Awaiting::Metadata { .. })) && self.sasl.is_none() && self.frames.partial().is_none()
+        {
             // A SASL listener answers ApiVersions, then hangs up on anything but SaslHandshake.
             detail.push_str(
                 ": a broker whose listener requires SASL closes the connection this way; if it does, configure \

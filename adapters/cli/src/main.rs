@@ -9,6 +9,7 @@ mod demo;
 mod live;
 mod output;
 mod policy;
+mod settings;
 mod web;
 
 use std::io::IsTerminal;
@@ -18,12 +19,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use stagger::RefreshConfig;
-use stagger_tokio::{Error, ExchangeConfig, RefreshOptions, TlsOptions};
+use stagger_tokio::{Error, ExchangeConfig, RefreshOptions};
 
 use crate::demo::{DemoCluster, Role};
 use crate::live::LiveView;
 use crate::output::ms;
 use crate::policy::PolicyArgs;
+use crate::settings::ConnectionArgs;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -33,6 +35,7 @@ Examples:
   stagger metadata -b kafka-1:9092 --preset staggered --max-in-flight 2 --trace refresh.json
   stagger metadata -b kafka-1:9092 --set fanout.max_in_flight=2 --set fanout.tuning.spread_ticks=false
   stagger metadata -b kafka-1:9092 --policy policy.json
+  stagger metadata -F client.properties          # your Java or librdkafka client config
   stagger knobs                                  # every knob --set and --policy take";
 
 /// Kafka metadata, fast even when brokers hang.
@@ -50,7 +53,18 @@ enum Command {
   stagger metadata -b 127.0.0.1:9092
   stagger metadata -b a:9092,b:9092 -t orders -t payments --json
   stagger metadata -b a:9092 --tls --ca ca.pem
-  stagger metadata -b a:9092 --stagger 100ms --jitter 0 --seed 7 --trace refresh.json")]
+  stagger metadata -F client.properties -X client.id=me
+  stagger metadata -b a:9093 --ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username alice --sasl-password-file pw
+  stagger metadata -b a:9092 --stagger 100ms --jitter 0 --seed 7 --trace refresh.json
+
+Connection settings come from, lowest to highest: $STAGGER_CONFIG, or else
+$XDG_CONFIG_HOME/stagger/stagger.conf (~/.config/stagger/stagger.conf) when it exists;
+then each -F FILE; then each -X KEY=VALUE; then the flags. The files are librdkafka/kcat
+or Java client.properties files: bootstrap.servers, security.protocol, sasl.mechanism,
+sasl.username, sasl.password, sasl.jaas.config, sasl.oauthbearer.token(.file),
+ssl.ca.location, ssl.truststore.location (PEM), ssl.certificate.location,
+ssl.key.location, socket.connection.setup.timeout.ms, client.id; other keys are ignored
+with a warning.")]
     Metadata(MetadataArgs),
     /// Start an embedded mock Kafka cluster with hung and refusing brokers and refresh it.
     #[command(after_help = "Examples:
@@ -90,9 +104,9 @@ struct BridgeArgs {
 
 #[derive(Args)]
 struct MetadataArgs {
-    /// Bootstrap brokers, host:port, comma-separated (repeatable).
-    #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,…", required = true, value_delimiter = ',')]
-    brokers: Vec<String>,
+    // Boxed so `Command`'s variants stay about the same size (clippy::large_enum_variant).
+    #[command(flatten)]
+    connection: Box<ConnectionArgs>,
     /// Only these topics (repeatable); default: all topics.
     #[arg(short = 't', long = "topic", value_name = "TOPIC")]
     topics: Vec<String>,
@@ -102,12 +116,6 @@ struct MetadataArgs {
     /// Write the core's trace (config, inputs, commands) to FILE, for replay in the web demo.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// Connect with TLS.
-    #[arg(long)]
-    tls: bool,
-    /// CA certificate (PEM) to verify brokers with (implies --tls).
-    #[arg(long, value_name = "FILE")]
-    ca: Option<PathBuf>,
     #[command(flatten)]
     policy: PolicyArgs,
 }
@@ -194,13 +202,20 @@ fn live_enabled(json: bool) -> bool {
 }
 
 async fn metadata(args: MetadataArgs) -> Result<(), Failure> {
-    let config = args.policy.to_config().map_err(Failure::usage)?;
-    let tls = (args.tls || args.ca.is_some()).then(|| TlsOptions { ca_file: args.ca.clone(), ..TlsOptions::default() });
-    let exchange =
-        ExchangeConfig { topics: (!args.topics.is_empty()).then(|| args.topics.clone()), ..ExchangeConfig::default() };
-    let options = RefreshOptions { config, exchange, tls, record_trace: args.trace.is_some(), ..RefreshOptions::default() };
-    let view = LiveView::new(&args.brokers, live_enabled(args.json));
-    let result = with_live_view(view, |observer| stagger_tokio::refresh_with(&options, &args.brokers, observer)).await;
+    let connection = args.connection.resolve().map_err(Failure::usage)?;
+    let config = settings::policy_with(&args.policy, &connection).to_config().map_err(Failure::usage)?;
+    let exchange = ExchangeConfig {
+        topics: (!args.topics.is_empty()).then(|| args.topics.clone()),
+        client_id: connection.client_id.clone().unwrap_or_else(|| ExchangeConfig::default().client_id),
+        sasl: connection.sasl.clone(),
+        ..ExchangeConfig::default()
+    };
+    let record_trace = args.trace.is_some();
+    let options =
+        RefreshOptions { config, exchange, tls: connection.tls.clone(), record_trace, ..RefreshOptions::default() };
+    let seeds = &connection.seeds;
+    let view = LiveView::new(seeds, live_enabled(args.json));
+    let result = with_live_view(view, |observer| stagger_tokio::refresh_with(&options, seeds, observer)).await;
     let trace = match &result {
         Ok(outcome) => outcome.trace.clone(),
         Err(Error::Refresh { trace, .. }) => trace.as_deref().cloned(),

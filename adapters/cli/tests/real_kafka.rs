@@ -83,3 +83,54 @@ async fn metadata_json_lists_the_real_clusters_brokers_topics_leaders_and_id() {
     let (ours, reference) = last.unwrap();
     panic!("stagger metadata --json and librdkafka disagree:\n stagger:    {ours:?}\n librdkafka: {reference:?}");
 }
+
+/// A Java `client.properties` for SASL_SSL with SCRAM (as a user has it) reaches the real
+/// cluster's SASL_SSL listener; the same file with a wrong password fails fatally and the
+/// password is printed nowhere.
+#[test]
+fn a_java_client_properties_file_authenticates_over_sasl_ssl_and_a_wrong_password_is_not_printed() {
+    let Some(kafka) = KafkaCluster::shared() else { return };
+    let dir = std::env::temp_dir().join(format!("stagger-cli-sasl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |password: &str| {
+        let path = dir.join(format!("client-{}.properties", password.len()));
+        std::fs::write(
+            &path,
+            format!(
+                "bootstrap.servers={}\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n\
+                 sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+                 username=\"{}\" password=\"{password}\";\nssl.ca.location={}\nacks=all\n",
+                kafka.sasl_ssl().join(","),
+                stagger_kafka_fixture::SASL_USERNAME,
+                kafka.ca().display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let run = |path: &std::path::Path| {
+        Command::cargo_bin("stagger")
+            .unwrap()
+            .env("XDG_CONFIG_HOME", &dir)
+            .env_remove("STAGGER_CONFIG")
+            .args(["metadata", "--json", "-F"])
+            .arg(path)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    let good = run(&file(stagger_kafka_fixture::SASL_PASSWORD));
+    let stderr = String::from_utf8_lossy(&good.stderr);
+    assert!(good.status.success(), "{stderr}");
+    assert!(stderr.contains("unknown key \"acks\" (ignored)"), "{stderr}");
+    let json: Value = serde_json::from_slice(&good.stdout).expect("JSON");
+    assert_eq!(json["cluster_id"], kafka.cluster_id());
+
+    let wrong = "not-the-stagger-secret-either";
+    let bad = run(&file(wrong));
+    assert!(!bad.status.success());
+    let all = format!("{}{}", String::from_utf8_lossy(&bad.stdout), String::from_utf8_lossy(&bad.stderr));
+    assert!(all.contains("SASL_AUTHENTICATION_FAILED") && all.contains("SCRAM-SHA-512"), "{all}");
+    assert!(!all.contains(wrong), "the password was printed: {all}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

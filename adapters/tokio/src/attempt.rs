@@ -19,6 +19,7 @@ use stagger::{AttemptError, AttemptId, BrokerIdentity, ErrorKind, Input, Metadat
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::options::TokenSource;
 use crate::tls::Connector;
 use crate::transport::Transport;
 
@@ -33,6 +34,9 @@ pub(crate) struct AttemptContext {
     pub(crate) exchange: ExchangeConfig,
     /// TLS, if the brokers speak it.
     pub(crate) tls: Option<Connector>,
+    /// Asked for an `OAUTHBEARER` token as each attempt starts (a long-lived client's
+    /// tokens expire); a one-shot refresh asks once, before, and leaves this `None`.
+    pub(crate) oauth_token: Option<TokenSource>,
 }
 
 /// A broker's answer, with the connection it came on (kept by the client for reuse).
@@ -232,7 +236,21 @@ async fn converse(
             Err(e) => return Step::Finished(Err(e)),
         },
     };
-    Box::new(Conversation::new(attempt, transport, &ctx.exchange, expected)).until_answered().await
+    let fetched;
+    let exchange = match &ctx.oauth_token {
+        None => &ctx.exchange,
+        Some(source) => match source.apply(&ctx.exchange) {
+            Ok(exchange) => {
+                fetched = exchange;
+                &fetched
+            }
+            Err(e) => {
+                let detail = format!("no OAUTHBEARER token for this attempt: {}", e.problem);
+                return Step::Finished(Err(AttemptError::with_detail(ErrorKind::Authentication, detail)));
+            }
+        },
+    };
+    Box::new(Conversation::new(attempt, transport, exchange, expected)).until_answered().await
 }
 
 /// One attempt's Kafka conversation ([`KafkaAttempt`]) on a transport, resumable at the
@@ -349,7 +367,6 @@ fn is_tls_error(e: &io::Error) -> bool {
 fn is_tls_error(_e: &io::Error) -> bool {
     false
 }
-
 
 /// Gives the attempt a SCRAM client nonce from the operating system's randomness. Should
 /// the OS source fail (it does not on supported systems), the core's attempt-seeded nonce

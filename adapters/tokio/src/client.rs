@@ -31,7 +31,7 @@ use crate::attempt::{AttemptContext, AttemptSet, Progress};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::ledger::{Act, Ledger, Reported};
-use crate::options::TlsOptions;
+use crate::options::{TlsOptions, TokenSource};
 use crate::tls;
 use crate::transport::Transport;
 use stagger::kafka::validate;
@@ -43,6 +43,9 @@ pub struct ClientOptions {
     pub exchange: stagger::kafka::ExchangeConfig,
     /// TLS to the brokers; `None` for plaintext. Needs the `tls` feature.
     pub tls: Option<TlsOptions>,
+    /// Where `OAUTHBEARER` tokens come from: asked as each attempt starts, so a token that
+    /// expired between refreshes is replaced (a failure fails that attempt as fatal).
+    pub oauth_token: Option<TokenSource>,
 }
 
 /// Long-lived cluster metadata for an application. See the module documentation.
@@ -90,7 +93,11 @@ impl Client {
         let background = Background {
             cluster,
             clock,
-            attempts: AttemptSet::new(AttemptContext { exchange: options.exchange, tls }),
+            attempts: AttemptSet::new(AttemptContext {
+                exchange: options.exchange,
+                tls,
+                oauth_token: options.oauth_token,
+            }),
             kept: None,
             waiters: HashMap::new(),
             ledgers: VecDeque::new(),

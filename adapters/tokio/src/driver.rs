@@ -57,7 +57,7 @@ pub async fn refresh_with(
     } else {
         Core::Plain(Box::new(Refresh::new(&options.config, &book, at)?))
     };
-    let mut attempts = AttemptSet::new(AttemptContext { exchange, tls });
+    let mut attempts = AttemptSet::new(AttemptContext { exchange, tls, oauth_token: None });
     let mut ledger = Ledger::new(at);
     // The input fed by the last call, and the Metadata version of the last answer.
     let mut fed: Option<(AttemptId, Reported, InputOutcome)> = None;

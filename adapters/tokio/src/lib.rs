@@ -31,6 +31,7 @@ mod driver;
 mod error;
 mod ledger;
 mod options;
+pub mod properties;
 mod report;
 mod tls;
 mod transport;
@@ -39,6 +40,7 @@ pub use client::{Client, ClientOptions};
 pub use driver::{refresh, refresh_with};
 pub use error::Error;
 pub use options::{ClientCert, RefreshOptions, TlsOptions, TokenSource};
+pub use properties::{ClientProperties, ClientSettings};
 pub use report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome, RefreshReport};
 pub use stagger::ClientStats;
 

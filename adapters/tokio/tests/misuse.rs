@@ -27,7 +27,8 @@ async fn refused(options: &RefreshOptions, seeds: &[String], field: &str, broker
     assert_eq!(e.field, field, "{e}");
     assert!(e.to_string().contains(field), "the message names the field: {e}");
     let cluster = ClusterConfig { refresh: options.config, ..ClusterConfig::default() };
-    let client_options = ClientOptions { exchange: options.exchange.clone(), tls: options.tls.clone() };
+    let client_options =
+        ClientOptions { exchange: options.exchange.clone(), tls: options.tls.clone(), oauth_token: None };
     let c = config_error(Client::new(cluster, seeds, client_options));
     assert_eq!(c.field, field, "Client::new agrees: {c}");
     assert_eq!(broker.accepted(), 0, "nobody was contacted");

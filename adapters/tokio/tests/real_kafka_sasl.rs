@@ -197,3 +197,36 @@ async fn a_hung_broker_first_with_sasl_on_costs_no_attempt_timeout() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_client_asks_its_token_source_for_each_attempt_so_expired_tokens_are_replaced() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let Some(kafka) = KafkaCluster::shared() else { return };
+    bounded(async {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counter = asked.clone();
+        let options = stagger_tokio::ClientOptions {
+            oauth_token: Some(TokenSource::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(unsecured_jwt())
+            })),
+            ..Default::default()
+        };
+        let seeds = &kafka.sasl_plaintext()[..1];
+        let client = stagger_tokio::Client::new(stagger::ClusterConfig::default(), seeds, options).expect("client");
+        client.refresh().await.expect("first refresh");
+        let after_first = asked.load(Ordering::SeqCst);
+        assert!(after_first >= 1, "the source was asked");
+        // A kept connection is already authenticated; a fresh one asks again.
+        drop(client);
+        let options = stagger_tokio::ClientOptions {
+            oauth_token: Some(TokenSource::new(|| Err(String::from("token expired and the provider is down")))),
+            ..Default::default()
+        };
+        let client = stagger_tokio::Client::new(stagger::ClusterConfig::default(), seeds, options).expect("client");
+        let error = client.refresh().await.expect_err("no token");
+        assert!(error.to_string().contains("token expired and the provider is down"), "{error}");
+    })
+    .await;
+}

@@ -119,10 +119,9 @@ impl Conversation {
                 scram::verify_server_final(bytes, &signature).map_err(|e| self.named(e))?;
                 Ok(Step::Done)
             }
-            State::BearerRefused(json) => Err(AttemptError::with_detail(
-                ErrorKind::Authentication,
-                format!("{} was refused: {json}", self.who()),
-            )),
+            State::BearerRefused(json) => {
+                Err(AttemptError::with_detail(ErrorKind::Authentication, format!("{} was refused: {json}", self.who())))
+            }
             State::Start | State::Over => Err(self.out_of_order()),
         }
     }
@@ -144,7 +143,10 @@ impl Conversation {
     }
 
     fn out_of_order(&self) -> AttemptError {
-        AttemptError::with_detail(ErrorKind::Protocol, format!("{}: an answer the conversation did not ask for", self.who()))
+        AttemptError::with_detail(
+            ErrorKind::Protocol,
+            format!("{}: an answer the conversation did not ask for", self.who()),
+        )
     }
 }
 

@@ -143,4 +143,3 @@ impl Sasl {
 
 /// The SCRAM client nonce's raw bytes (base64 on the wire: 24 printable characters).
 pub type Nonce = [u8; 18];
-

@@ -188,8 +188,8 @@ mod tests {
         for (bad, says) in [
             (format!("r=xyz123,s={salt},i=4096"), "does not extend"),
             (format!("r=abc,s={salt},i=4096"), "does not extend"),
-            (format!("r=abcd,s=!!!,i=4096"), "not base64"),
-            (format!("r=abcd,s=,i=4096"), "salt is empty"),
+            (String::from("r=abcd,s=!!!,i=4096"), "not base64"),
+            (String::from("r=abcd,s=,i=4096"), "salt is empty"),
             (format!("r=abcd,s={salt},i=0"), "iterations"),
             (format!("r=abcd,s={salt},i=1000000000"), "iterations"),
             (format!("r=abcd,s={salt},i=-1"), "iterations"),

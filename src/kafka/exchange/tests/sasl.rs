@@ -50,7 +50,9 @@ fn to_handshake(exchange: &mut Exchange, mechanism: &str) -> RequestHeader {
 fn answer(exchange: &mut Exchange, to: &RequestHeader, error: i16, bytes: &[u8]) {
     let body = SaslAuthenticateResponse::default()
         .with_error_code(error)
-        .with_error_message((error != 0).then(|| StrBytes::from_static_str("Authentication failed: invalid credentials")))
+        .with_error_message(
+            (error != 0).then(|| StrBytes::from_static_str("Authentication failed: invalid credentials")),
+        )
         .with_auth_bytes(Bytes::copy_from_slice(bytes));
     exchange.handle_bytes(&response(to.correlation_id, 2, &body));
 }
@@ -119,7 +121,10 @@ impl ScramServer {
     }
 
     /// The server-final message, or `None` if the proof is wrong.
-    fn last<D: Digest + hmac::digest::core_api::BlockSizeUser + Clone>(&mut self, client_final: &[u8]) -> Option<String> {
+    fn last<D: Digest + hmac::digest::core_api::BlockSizeUser + Clone>(
+        &mut self,
+        client_final: &[u8],
+    ) -> Option<String> {
         let text = core::str::from_utf8(client_final).unwrap();
         let (without_proof, proof) = text.rsplit_once(",p=").unwrap();
         self.auth_message = format!("{},{without_proof}", self.auth_message);
@@ -193,7 +198,8 @@ fn a_wrong_password_is_fatal_and_names_mechanism_and_user_but_not_the_password()
 fn an_unknown_mechanism_lists_the_enabled_ones() {
     let mut exchange = Exchange::new(&config(scram(ScramHash::Sha256)));
     let handshake = to_handshake(&mut exchange, "SCRAM-SHA-256");
-    let refusal = SaslHandshakeResponse::default().with_error_code(33).with_mechanisms(vec![s("PLAIN"), s("SCRAM-SHA-512")]);
+    let refusal =
+        SaslHandshakeResponse::default().with_error_code(33).with_mechanisms(vec![s("PLAIN"), s("SCRAM-SHA-512")]);
     exchange.handle_bytes(&response(handshake.correlation_id, 1, &refusal));
     let error = error(&mut exchange);
     assert_eq!(error.kind, ErrorKind::BrokerError(33));
