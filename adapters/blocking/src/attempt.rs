@@ -9,6 +9,7 @@ use std::vec;
 
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
+use stagger::kafka::sasl::TokenSource;
 use stagger::kafka::{ExchangeConfig, KafkaAttempt};
 use stagger::{AttemptError, AttemptId, BrokerIdentity, ErrorKind, Input};
 
@@ -22,6 +23,9 @@ pub(crate) struct Context {
     /// TLS, if the brokers speak it.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::options::Tls>,
+    /// Asked for an `OAUTHBEARER` token as each attempt opens (a long-lived client's tokens
+    /// expire); a one-shot refresh asks once, before, and leaves this `None`.
+    pub(crate) oauth_token: Option<TokenSource>,
 }
 
 /// Where an attempt stands.
@@ -172,7 +176,16 @@ impl Attempt {
     /// connection that is the TCP handshake (before any TLS), the handshake the core times.
     fn open(&mut self, ctx: &Context, mut transport: Transport, registry: &Registry, buf: &mut [u8], step: &mut Step) {
         let plaintext = transport.is_plaintext();
-        let mut kafka = with_fresh_nonce(KafkaAttempt::new(self.id, &ctx.exchange, self.expected.as_ref(), plaintext));
+        let fetched = ctx.oauth_token.as_ref().map(|source| source.apply(&ctx.exchange));
+        let exchange = match &fetched {
+            Some(Ok(exchange)) => exchange,
+            _ => &ctx.exchange,
+        };
+        let mut kafka = with_fresh_nonce(KafkaAttempt::new(self.id, exchange, self.expected.as_ref(), plaintext));
+        if let Some(Err(e)) = fetched {
+            let detail = format!("no OAUTHBEARER token for this attempt: {}", e.problem);
+            kafka.handle_error(AttemptError::with_detail(ErrorKind::Authentication, detail));
+        }
         kafka.handle_connected();
         if let Err(e) = registry.register(transport.socket(), self.token, Interest::READABLE | Interest::WRITABLE) {
             kafka.handle_error(AttemptError::with_detail(ErrorKind::Io, format!("poll registration: {e}")));

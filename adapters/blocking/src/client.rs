@@ -38,6 +38,9 @@ pub struct ClientOptions {
     /// TLS to the brokers; `None` for plaintext.
     #[cfg(feature = "tls")]
     pub tls: Option<crate::options::Tls>,
+    /// Where `OAUTHBEARER` tokens come from: asked as each attempt opens, so a token that
+    /// expired between refreshes is replaced (a failure fails that attempt as fatal).
+    pub oauth_token: Option<stagger::kafka::sasl::TokenSource>,
 }
 
 /// Long-lived cluster metadata for an application. See the module documentation.
@@ -78,6 +81,7 @@ impl Client {
             exchange: options.exchange,
             #[cfg(feature = "tls")]
             tls: options.tls,
+            oauth_token: options.oauth_token,
         };
         let clock = Clock::start();
         let cluster = Cluster::new(config, book, clock.now())?;

@@ -29,11 +29,16 @@ pub fn refresh(config: &RefreshConfig, seeds: &[impl AsRef<str>]) -> Result<Meta
 pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Result<RefreshOutcome, Error> {
     let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
     validate::seeds(&book)?;
-    validate::exchange(&options.exchange)?;
+    let exchange = match &options.oauth_token {
+        Some(source) => source.apply(&options.exchange)?,
+        None => options.exchange.clone(),
+    };
+    validate::exchange(&exchange)?;
     let ctx = Context {
-        exchange: options.exchange.clone(),
+        exchange,
         #[cfg(feature = "tls")]
         tls: options.tls.clone(),
+        oauth_token: None,
     };
     let clock = Clock::start();
     let mut core = Refresh::new(&options.config, &book, clock.now())?;

@@ -62,4 +62,5 @@ pub use stagger::ClientStats;
 /// The core crate, re-exported so users of the adapter need only one dependency.
 pub use stagger;
 /// The exchange settings every attempt uses (client id, topics, maximum frame size).
+pub use stagger::kafka::sasl::TokenSource;
 pub use stagger::kafka::ExchangeConfig;

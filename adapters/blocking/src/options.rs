@@ -16,6 +16,9 @@ pub struct RefreshOptions {
     /// TLS to the brokers; `None` for plaintext.
     #[cfg(feature = "tls")]
     pub tls: Option<Tls>,
+    /// Where `OAUTHBEARER` tokens come from when they expire: asked once as the refresh
+    /// starts, its answer replaces `exchange.sasl` (a fixed token can go there directly).
+    pub oauth_token: Option<stagger::kafka::sasl::TokenSource>,
 }
 
 /// TLS to the brokers (feature `tls`).

@@ -44,3 +44,31 @@ fn scram_and_plain_authenticate_and_a_wrong_password_is_fatal() {
         );
     });
 }
+
+/// An unsecured JWT (`alg: none`) for the user, valid for an hour (Kafka's test validator).
+fn unsecured_jwt() -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let claims = format!(r#"{{"sub":"{SASL_USERNAME}","iat":{now},"exp":{}}}"#, now + 3600);
+    format!("{}.{}.", URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#), URL_SAFE_NO_PAD.encode(claims))
+}
+
+#[test]
+fn a_client_and_a_refresh_take_oauthbearer_tokens_from_a_token_source() {
+    let Some(kafka) = KafkaCluster::shared() else { return };
+    let seeds = kafka.sasl_plaintext();
+    bounded_blocking(move || {
+        let source = stagger_blocking::TokenSource::new(|| Ok(unsecured_jwt()));
+        let options = RefreshOptions { oauth_token: Some(source.clone()), ..RefreshOptions::default() };
+        refresh_with(&options, &seeds).expect("a refresh with a token from the source");
+        let client_options = stagger_blocking::ClientOptions { oauth_token: Some(source), ..Default::default() };
+        let client = stagger_blocking::Client::new(stagger::ClusterConfig::default(), &seeds, client_options).unwrap();
+        client.refresh().expect("a client refresh with a token from the source");
+        let failing = stagger_blocking::TokenSource::new(|| Err(String::from("no token today")));
+        let client_options = stagger_blocking::ClientOptions { oauth_token: Some(failing), ..Default::default() };
+        let client = stagger_blocking::Client::new(stagger::ClusterConfig::default(), &seeds, client_options).unwrap();
+        let error = client.refresh().expect_err("no token");
+        assert!(error.to_string().contains("no token today"), "{error}");
+    });
+}

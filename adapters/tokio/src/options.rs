@@ -1,13 +1,11 @@
 //! What a refresh is asked to do: the core's policy plus what only the adapter knows
 //! (what to ask the broker, how to secure the connection, whether to record a trace).
 
-use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use stagger::kafka::sasl::{Sasl, Secret};
+pub use stagger::kafka::sasl::TokenSource;
 use stagger::kafka::ExchangeConfig;
-use stagger::{ConfigError, RefreshConfig};
+use stagger::RefreshConfig;
 
 /// Everything [`crate::refresh_with`] needs besides the seed brokers.
 ///
@@ -26,31 +24,6 @@ pub struct RefreshOptions {
     /// Where `OAUTHBEARER` tokens come from when they expire: asked once as each refresh
     /// starts, its answer replaces `exchange.sasl` (a fixed token can go there directly).
     pub oauth_token: Option<TokenSource>,
-}
-
-/// A callback that fetches a fresh `OAUTHBEARER` token (from an identity provider, a file a
-/// sidecar rotates, …). An `Err` stops the refresh before any broker is contacted, as a
-/// configuration error naming `sasl.oauthbearer.token`.
-#[derive(Clone)]
-pub struct TokenSource(Arc<dyn Fn() -> Result<String, String> + Send + Sync>);
-
-impl TokenSource {
-    /// Wraps the callback.
-    pub fn new(fetch: impl Fn() -> Result<String, String> + Send + Sync + 'static) -> TokenSource {
-        TokenSource(Arc::new(fetch))
-    }
-
-    /// `exchange` with a token fetched now.
-    pub(crate) fn apply(&self, exchange: &ExchangeConfig) -> Result<ExchangeConfig, ConfigError> {
-        let token = (self.0)().map_err(|problem| ConfigError::new("sasl.oauthbearer.token", problem))?;
-        Ok(ExchangeConfig { sasl: Some(Sasl::OAuthBearer { token: Secret::new(token) }), ..exchange.clone() })
-    }
-}
-
-impl fmt::Debug for TokenSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("TokenSource(..)")
-    }
 }
 
 /// TLS settings, as plain paths so they can come straight from a command line or a file.

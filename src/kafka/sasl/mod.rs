@@ -18,7 +18,11 @@
 //! [`Exchange`]: super::Exchange
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use core::fmt;
+
+use super::ExchangeConfig;
+use crate::error::ConfigError;
 
 mod conversation;
 mod scram;
@@ -143,3 +147,29 @@ impl Sasl {
 
 /// The SCRAM client nonce's raw bytes (base64 on the wire: 24 printable characters).
 pub type Nonce = [u8; 18];
+
+/// A callback that fetches a fresh `OAUTHBEARER` token (from an identity provider, a file a
+/// sidecar rotates, …), for tokens that expire. The core never calls it: adapters do, before
+/// a refresh or an attempt, and put its answer into [`ExchangeConfig::sasl`]. An `Err`
+/// becomes a configuration error naming `sasl.oauthbearer.token`.
+#[derive(Clone)]
+pub struct TokenSource(Arc<dyn Fn() -> Result<String, String> + Send + Sync>);
+
+impl TokenSource {
+    /// Wraps the callback.
+    pub fn new(fetch: impl Fn() -> Result<String, String> + Send + Sync + 'static) -> TokenSource {
+        TokenSource(Arc::new(fetch))
+    }
+
+    /// `exchange` with a token fetched now.
+    pub fn apply(&self, exchange: &ExchangeConfig) -> Result<ExchangeConfig, ConfigError> {
+        let token = (self.0)().map_err(|problem| ConfigError::new("sasl.oauthbearer.token", problem))?;
+        Ok(ExchangeConfig { sasl: Some(Sasl::OAuthBearer { token: Secret::new(token) }), ..exchange.clone() })
+    }
+}
+
+impl fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TokenSource(..)")
+    }
+}
