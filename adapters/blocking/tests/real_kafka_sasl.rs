@@ -5,7 +5,7 @@ use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::kafka::ExchangeConfig;
 use stagger::{ErrorKind, GiveUpReason, RefreshConfig};
 use stagger_blocking::{refresh_with, Error, RefreshOptions};
-use stagger_kafka_fixture::{KafkaCluster, SASL_PASSWORD, SASL_USERNAME};
+use stagger_kafka_fixture::{unsecured_jwt, KafkaCluster, SASL_PASSWORD, SASL_USERNAME};
 use stagger_test_faults::bounded_blocking;
 
 fn options(mechanism: &str, password: &str) -> RefreshOptions {
@@ -43,15 +43,6 @@ fn scram_and_plain_authenticate_and_a_wrong_password_is_fatal() {
             "the password is not written: {error}"
         );
     });
-}
-
-/// An unsecured JWT (`alg: none`) for the user, valid for an hour (Kafka's test validator).
-fn unsecured_jwt() -> String {
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use base64::Engine as _;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let claims = format!(r#"{{"sub":"{SASL_USERNAME}","iat":{now},"exp":{}}}"#, now + 3600);
-    format!("{}.{}.", URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#), URL_SAFE_NO_PAD.encode(claims))
 }
 
 #[test]

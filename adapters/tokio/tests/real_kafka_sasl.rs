@@ -4,12 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
 use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::kafka::ExchangeConfig;
 use stagger::{ErrorKind, GiveUpReason, RefreshConfig};
-use stagger_kafka_fixture::{KafkaCluster, SASL_PASSWORD, SASL_USERNAME};
+use stagger_kafka_fixture::{unsecured_jwt, KafkaCluster, SASL_PASSWORD, SASL_USERNAME};
 use stagger_test_faults::bounded;
 use stagger_test_faults::fake::{FakeBroker, Script};
 use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions, TlsOptions, TokenSource};
@@ -30,15 +28,6 @@ fn options(sasl: Option<Sasl>, tls: Option<&KafkaCluster>) -> RefreshOptions {
 
 fn login(mechanism: &str, password: &str) -> Sasl {
     Sasl::from_parts(mechanism, SASL_USERNAME, Secret::new(password)).expect("a mechanism we have")
-}
-
-/// An unsecured JWT (`alg: none`) for the user, valid for an hour: what Kafka's test
-/// validator on the `SASL_PLAINTEXT` listener accepts.
-fn unsecured_jwt() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#);
-    let claims = format!(r#"{{"sub":"{SASL_USERNAME}","iat":{now},"exp":{}}}"#, now + 3600);
-    format!("{header}.{}.", URL_SAFE_NO_PAD.encode(claims))
 }
 
 /// Every word a refresh wrote: its error or outcome (`Display` and `Debug`), every event,

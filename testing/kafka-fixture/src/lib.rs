@@ -41,6 +41,16 @@ pub const SASL_USERNAME: &str = "stagger";
 /// That user's password (PLAIN and SCRAM alike).
 pub const SASL_PASSWORD: &str = "stagger-secret";
 
+/// An unsecured JWT (`alg: none`) for [`SASL_USERNAME`], valid for an hour: what the
+/// `SASL_PLAINTEXT` listener's OAUTHBEARER validator (Kafka's test one) accepts.
+pub fn unsecured_jwt() -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let claims = format!(r#"{{"sub":"{SASL_USERNAME}","iat":{now},"exp":{}}}"#, now + 3600);
+    format!("{}.{}.", URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#), URL_SAFE_NO_PAD.encode(claims))
+}
+
 /// What cluster to start.
 #[derive(Clone, Debug)]
 pub struct Options {
