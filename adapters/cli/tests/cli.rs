@@ -32,9 +32,15 @@ fn closed_port() -> String {
     addr.to_string()
 }
 
+/// The CLI with no config file of the machine's (an empty XDG directory, no
+/// `STAGGER_CONFIG`): these tests say everything on the command line.
 fn stagger() -> Command {
     let mut cmd = Command::cargo_bin("stagger").unwrap();
-    cmd.timeout(Duration::from_secs(60));
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-stagger-config");
+    cmd.timeout(Duration::from_secs(60))
+        .env("XDG_CONFIG_HOME", &empty)
+        .env("HOME", &empty)
+        .env_remove("STAGGER_CONFIG");
     cmd
 }
 

@@ -59,6 +59,8 @@ async fn metadata_json_lists_the_real_clusters_brokers_topics_leaders_and_id() {
     for _ in 0..5 {
         let output = Command::cargo_bin("stagger")
             .unwrap()
+            .env("XDG_CONFIG_HOME", std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-stagger-config"))
+            .env_remove("STAGGER_CONFIG")
             .args(["metadata", "-b", &seeds, "--json"])
             .timeout(Duration::from_secs(60))
             .output()
