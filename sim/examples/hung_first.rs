@@ -36,16 +36,19 @@ fn peak_in_flight(report: &Report) -> usize {
 
 fn main() {
     let markdown = std::env::args().any(|a| a == "--markdown");
-    let presets: Vec<(&str, RefreshConfig)> = RefreshConfig::PRESETS
-        .iter()
-        .filter_map(|name| RefreshConfig::preset(name).map(|c| (*name, c)))
-        .collect();
+    let presets: Vec<(&str, RefreshConfig)> =
+        RefreshConfig::PRESETS.iter().filter_map(|name| RefreshConfig::preset(name).map(|c| (*name, c))).collect();
     if markdown {
         let head: Vec<String> = presets.iter().map(|(n, _)| format!("{n}: time · attempts · peak")).collect();
         println!("| k hung first | peer pace (k × 51 ms) | {} |", head.join(" | "));
         println!("|---:|---:|{}", "---:|".repeat(presets.len()));
     } else {
-        println!("{:>4}  {:>10}  {}", "k", "k×51ms", presets.iter().map(|(n, _)| format!("{n:>28}")).collect::<String>());
+        println!(
+            "{:>4}  {:>10}  {}",
+            "k",
+            "k×51ms",
+            presets.iter().map(|(n, _)| format!("{n:>28}")).collect::<String>()
+        );
     }
     for k in KS {
         let behaviors = (0..k)
