@@ -228,10 +228,12 @@ impl BrokerBook {
     /// discovered brokers, but they are always in the order, so a refresh whose discovered
     /// brokers all fail (or all answer REBOOTSTRAP_REQUIRED, their address now belonging to
     /// another cluster) still reaches the seeds in the same pass.
+    /// With `shuffle_seeds`, the seeds too are shuffled by `rng` (after the discovered tier).
     pub(crate) fn attempt_order<A: Array<Item = BrokerIndex>>(
         &self,
         now: Instant,
         rng: &mut Rng,
+        shuffle_seeds: bool,
         out: &mut SmallVec<A>,
     ) {
         out.clear();
@@ -251,16 +253,22 @@ impl BrokerBook {
                 out.push(i);
             }
         }
-        // Shuffle the discovered tier, keep seeds in the user's order.
-        let mut discovered: SmallVec<A> = out.iter().copied().filter(|&i| tier(i) == 1).collect();
-        rng.shuffle(&mut discovered);
-        let mut shuffled = discovered.into_iter();
-        for slot in out.iter_mut() {
-            if tier(*slot) == 1 {
-                if let Some(next) = shuffled.next() {
-                    *slot = next;
+        // Shuffle the discovered tier; the seeds only when asked (else the user's order).
+        let shuffle_tier = |out: &mut SmallVec<A>, rng: &mut Rng, which: u8| {
+            let mut members: SmallVec<A> = out.iter().copied().filter(|&i| tier(i) == which).collect();
+            rng.shuffle(&mut members);
+            let mut shuffled = members.into_iter();
+            for slot in out.iter_mut() {
+                if tier(*slot) == which {
+                    if let Some(next) = shuffled.next() {
+                        *slot = next;
+                    }
                 }
             }
+        };
+        shuffle_tier(out, rng, 1);
+        if shuffle_seeds {
+            shuffle_tier(out, rng, 2);
         }
         let half_life = self.health_half_life;
         // Stable sort: healthy before recently failed, then by tier, then less-failed first.
@@ -274,7 +282,7 @@ impl BrokerBook {
     /// Candidates for a refresh, in attempt order (allocates; use at refresh start only).
     pub fn candidates(&self, now: Instant, seed: u64) -> Vec<BrokerIndex> {
         let mut out = SmallVec::<[BrokerIndex; 0]>::with_capacity(self.entries.len());
-        self.attempt_order(now, &mut Rng::new(seed), &mut out);
+        self.attempt_order(now, &mut Rng::new(seed), false, &mut out);
         out.into_vec()
     }
 }

@@ -61,6 +61,11 @@ pub struct RefreshConfig {
     pub retry: Backoff,
     /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands.
     pub seed: u64,
+    /// Try the seed brokers in an order shuffled by `seed` instead of the user's (default
+    /// `false`: the user's order). Sarama, librdkafka and the Java client shuffle: a fleet
+    /// that starts at once then spreads over the seeds instead of all asking the first one
+    /// (measured in `docs/performance/hung-first.md`).
+    pub shuffle_seeds: bool,
 }
 
 impl Default for RefreshConfig {
@@ -79,6 +84,7 @@ impl RefreshConfig {
             deadline: Duration::from_secs(60),
             retry: Backoff::default(),
             seed: 0,
+            shuffle_seeds: false,
         }
     }
 

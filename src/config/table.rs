@@ -105,6 +105,12 @@ pub(super) const KNOBS: &[Knob] = &[
     Knob::refresh("seed", KnobKind::U64, "seed of the core's PRNG: same seed and inputs, same commands", |c| {
         Some(Slot::U64(&mut c.seed))
     }),
+    Knob::refresh(
+        "shuffle_seeds",
+        KnobKind::Bool,
+        "try the seeds in an order shuffled by the seed, not as listed",
+        |c| Some(Slot::Bool(&mut c.shuffle_seeds)),
+    ),
     Knob::cluster("refresh_interval", KnobKind::Duration, "refresh this often even if nobody asks", |c| {
         Some(Slot::Duration(&mut c.refresh_interval))
     }),

@@ -170,7 +170,7 @@ impl Refresh {
         config.validate()?;
         let mut rng = Rng::new(config.seed ^ ((ctx.epoch as u64) << 40));
         let mut candidates = PerCandidate::with_capacity(book.len());
-        book.attempt_order(now, &mut rng, &mut candidates);
+        book.attempt_order(now, &mut rng, config.shuffle_seeds, &mut candidates);
         if ctx.fit_candidates {
             candidates.truncate(MAX_ATTEMPTS / 2 / passes(config));
         }

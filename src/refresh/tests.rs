@@ -108,3 +108,35 @@ fn all_lists_every_cancel_reason_and_timer_once() {
         assert_eq!(serde_json::to_value(t).unwrap(), serde_json::json!(t.name()));
     }
 }
+
+/// `shuffle_seeds` tries the seeds in an order the seed decides (the same for the same seed,
+/// a permutation of the list); without it, as listed.
+#[test]
+fn seeds_are_tried_as_listed_or_shuffled_by_the_seed() {
+    let order = |shuffle: bool, seed: u64| {
+        let mut config = RefreshConfig::all_at_once();
+        config.shuffle_seeds = shuffle;
+        config.seed = seed;
+        let mut r = Refresh::new(&config, &book(8), Instant::ZERO).unwrap();
+        let mut brokers = Vec::new();
+        while let Some(c) = r.poll_command() {
+            if let Command::Connect { broker, .. } = c {
+                brokers.push(broker.0);
+            }
+        }
+        brokers
+    };
+    let listed: Vec<u32> = (0..8).collect();
+    for seed in 0..4 {
+        assert_eq!(order(false, seed), listed, "as listed whatever the seed");
+    }
+    let shuffled: Vec<Vec<u32>> = (0..4).map(|seed| order(true, seed)).collect();
+    for (seed, o) in shuffled.iter().enumerate() {
+        let mut sorted = o.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, listed, "a permutation");
+        assert_eq!(*o, order(true, seed as u64), "the same for the same seed");
+    }
+    assert!(shuffled.iter().any(|o| *o != listed), "some seed reorders: {shuffled:?}");
+    assert!(shuffled.windows(2).any(|w| w[0] != w[1]), "seeds differ: {shuffled:?}");
+}

@@ -82,6 +82,8 @@ impl ModelCase {
             deadline: us(self.deadline),
             retry: Backoff { retries: self.retries, initial: Duration::ZERO, multiplier: 2.0, cap: Duration::ZERO },
             seed: self.seed,
+            // The model tries the brokers as listed.
+            shuffle_seeds: false,
         }
     }
 

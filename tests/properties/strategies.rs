@@ -92,6 +92,7 @@ fn arb_knobs() -> impl Strategy<Value = RefreshConfig> {
                     deadline,
                     retry: Backoff { retries, initial: us(backoff), multiplier, cap: us(backoff + extra) },
                     seed,
+                    shuffle_seeds: seed & 4 == 0,
                 }
             },
         )

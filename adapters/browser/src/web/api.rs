@@ -41,7 +41,7 @@ export interface Fanout {
 export interface Backoff { retries: number; initial: Duration; multiplier: number; cap: Duration }
 /** The refresh policy; `defaultConfig()` returns a complete one to start from, `knobs()` describes every field. */
 export interface RefreshConfig {
-  fanout: Fanout; attempt_timeout: Duration; deadline: Duration; retry: Backoff; seed: number;
+  fanout: Fanout; attempt_timeout: Duration; deadline: Duration; retry: Backoff; seed: number; shuffle_seeds: boolean;
 }
 /** What a knob takes: `knobs()` lists every knob with one of these. */
 export type KnobKind =
