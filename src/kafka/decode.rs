@@ -53,36 +53,48 @@ pub(super) fn read_api_versions(
 
 /// Decodes a Metadata response frame of the negotiated version into the core's model.
 pub(super) fn read_metadata(
-    mut frame: Bytes,
+    frame: Bytes,
     correlation_id: i32,
     version: i16,
     budget: usize,
 ) -> Result<Metadata, AttemptError> {
-    read_header(&mut frame, MetadataResponse::header_version(version), correlation_id, "Metadata")?;
-    let response: MetadataResponse = read_body(frame, version, budget, "Metadata", guard::check_metadata)?;
+    let response: MetadataResponse =
+        read_response(frame, correlation_id, version, budget, "Metadata", guard::check_metadata)?;
     convert::metadata_from_response(response)
 }
 
 /// Decodes a SaslHandshake response frame.
 pub(super) fn read_sasl_handshake(
-    mut frame: Bytes,
+    frame: Bytes,
     correlation_id: i32,
     version: i16,
     budget: usize,
 ) -> Result<SaslHandshakeResponse, AttemptError> {
-    read_header(&mut frame, SaslHandshakeResponse::header_version(version), correlation_id, "SaslHandshake")?;
-    read_body(frame, version, budget, "SaslHandshake", guard::check_sasl_handshake)
+    read_response(frame, correlation_id, version, budget, "SaslHandshake", guard::check_sasl_handshake)
 }
 
 /// Decodes a SaslAuthenticate response frame.
 pub(super) fn read_sasl_authenticate(
-    mut frame: Bytes,
+    frame: Bytes,
     correlation_id: i32,
     version: i16,
     budget: usize,
 ) -> Result<SaslAuthenticateResponse, AttemptError> {
-    read_header(&mut frame, SaslAuthenticateResponse::header_version(version), correlation_id, "SaslAuthenticate")?;
-    read_body(frame, version, budget, "SaslAuthenticate", guard::check_sasl_authenticate)
+    read_response(frame, correlation_id, version, budget, "SaslAuthenticate", guard::check_sasl_authenticate)
+}
+
+/// A whole response frame: its header (in the version the response type calls for), checked
+/// against the request, then its body past `guard`.
+fn read_response<T: Decodable + HeaderVersion>(
+    mut frame: Bytes,
+    correlation_id: i32,
+    version: i16,
+    budget: usize,
+    what: &str,
+    guard: fn(&[u8], i16, usize) -> Result<(), String>,
+) -> Result<T, AttemptError> {
+    read_header(&mut frame, T::header_version(version), correlation_id, what)?;
+    read_body(frame, version, budget, what, guard)
 }
 
 /// Decodes the response header and checks it answers the request we sent.

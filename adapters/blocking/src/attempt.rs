@@ -176,15 +176,11 @@ impl Attempt {
     /// connection that is the TCP handshake (before any TLS), the handshake the core times.
     fn open(&mut self, ctx: &Context, mut transport: Transport, registry: &Registry, buf: &mut [u8], step: &mut Step) {
         let plaintext = transport.is_plaintext();
-        let fetched = ctx.oauth_token.as_ref().map(|source| source.apply(&ctx.exchange));
-        let exchange = match &fetched {
-            Some(Ok(exchange)) => exchange,
-            _ => &ctx.exchange,
-        };
+        let fetched = ctx.exchange.for_attempt(ctx.oauth_token.as_ref());
+        let exchange = fetched.as_deref().unwrap_or(&ctx.exchange);
         let mut kafka = with_fresh_nonce(KafkaAttempt::new(self.id, exchange, self.expected.as_ref(), plaintext));
-        if let Some(Err(e)) = fetched {
-            let detail = format!("no OAUTHBEARER token for this attempt: {}", e.problem);
-            kafka.handle_error(AttemptError::with_detail(ErrorKind::Authentication, detail));
+        if let Err(error) = fetched {
+            kafka.handle_error(error);
         }
         kafka.handle_connected();
         if let Err(e) = registry.register(transport.socket(), self.token, Interest::READABLE | Interest::WRITABLE) {

@@ -29,10 +29,7 @@ pub fn refresh(config: &RefreshConfig, seeds: &[impl AsRef<str>]) -> Result<Meta
 pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Result<RefreshOutcome, Error> {
     let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
     validate::seeds(&book)?;
-    let exchange = match &options.oauth_token {
-        Some(source) => source.apply(&options.exchange)?,
-        None => options.exchange.clone(),
-    };
+    let exchange = options.exchange.with_token_from(options.oauth_token.as_ref())?.into_owned();
     validate::exchange(&exchange)?;
     let ctx = Context {
         exchange,

@@ -236,21 +236,11 @@ async fn converse(
             Err(e) => return Step::Finished(Err(e)),
         },
     };
-    let fetched;
-    let exchange = match &ctx.oauth_token {
-        None => &ctx.exchange,
-        Some(source) => match source.apply(&ctx.exchange) {
-            Ok(exchange) => {
-                fetched = exchange;
-                &fetched
-            }
-            Err(e) => {
-                let detail = format!("no OAUTHBEARER token for this attempt: {}", e.problem);
-                return Step::Finished(Err(AttemptError::with_detail(ErrorKind::Authentication, detail)));
-            }
-        },
+    let exchange = match ctx.exchange.for_attempt(ctx.oauth_token.as_ref()) {
+        Ok(exchange) => exchange,
+        Err(e) => return Step::Finished(Err(e)),
     };
-    Box::new(Conversation::new(attempt, transport, exchange, expected)).until_answered().await
+    Box::new(Conversation::new(attempt, transport, &exchange, expected)).until_answered().await
 }
 
 /// One attempt's Kafka conversation ([`KafkaAttempt`]) on a transport, resumable at the

@@ -44,10 +44,7 @@ pub async fn refresh_with(
 ) -> Result<RefreshOutcome, Error> {
     let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
     validate::seeds(&book)?;
-    let exchange = match &options.oauth_token {
-        Some(source) => source.apply(&options.exchange)?,
-        None => options.exchange.clone(),
-    };
+    let exchange = options.exchange.with_token_from(options.oauth_token.as_ref())?.into_owned();
     validate::exchange(&exchange)?;
     let tls = tls::connector(options.tls.as_ref())?;
     let clock = Clock::start();

@@ -17,12 +17,14 @@
 //!
 //! [`Exchange`]: super::Exchange
 
+use alloc::borrow::Cow;
+use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use core::fmt;
 
 use super::ExchangeConfig;
-use crate::error::ConfigError;
+use crate::error::{AttemptError, ConfigError, ErrorKind};
 
 mod conversation;
 mod scram;
@@ -165,6 +167,28 @@ impl TokenSource {
     pub fn apply(&self, exchange: &ExchangeConfig) -> Result<ExchangeConfig, ConfigError> {
         let token = (self.0)().map_err(|problem| ConfigError::new("sasl.oauthbearer.token", problem))?;
         Ok(ExchangeConfig { sasl: Some(Sasl::OAuthBearer { token: Secret::new(token) }), ..exchange.clone() })
+    }
+}
+
+impl ExchangeConfig {
+    /// The settings a refresh starts with: with a token fetched now from `source`, or these
+    /// as they are without one (what a one-shot refresh calls once, before any broker).
+    pub fn with_token_from(&self, source: Option<&TokenSource>) -> Result<Cow<'_, ExchangeConfig>, ConfigError> {
+        match source {
+            Some(source) => source.apply(self).map(Cow::Owned),
+            None => Ok(Cow::Borrowed(self)),
+        }
+    }
+
+    /// The same for one attempt of a long-lived client, whose tokens expire between
+    /// refreshes: a source that fails fails that attempt, as an authentication error.
+    pub fn for_attempt(&self, source: Option<&TokenSource>) -> Result<Cow<'_, ExchangeConfig>, AttemptError> {
+        self.with_token_from(source).map_err(|e| {
+            AttemptError::with_detail(
+                ErrorKind::Authentication,
+                format!("no OAUTHBEARER token for this attempt: {}", e.problem),
+            )
+        })
     }
 }
 
