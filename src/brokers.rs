@@ -9,6 +9,7 @@
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::net::SocketAddr;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 use smallvec::{Array, SmallVec};
@@ -64,12 +65,51 @@ pub struct BrokerEntry {
     failure_score: u32,
     /// When `failure_score` was last brought up to date.
     scored_at: Instant,
+    /// Whether a refresh resolves this entry's host name through the core's contract
+    /// ([`crate::Command::Resolve`]) instead of connecting to it, so that every address of
+    /// the name is a candidate of its own. Only names are marked ([`BrokerBook::resolving`]);
+    /// an IP literal is connected to as it is.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resolve: bool,
+    /// For an entry a refresh learnt by resolving a name (`ip:port`): the entry of that
+    /// name. TLS verifies the broker's certificate against the name, not the address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_from: Option<BrokerIndex>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl BrokerEntry {
     /// Whether metadata currently lists this broker.
     pub fn is_discovered(&self) -> bool {
         self.node_id.is_some()
+    }
+
+    /// The entry's socket address, when its host is an IP literal (`10.0.0.1:9092`,
+    /// `[::1]:9092`) rather than a name.
+    pub fn socket_addr(&self) -> Option<SocketAddr> {
+        self.address.parse().ok()
+    }
+
+    fn new(address: Arc<str>, is_seed: bool, node_id: Option<i32>) -> Self {
+        BrokerEntry {
+            address,
+            is_seed,
+            node_id,
+            connected: false,
+            failure_score: 0,
+            scored_at: Instant::ZERO,
+            resolve: false,
+            resolved_from: None,
+        }
+    }
+
+    /// An entry for `address`, learnt by resolving the name of entry `from`.
+    pub(crate) fn resolved(address: SocketAddr, from: BrokerIndex) -> Self {
+        let address: Arc<str> = Arc::from(alloc::format!("{address}").as_str());
+        BrokerEntry { resolved_from: Some(from), ..BrokerEntry::new(address, false, None) }
     }
 }
 
@@ -97,20 +137,45 @@ impl BrokerBook {
             let seed = seed.as_ref().trim();
             validate_address(seed)?;
             if book.find(seed).is_none() {
-                book.entries.push(BrokerEntry {
-                    address: Arc::from(seed),
-                    is_seed: true,
-                    node_id: None,
-                    connected: false,
-                    failure_score: 0,
-                    scored_at: Instant::ZERO,
-                });
+                book.entries.push(BrokerEntry::new(Arc::from(seed), true, None));
             }
         }
         if book.entries.is_empty() {
             return Err(ConfigError::new("seeds", "must list at least one broker (host:port)"));
         }
         Ok(book)
+    }
+
+    /// Builds a book as [`BrokerBook::new`] does, and marks every seed whose host is a name
+    /// (not an IP literal) to be resolved by the core ([`BrokerEntry::resolve`]): a refresh
+    /// that reaches such a seed emits [`crate::Command::Resolve`], and each address the name
+    /// resolves to becomes a candidate of its own, staggered like any other (the Java
+    /// client's `client.dns.lookup=use_all_dns_ips`). A refresh resolves the name again each
+    /// time it reaches it, so a client follows addresses that change.
+    ///
+    /// The adapter must then answer `Resolve` ([`crate::Input::Resolved`]) and take the
+    /// entries the refresh learns into its book ([`BrokerBook::absorb`]; a
+    /// [`crate::Cluster`] does it itself).
+    pub fn resolving<S: AsRef<str>>(seeds: impl IntoIterator<Item = S>) -> Result<Self, ConfigError> {
+        let mut book = Self::new(seeds)?;
+        for e in &mut book.entries {
+            e.resolve = e.socket_addr().is_none();
+        }
+        Ok(book)
+    }
+
+    /// Takes in the entries `refresh` learnt by resolving names (the `ip:port` of each
+    /// address, see [`crate::Refresh::learned`]) that this book does not hold yet, at the
+    /// indices the refresh gave them, so `address(broker)` answers for every broker its
+    /// commands name. `refresh` must have been built from this book, and the book must not
+    /// have grown otherwise since; call it after each `handle_input`. Returns how many
+    /// entries it added (none, without allocating, when there is nothing new).
+    pub fn absorb(&mut self, refresh: &crate::Refresh) -> usize {
+        let (first, learnt) = refresh.learned();
+        let Some(have) = self.entries.len().checked_sub(first.0 as usize) else { return 0 };
+        let new = learnt.get(have..).unwrap_or(&[]);
+        self.entries.extend_from_slice(new);
+        new.len()
     }
 
     /// Number of entries (seeds and discovered, including no-longer-listed ones).
@@ -162,14 +227,7 @@ impl BrokerBook {
                 Err(pos) => {
                     // Kept in the index, so an address listed twice stays one entry.
                     sorted.insert(pos, self.entries.len() as u32);
-                    self.entries.push(BrokerEntry {
-                        address: Arc::from(address.as_str()),
-                        is_seed: false,
-                        node_id: Some(b.node_id),
-                        connected: false,
-                        failure_score: 0,
-                        scored_at: Instant::ZERO,
-                    });
+                    self.entries.push(BrokerEntry::new(Arc::from(address.as_str()), false, Some(b.node_id)));
                 }
             }
         }

@@ -27,6 +27,15 @@ pub enum ClusterEvent {
         /// Broker to connect to.
         broker: BrokerIndex,
     },
+    /// Start an attempt by resolving a seed's name (as [`Command::Resolve`]): answer with
+    /// [`Input::Resolved`] or [`Input::Failed`]. The entries of its addresses are in
+    /// [`Cluster::book`] as soon as the answer is applied.
+    Resolve {
+        /// Attempt id to answer with.
+        attempt: AttemptId,
+        /// The book entry whose name to resolve.
+        broker: BrokerIndex,
+    },
     /// Abandon an attempt and close its connection (as [`Command::Cancel`]).
     Cancel {
         /// Which attempt.
@@ -151,6 +160,8 @@ impl Cluster {
             Some(r) if epoch == r.epoch() => {
                 let rebootstrap = asks_to_rebootstrap(&input);
                 let outcome = r.handle_input(self.now, input);
+                // The addresses a name resolved to are entries of the book from now on.
+                self.book.absorb(r);
                 // An applied REBOOTSTRAP_REQUIRED failed its attempt; the rule this feeds is
                 // documented on `ClusterEvent::Rebootstrapped`.
                 if rebootstrap && outcome.is_applied() {
@@ -301,6 +312,9 @@ impl Cluster {
                 Command::Connect { attempt, broker } => {
                     self.events.push_back(ClusterEvent::Connect { attempt, broker })
                 }
+                Command::Resolve { attempt, broker } => {
+                    self.events.push_back(ClusterEvent::Resolve { attempt, broker })
+                }
                 Command::Cancel { attempt, reason } => self.events.push_back(ClusterEvent::Cancel { attempt, reason }),
                 Command::Done { attempt, broker, metadata } => {
                     let stats = r.stats();
@@ -377,7 +391,7 @@ fn asks_to_rebootstrap(input: &Input) -> bool {
     match input {
         Input::Failed { error, .. } => error.kind == REBOOTSTRAP_REQUIRED,
         Input::Response { metadata, .. } => metadata.rejection().is_some_and(|e| e.kind == REBOOTSTRAP_REQUIRED),
-        Input::Connected { .. } | Input::FirstFrame { .. } => false,
+        Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => false,
     }
 }
 

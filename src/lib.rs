@@ -23,7 +23,10 @@
 //!    at once.
 //! 2. **Drain** [`Refresh::poll_command`] until it returns `None`, and carry out each
 //!    [`Command`]: `Connect` opens a connection for a new attempt to a broker of the book,
-//!    `Cancel` closes one (with a reason). Drain after *every* `handle_*` call, before
+//!    `Cancel` closes one (with a reason), and — for seeds given by name in a book built
+//!    with [`BrokerBook::resolving`] — `Resolve` looks a name up, to be answered with
+//!    [`Input::Resolved`] (each address then becomes a candidate of its own; take the new
+//!    entries into the book with [`BrokerBook::absorb`]). Drain after *every* `handle_*` call, before
 //!    waiting.
 //! 3. **Wait** until [`Refresh::poll_timeout`] or the next I/O result, whichever comes
 //!    first. While the refresh runs there is always a timer (at least the deadline).
@@ -74,6 +77,8 @@
 //!     while let Some(command) = refresh.poll_command() {
 //!         match command {
 //!             Command::Connect { attempt, broker } => network.extend(fake(broker, attempt, now)),
+//!             // Only for seeds given by name in a book built with `BrokerBook::resolving`.
+//!             Command::Resolve { .. } => unreachable!("a book of IP addresses has no name to resolve"),
 //!             Command::Cancel { attempt, reason } => {
 //!                 network.retain(|(_, input)| input.attempt() != attempt); // close its socket
 //!                 cancelled.push((refresh.attempt(attempt).map(|a| a.broker), reason));
@@ -169,7 +174,7 @@ pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
     AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh, RefreshStats, TimerKind,
-    MAX_ATTEMPTS,
+    FIRST_ADDRESS_FAMILY_COUNT, MAX_ATTEMPTS, MAX_RESOLVED_ADDRESSES,
 };
 pub use rng::Rng;
 pub use time::{duration_micros, scale_duration, Instant};

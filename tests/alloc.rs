@@ -117,3 +117,60 @@ fn the_counter_counts() {
     assert!(allocations() > before);
     drop(v);
 }
+
+/// A name resolved again (each pass, here) to addresses the refresh knows allocates nothing:
+/// only an address seen for the first time makes a new entry (a book growth, like a
+/// discovered broker). The answers are built before the counted calls, as an adapter builds
+/// them.
+#[test]
+fn resolving_known_addresses_again_does_not_allocate() {
+    let book = BrokerBook::resolving(["kafka.test:9092", "10.0.0.9:9092"]).unwrap();
+    let mut config = RefreshConfig::default();
+    config.retry.retries = 3;
+    config.fanout.jitter = 0.0;
+    let answer: Vec<std::net::SocketAddr> =
+        ["[fd00::1]:9092", "10.0.0.1:9092", "10.0.0.9:9092"].iter().map(|a| a.parse().unwrap()).collect();
+    let mut answers: Vec<Vec<std::net::SocketAddr>> = (0..8).map(|_| answer.clone()).collect();
+    let mut refresh = Refresh::new(&config, &book, Instant::ZERO).unwrap();
+    let mut now = Instant::ZERO;
+    let (mut resolutions, mut counted) = (0, 0);
+    let mut pending = Vec::with_capacity(64);
+    loop {
+        let before = allocations();
+        while let Some(c) = refresh.poll_command() {
+            pending.push(c);
+        }
+        for c in pending.drain(..) {
+            now = now.saturating_add(Duration::from_micros(100));
+            match c {
+                Command::Resolve { attempt, .. } => {
+                    let addresses = answers.pop().unwrap_or_default();
+                    resolutions += 1;
+                    refresh.handle_input(now, Input::Resolved { attempt, addresses });
+                }
+                Command::Connect { attempt, .. } => {
+                    refresh.handle_input(now, Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) });
+                }
+                _ => {}
+            }
+        }
+        // The first pass learns the addresses; from the second on, nothing may allocate.
+        if resolutions > 1 {
+            counted += allocations() - before;
+        }
+        match refresh.poll_timeout() {
+            Some(at) => {
+                now = at;
+                let before = allocations();
+                refresh.handle_timeout(at);
+                if resolutions > 1 {
+                    counted += allocations() - before;
+                }
+            }
+            None => break,
+        }
+    }
+    assert_eq!(resolutions, 4, "one resolution per pass");
+    assert_eq!(refresh.learned().1.len(), 2, "10.0.0.9 is a seed; the others were learnt once");
+    assert_eq!(counted, 0, "resolving known addresses again allocated {counted} times");
+}

@@ -230,6 +230,10 @@ fn drain(cluster: &mut Cluster, world: &mut World<'_>, report: &mut ClusterRepor
                 }
                 record(report, attempt.epoch(), now).brokers_tried.push(broker);
             }
+            // The simulator's brokers are addresses, never names marked to resolve
+            // (`BrokerBook::resolving`): were one asked, it would go unanswered and the
+            // core's attempt timeout would fail it (kind `Dns`).
+            ClusterEvent::Resolve { .. } => {}
             ClusterEvent::Cancel { attempt, reason } => world.cancel(now, attempt, reason),
             ClusterEvent::Refreshed { epoch, attempt, broker, stats } => {
                 world.won(now, attempt, broker);

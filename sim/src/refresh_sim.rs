@@ -66,6 +66,12 @@ pub enum SpanOutcome {
     },
     /// Still running when the simulation stopped (only after an abort).
     InFlight,
+    /// It resolved a seed's name (`Command::Resolve`) to `addresses` addresses, each then an
+    /// attempt of its own (only in replays of real traces: simulated brokers have no names).
+    Resolved {
+        /// How many addresses the name resolved to.
+        addresses: u32,
+    },
 }
 
 /// One attempt on a broker's lane: when it started, connected and ended, and how.
@@ -319,7 +325,7 @@ impl Report {
             match span.outcome {
                 SpanOutcome::Cancelled { .. } => report.attempts_cancelled += 1,
                 SpanOutcome::Failed { .. } => report.attempts_failed += 1,
-                SpanOutcome::Won | SpanOutcome::InFlight => {}
+                SpanOutcome::Won | SpanOutcome::InFlight | SpanOutcome::Resolved { .. } => {}
             }
         }
         report
@@ -403,6 +409,10 @@ fn drain(rec: &mut Recorder, world: &mut World<'_>, book: &BrokerBook, now: Inst
                     world.annotate(attempt, info);
                 }
             }
+            // The simulator's brokers are addresses, never names marked to resolve
+            // (`BrokerBook::resolving`): were one asked, it would go unanswered and the
+            // core's attempt timeout would fail it (kind `Dns`).
+            Command::Resolve { .. } => {}
             Command::Cancel { attempt, reason } => world.cancel(now, attempt, reason),
             Command::Done { attempt, broker, .. } => {
                 world.won(now, attempt, broker);

@@ -148,6 +148,7 @@ fn render_span(out: &mut String, span: &Span, total: u64) {
         SpanOutcome::Failed { kind, .. } => alloc::format!("failed({})", kind_name(*kind)),
         SpanOutcome::Cancelled { reason } => alloc::format!("cancelled({reason})"),
         SpanOutcome::InFlight => String::from("in flight"),
+        SpanOutcome::Resolved { addresses } => alloc::format!("resolved({addresses})"),
     };
     let _ = write!(out, " {ending}");
     if let Some(end) = span.end {

@@ -1,7 +1,9 @@
 //! The contract between the core and its adapters: what goes in ([`Input`]), what comes out
 //! ([`Command`]), and the names both sides use for attempts, reasons and timers.
 
+use alloc::vec::Vec;
 use core::fmt;
+use core::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::brokers::BrokerIndex;
@@ -115,14 +117,34 @@ pub enum Input {
         /// What it answered.
         metadata: Metadata,
     },
-    /// The attempt failed; the adapter has already closed its connection.
+    /// The attempt failed; the adapter has already closed its connection. For an attempt
+    /// asked to resolve ([`Command::Resolve`]), a failed lookup, with kind
+    /// [`crate::ErrorKind::Dns`] (NXDOMAIN, no answer from the resolver, …).
     Failed {
         /// Which attempt.
         attempt: AttemptId,
         /// Why.
         error: AttemptError,
     },
+    /// The name of a [`Command::Resolve`] resolved to these addresses, in the resolver's
+    /// order (RFC 6724's, for `getaddrinfo`). Each becomes a candidate of its own, in
+    /// RFC 8305's order (see [`crate::Refresh`]); the first
+    /// [`MAX_RESOLVED_ADDRESSES`] distinct ones are taken. An empty list fails the attempt
+    /// ("no addresses"). `Resolved` for an attempt that was not asked to resolve is
+    /// [`InputOutcome::Unexpected`].
+    Resolved {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// What the name resolved to (the port is the entry's).
+        addresses: Vec<SocketAddr>,
+    },
 }
+
+/// The most addresses of one name a refresh takes from a [`Input::Resolved`] (the first
+/// ones, in the resolver's order): like the Java client's `use_all_dns_ips`, every address
+/// is a candidate, but a name that resolves to hundreds must not make a refresh that long.
+/// The attempt table is sized for this many per name.
+pub const MAX_RESOLVED_ADDRESSES: usize = 16;
 
 impl Input {
     /// The attempt this input is about.
@@ -131,7 +153,8 @@ impl Input {
             Input::Connected { attempt }
             | Input::FirstFrame { attempt }
             | Input::Response { attempt, .. }
-            | Input::Failed { attempt, .. } => *attempt,
+            | Input::Failed { attempt, .. }
+            | Input::Resolved { attempt, .. } => *attempt,
         }
     }
 }
@@ -156,6 +179,10 @@ pub enum InputOutcome {
     AttemptEnded,
     /// The same fact was reported before: a second `Connected` or `Answered`.
     Repeated,
+    /// The input does not fit the attempt's phase: [`Input::Resolved`] for an attempt that
+    /// was asked to connect, or a connection's progress (`Connected`, `FirstFrame`,
+    /// `Response`) for one that was asked to resolve and has no connection.
+    Unexpected,
 }
 
 impl InputOutcome {
@@ -173,6 +200,7 @@ impl InputOutcome {
             InputOutcome::NotIssued => "not_issued",
             InputOutcome::AttemptEnded => "attempt_ended",
             InputOutcome::Repeated => "repeated",
+            InputOutcome::Unexpected => "unexpected",
         }
     }
 }
@@ -249,6 +277,19 @@ pub enum Command {
         /// Which broker of the book to connect to.
         broker: BrokerIndex,
     },
+    /// Start an attempt by resolving the host name of `broker` (a seed entry marked
+    /// [`crate::BrokerEntry::resolve`], see [`crate::BrokerBook::resolving`]): look it up,
+    /// then answer [`Input::Resolved`] with every address, or [`Input::Failed`] with kind
+    /// [`crate::ErrorKind::Dns`]. Resolution is the attempt's first phase, under its
+    /// attempt timeout (a resolver that never answers times the attempt out, kind `Dns`) and
+    /// the refresh's deadline; a `Cancel` of it abandons the lookup. Each address then
+    /// becomes an attempt of its own (`Connect`), the first at once, the rest staggered.
+    Resolve {
+        /// The new attempt's id; answer with this id.
+        attempt: AttemptId,
+        /// The book entry whose name to resolve (its port is the addresses' port).
+        broker: BrokerIndex,
+    },
     /// Abandon an attempt and close its connection.
     Cancel {
         /// Which attempt.
@@ -322,6 +363,9 @@ pub enum AttemptState {
     Won,
     /// Failed (reported by the adapter, timed out, or rejected).
     Failed,
+    /// Its name resolved ([`Input::Resolved`]): the attempt ended there, and its addresses
+    /// went on as attempts of their own. Neither a success nor a failure.
+    Resolved,
     /// Cancelled by the core (lost, overtaken, superseded, deadline, fatal elsewhere). An
     /// attempt that timed out or was rejected is `Failed`, though the adapter is sent a
     /// `Cancel` for it too, to close its connection.
@@ -362,7 +406,7 @@ pub struct AttemptInfo {
 /// Counters of one refresh, for reports and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefreshStats {
-    /// Attempts started (Connect commands).
+    /// Attempts started (Connect and Resolve commands).
     pub started: u32,
     /// Attempts the core cancelled (not counting timed-out and rejected ones, which are
     /// failures even though each gets a `Cancel` command).
@@ -373,4 +417,8 @@ pub struct RefreshStats {
     pub hedges: u32,
     /// Passes over the brokers begun (1 + retries used).
     pub passes: u32,
+    /// Attempts that resolved a name ([`Input::Resolved`] applied; started, but neither
+    /// failed nor cancelled).
+    #[serde(default)]
+    pub resolved: u32,
 }

@@ -293,7 +293,7 @@ impl Refresh {
         self.stats.started += 1;
         self.ticks.leader = Some(n);
         self.timers.stop(TimerKind::Stagger);
-        self.commands.push_back(Command::Connect { attempt: self.id(n), broker });
+        self.commands.push_back(Command::start(self.id(n), broker, self.is_name(candidate)));
         true
     }
 

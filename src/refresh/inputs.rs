@@ -10,6 +10,9 @@ use super::Refresh;
 impl Refresh {
     /// Applies `input` to the live attempt `n` it names.
     pub(super) fn apply(&mut self, now: Instant, n: u32, input: Input) -> InputOutcome {
+        if let Some(outcome) = self.check_phase(n, &input) {
+            return outcome;
+        }
         let fresh = match input {
             Input::Connected { .. } => self.on_connected(now, n),
             Input::FirstFrame { .. } => self.on_answered(now, n),
@@ -21,6 +24,7 @@ impl Refresh {
                 self.fail(now, n, error, None);
                 true
             }
+            Input::Resolved { addresses, .. } => return self.on_resolved(now, n, addresses),
         };
         if fresh {
             InputOutcome::Applied

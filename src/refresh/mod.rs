@@ -5,6 +5,7 @@ mod contract;
 mod fanout;
 mod in_flight;
 mod inputs;
+mod resolve;
 mod retry;
 mod timers;
 
@@ -23,8 +24,11 @@ use attempts::AttemptTable;
 pub use attempts::MAX_ATTEMPTS;
 pub use contract::{
     AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, RefreshStats, TimerKind,
+    MAX_RESOLVED_ADDRESSES,
 };
 use fanout::Ticks;
+use resolve::Resolution;
+pub use resolve::FIRST_ADDRESS_FAMILY_COUNT;
 use retry::Pass;
 use timers::TimerTable;
 
@@ -96,6 +100,9 @@ enum Phase {
 /// | [`Input::Response`] that can win     | `Cancel` (lost) the rest, then `Done`                 |
 /// | [`Input::Response`] that cannot win (no brokers, a top-level error) | `Cancel` (rejected) it, then as a failure |
 /// | [`Input::Failed`], attempt timeout (`Cancel`, timed out) | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
+/// | a name to resolve's turn (a seed of [`BrokerBook::resolving`]) | `Resolve` instead of `Connect` |
+/// | [`Input::Resolved`] | the attempt ends resolved; each address a candidate next in the pass (RFC 8305 order), `Connect` the first at once |
+/// | [`Input::Resolved`] empty; resolver timeout | a failure of kind `Dns`, as `Failed` |
 /// | backoff timer                        | a new pass: `Connect` the first `fanout.initial` brokers |
 /// | deadline, fatal error                | `Cancel` everything in flight, then `GiveUp`          |
 ///
@@ -136,6 +143,9 @@ pub struct Refresh {
     last_failure: Option<(u32, usize)>,
     commands: VecDeque<Command>,
     stats: RefreshStats,
+    /// Names to resolve and the addresses they resolved to (`resolve`); `None` when no
+    /// candidate is a name.
+    resolution: Option<alloc::boxed::Box<Resolution>>,
 }
 
 impl Refresh {
@@ -177,7 +187,11 @@ impl Refresh {
         if candidates.is_empty() {
             return Err(ConfigError::new("seeds", "the broker book has no broker to try"));
         }
-        let outcomes = candidates
+        let resolution = Resolution::new(book, &candidates, now).map(alloc::boxed::Box::new);
+        // Room for the candidates resolution may add, so answers do not reallocate.
+        let extra = resolution.as_ref().map_or(0, |r| r.room());
+        candidates.reserve(extra);
+        let mut outcomes: Vec<BrokerFailure> = candidates
             .iter()
             .map(|&b| BrokerFailure {
                 broker: b,
@@ -186,9 +200,16 @@ impl Refresh {
                 last_error: None,
             })
             .collect();
-        let reused = candidates.iter().map(|&b| book.get(b).is_some_and(|e| e.connected)).collect();
+        outcomes.reserve(extra);
+        let mut reused: PerCandidate<bool> =
+            candidates.iter().map(|&b| book.get(b).is_some_and(|e| e.connected)).collect();
+        reused.reserve(extra);
         let n = candidates.len();
-        let capacity = attempt_capacity(config, n)?;
+        // Each resolved address may take two attempts a pass, like any candidate.
+        let resolved_capacity = extra.saturating_mul(2).saturating_mul(passes(config));
+        let capacity = attempt_capacity(config, n)?.saturating_add(resolved_capacity).min(MAX_ATTEMPTS);
+        let mut pass = Pass::new(n);
+        pass.reserve(extra);
         let width = (config.fanout.max_in_flight as usize).min(n);
         let mut timers = TimerTable::default();
         timers.set(TimerKind::Deadline, Some(now.saturating_add(config.deadline)));
@@ -203,7 +224,7 @@ impl Refresh {
             candidates,
             reused,
             outcomes,
-            pass: Pass::new(n),
+            pass,
             attempts: AttemptTable::with_capacity(capacity),
             ticks: Ticks::new(),
             hedge_tokens: ctx.hedge_tokens,
@@ -212,6 +233,7 @@ impl Refresh {
             last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),
             stats: RefreshStats::default(),
+            resolution,
         };
         refresh.begin_pass(now);
         Ok(refresh)
@@ -357,7 +379,7 @@ impl Refresh {
 
     /// Whether this pass has a broker left to try.
     fn has_candidate(&self) -> bool {
-        self.pass.has_candidate(self.candidates.len())
+        self.pass.has_candidate(self.walk_len())
     }
 
     fn record_error(&mut self, n: u32, error: AttemptError) {
@@ -379,7 +401,7 @@ impl Refresh {
     /// Cancels attempt `n` for `reason`; with a `detail`, its broker's error says why.
     fn cancel(&mut self, now: Instant, n: u32, reason: CancelReason, detail: Option<&'static str>) {
         if let Some(detail) = detail {
-            let kind = self.attempts.timeout_kind(n);
+            let kind = self.pending_kind(n);
             self.record_error(n, AttemptError::with_detail(kind, detail));
         }
         self.end_attempt(now, n, AttemptState::Cancelled);

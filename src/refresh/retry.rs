@@ -29,6 +29,9 @@ pub(super) struct Pass {
     /// never). A candidate is retried at most once per pass, so a pass starts at most two
     /// attempts per broker and the attempt table sized for that never grows.
     retried_in: PerCandidate<u32>,
+    /// Candidate positions a name just resolved to, to try before anything else (a stack:
+    /// the first address on top); see `resolve`.
+    resolved_next: PerCandidate<u32>,
 }
 
 impl Pass {
@@ -40,17 +43,41 @@ impl Pass {
             overtaken: PerCandidate::with_capacity(candidates),
             retry_next: PerCandidate::with_capacity(candidates),
             retried_in: smallvec::smallvec![0; candidates],
+            resolved_next: PerCandidate::new(),
         }
+    }
+
+    /// Makes room for `extra` candidate positions resolution may add.
+    pub(super) fn reserve(&mut self, extra: usize) {
+        if extra > 0 {
+            self.retried_in.reserve(extra);
+            self.resolved_next.reserve(extra);
+            self.overtaken.reserve(extra);
+            self.retry_next.reserve(extra);
+        }
+    }
+
+    /// A candidate position was added (a resolved address).
+    pub(super) fn grow(&mut self) {
+        self.retried_in.push(0);
+    }
+
+    /// Puts `positions` (a name's addresses, in order) before every other candidate.
+    pub(super) fn queue_next(&mut self, positions: &[u32]) {
+        self.resolved_next.extend(positions.iter().rev().copied());
     }
 
     /// Whether this pass has a broker left to try: one to retry, or one not yet tried.
     pub(super) fn has_candidate(&self, candidates: usize) -> bool {
-        !self.retry_next.is_empty() || self.cursor < candidates
+        !self.resolved_next.is_empty() || !self.retry_next.is_empty() || self.cursor < candidates
     }
 
     /// The candidate position to try next: a broker owed a retry, else the next untried.
     /// Only call it when [`Pass::has_candidate`] says there is one.
     pub(super) fn next_candidate(&mut self) -> usize {
+        if let Some(position) = self.resolved_next.pop() {
+            return position as usize;
+        }
         match self.retry_next.pop() {
             Some(position) => position as usize,
             None => {
@@ -79,6 +106,7 @@ impl Pass {
         self.cursor = 0;
         self.overtaken.clear();
         self.retry_next.clear();
+        self.resolved_next.clear();
     }
 }
 
@@ -111,7 +139,7 @@ impl Refresh {
     }
 
     /// Every broker of the pass failed: back off before the next, or give up.
-    fn end_pass(&mut self, now: Instant) {
+    pub(super) fn end_pass(&mut self, now: Instant) {
         self.timers.stop(TimerKind::Stagger);
         self.timers.stop(TimerKind::Spread);
         if self.pass.number >= self.config.retry.retries {
@@ -141,8 +169,8 @@ impl Refresh {
             if self.attempts.slot(n).timeout_at > now {
                 return;
             }
-            let kind = self.attempts.timeout_kind(n);
-            self.fail(now, n, AttemptError::new(kind), Some(CancelReason::TimedOut));
+            let error = self.timeout_error(n);
+            self.fail(now, n, error, Some(CancelReason::TimedOut));
             if self.phase == Phase::Finished {
                 return;
             }

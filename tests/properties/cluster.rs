@@ -79,7 +79,9 @@ fn arb_cluster_scenario() -> impl Strategy<Value = ClusterScenario> {
 
 fn event_epoch(e: &ClusterEvent) -> Option<u32> {
     match e {
-        ClusterEvent::Connect { attempt, .. } | ClusterEvent::Cancel { attempt, .. } => Some(attempt.epoch()),
+        ClusterEvent::Connect { attempt, .. }
+        | ClusterEvent::Resolve { attempt, .. }
+        | ClusterEvent::Cancel { attempt, .. } => Some(attempt.epoch()),
         ClusterEvent::Refreshed { epoch, .. } | ClusterEvent::RefreshFailed { epoch, .. } => Some(*epoch),
         _ => None,
     }
@@ -88,6 +90,7 @@ fn event_epoch(e: &ClusterEvent) -> Option<u32> {
 fn as_event(epoch: u32, c: &Command, stats: stagger::RefreshStats) -> ClusterEvent {
     match c.clone() {
         Command::Connect { attempt, broker } => ClusterEvent::Connect { attempt, broker },
+        Command::Resolve { attempt, broker } => ClusterEvent::Resolve { attempt, broker },
         Command::Cancel { attempt, reason } => ClusterEvent::Cancel { attempt, reason },
         Command::Done { attempt, broker, .. } => ClusterEvent::Refreshed { epoch, attempt, broker, stats },
         Command::GiveUp(error) => ClusterEvent::RefreshFailed { epoch, error },

@@ -10,7 +10,7 @@ use stagger::{
 };
 use stagger::{Recorder, Trace};
 
-use crate::strategies::{at, make_input, resolve, Action, Scenario};
+use crate::strategies::{at, make_input, resolve, Action, InputKind, Scenario};
 use crate::tracker::{Inv, Tracker};
 
 pub fn drain(r: &mut Refresh) -> Vec<Command> {
@@ -72,14 +72,62 @@ fn completion_bound(config: &RefreshConfig, brokers: usize) -> u64 {
 }
 
 pub fn run(s: &Scenario, clock: Clock) -> Run {
-    let book = BrokerBook::new(numbered_seeds(s.brokers)).expect("numbered seeds are valid");
+    run_book(s, clock, false)
+}
+
+/// As [`run`], over a book whose even seeds are names to resolve (`broker-i:9092`) and odd
+/// ones IP literals (`10.0.0.i:9092`); the inputs to resolving attempts are mostly
+/// `Resolved` with addresses from a small pool (some of them the IP seeds', some shared
+/// between names, sometimes none or more than a refresh takes).
+pub fn run_resolving(s: &Scenario, clock: Clock) -> Run {
+    run_book(s, clock, true)
+}
+
+/// The book of a scenario: numbered seeds, or (`resolving`) names and IP literals mixed.
+pub fn scenario_book(s: &Scenario, resolving: bool) -> BrokerBook {
+    if !resolving {
+        return BrokerBook::new(numbered_seeds(s.brokers)).expect("numbered seeds are valid");
+    }
+    let seeds =
+        (0..s.brokers).map(|i| if i % 2 == 0 { format!("broker-{i}:9092") } else { format!("10.0.0.{i}:9092") });
+    BrokerBook::resolving(seeds).expect("valid seeds")
+}
+
+/// What a resolving scenario's adapter reports at step `step` for `kind` on `attempt`: for
+/// an attempt that resolves, mostly its answer; for one that connects, rarely an answer it
+/// should not get (the core ignores it as `Unexpected`).
+pub fn resolving_input(kind: &InputKind, attempt: AttemptId, resolves: bool, step: usize) -> Input {
+    let mix = (step as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
+    let answer = || {
+        let n = match mix % 29 {
+            0 => return (0..20).map(|j| format!("10.1.0.{j}:9092").parse().unwrap()).collect(),
+            x => x % 6,
+        };
+        (0..n)
+            .map(|j| {
+                let k = (mix >> (4 * j + 8)) % 8;
+                if k < 4 { format!("10.0.0.{k}:9092") } else { format!("[fd00::{k}]:9092") }.parse().unwrap()
+            })
+            .collect()
+    };
+    match kind {
+        InputKind::Failed(..) => make_input(kind, attempt),
+        _ if resolves && mix % 8 != 0 => Input::Resolved { attempt, addresses: answer() },
+        InputKind::Connected if !resolves && mix % 8 == 0 => Input::Resolved { attempt, addresses: answer() },
+        _ => make_input(kind, attempt),
+    }
+}
+
+fn run_book(s: &Scenario, clock: Clock, resolving: bool) -> Run {
+    let book = scenario_book(s, resolving);
     let start = at(s.start);
     let mut r = match s.recent {
         None => Refresh::new(&s.config, &book, start),
         Some(recent) => Refresh::with_estimate(&s.config, &book, start, Some(recent)),
     }
     .expect("generated configs are valid");
-    let mut t = Tracker::new(&s.config, Some(s.brokers as u32), r.epoch(), start);
+    let candidates = (!resolving).then_some(s.brokers as u32);
+    let mut t = Tracker::new(&s.config, candidates, r.epoch(), start);
     let mut log = Vec::new();
     let first = drain(&mut r);
     t.on_commands(&first);
@@ -87,7 +135,7 @@ pub fn run(s: &Scenario, clock: Clock) -> Run {
     log.extend(first.into_iter().map(|c| (start, c)));
 
     let mut wall = s.start;
-    for step in &s.steps {
+    for (index, step) in s.steps.iter().enumerate() {
         let poll = r.poll_timeout().map(Instant::as_micros);
         let now = match (clock, &step.action) {
             (Clock::Free, Action::PollTimeout) => poll.unwrap_or(wall),
@@ -103,13 +151,17 @@ pub fn run(s: &Scenario, clock: Clock) -> Run {
             Action::Timeout | Action::PollTimeout => timeout_call(&mut r, &mut t, at(now), &mut log),
             Action::Input(kind, target) => {
                 let attempt = resolve(target, r.epoch(), &t.issued, &t.ended);
-                input_call(&mut r, &mut t, at(now), make_input(kind, attempt), &mut log);
+                let input = match resolving {
+                    true => resolving_input(kind, attempt, r.resolves(attempt), index),
+                    false => make_input(kind, attempt),
+                };
+                input_call(&mut r, &mut t, at(now), input, &mut log);
             }
         }
     }
 
     // Drive to completion: handle_timeout at poll_timeout, exactly, until finished.
-    let bound = completion_bound(&s.config, s.brokers);
+    let bound = completion_bound(&s.config, candidates_bound(s, resolving));
     let mut calls = 0;
     while let Some(next) = r.poll_timeout() {
         if calls == bound {
@@ -128,6 +180,15 @@ pub fn run(s: &Scenario, clock: Clock) -> Run {
     }
     check_attempts(&r, &s.config, &mut t);
     Run { tracker: t, log, refresh: r }
+}
+
+/// How many candidates a scenario's refresh can have: its seeds, and for a resolving one the
+/// addresses each name may add.
+fn candidates_bound(s: &Scenario, resolving: bool) -> usize {
+    match resolving {
+        true => s.brokers + s.brokers.div_ceil(2) * stagger::MAX_RESOLVED_ADDRESSES,
+        false => s.brokers,
+    }
 }
 
 /// Checks of the machine's own attempt records: they agree with the command stream, and
@@ -161,7 +222,10 @@ fn check_attempts(r: &Refresh, config: &RefreshConfig, t: &mut Tracker) {
         let by_tick = a.hedge
             || t.superseding.contains(id)
             || (!config.fanout.tuning.next_on_failure
-                && !attempts.iter().any(|(_, b)| b.state == AttemptState::Failed && b.ended_at == Some(a.started_at)));
+                && !attempts.iter().any(|(_, b)| {
+                    // A failure, or a name resolving, starts the next attempt at once.
+                    matches!(b.state, AttemptState::Failed | AttemptState::Resolved) && b.ended_at == Some(a.started_at)
+                }));
         if !by_tick {
             continue;
         }
@@ -205,7 +269,16 @@ pub fn check(run: &Run, invs: &[Inv]) -> Result<(), TestCaseError> {
 
 /// Drives a `Recorder` through a scenario (free clock), then to completion.
 pub fn record(s: &Scenario) -> (Trace, Vec<Command>) {
-    let book = BrokerBook::new(numbered_seeds(s.brokers)).unwrap();
+    record_book(s, false)
+}
+
+/// As [`record`], over the book and inputs of [`run_resolving`].
+pub fn record_resolving(s: &Scenario) -> (Trace, Vec<Command>) {
+    record_book(s, true)
+}
+
+fn record_book(s: &Scenario, resolving: bool) -> (Trace, Vec<Command>) {
+    let book = scenario_book(s, resolving);
     let mut rec = Recorder::new(&s.config, &book, at(s.start), "stagger properties").expect("valid config");
     let (mut issued, mut ended, mut commands) = (Vec::new(), Vec::new(), Vec::new());
     let pump = |rec: &mut Recorder,
@@ -215,7 +288,7 @@ pub fn record(s: &Scenario) -> (Trace, Vec<Command>) {
                 out: &mut Vec<Command>| {
         while let Some(c) = rec.poll_command(at(now)) {
             match &c {
-                Command::Connect { attempt, .. } => issued.push(*attempt),
+                Command::Connect { attempt, .. } | Command::Resolve { attempt, .. } => issued.push(*attempt),
                 Command::Cancel { attempt, .. } => ended.push(*attempt),
                 _ => {}
             }
@@ -224,7 +297,7 @@ pub fn record(s: &Scenario) -> (Trace, Vec<Command>) {
     };
     pump(&mut rec, s.start, &mut issued, &mut ended, &mut commands);
     let mut wall = s.start;
-    for step in &s.steps {
+    for (index, step) in s.steps.iter().enumerate() {
         wall = match step.action {
             Action::PollTimeout => rec.refresh().poll_timeout().map_or(wall, Instant::as_micros),
             _ => wall.saturating_add_signed(step.dt),
@@ -233,12 +306,16 @@ pub fn record(s: &Scenario) -> (Trace, Vec<Command>) {
             Action::Timeout | Action::PollTimeout => rec.handle_timeout(at(wall)),
             Action::Input(kind, target) => {
                 let attempt = resolve(target, rec.refresh().epoch(), &issued, &ended);
-                rec.handle_input(at(wall), make_input(kind, attempt));
+                let input = match resolving {
+                    true => resolving_input(kind, attempt, rec.refresh().resolves(attempt), index),
+                    false => make_input(kind, attempt),
+                };
+                rec.handle_input(at(wall), input);
             }
         }
         pump(&mut rec, wall, &mut issued, &mut ended, &mut commands);
     }
-    for _ in 0..completion_bound(&s.config, s.brokers) {
+    for _ in 0..completion_bound(&s.config, candidates_bound(s, resolving)) {
         let Some(next) = rec.refresh().poll_timeout() else { break };
         rec.handle_timeout(next);
         pump(&mut rec, next.as_micros(), &mut issued, &mut ended, &mut commands);

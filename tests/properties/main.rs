@@ -35,7 +35,7 @@ use stagger::test_util::numbered_seeds;
 use stagger::Trace;
 use stagger::{BrokerBook, Cluster, ClusterConfig, Refresh};
 
-use driver::{check, record, run, Clock};
+use driver::{check, record, record_resolving, run, run_resolving, Clock};
 use strategies::{arb_config, arb_mutation, arb_scenario, arb_start, arb_step, at, mutate, Scenario};
 use tracker::Inv;
 
@@ -221,6 +221,53 @@ proptest! {
     #[test]
     fn recorded_traces_round_trip_through_json_losslessly(s in arb_scenario()) {
         let (trace, _) = record(&s);
+        let back: Trace = serde_json::from_str(&serde_json::to_string(&trace).unwrap()).unwrap();
+        prop_assert_eq!(&back, &trace, "JSON round trip changed the trace");
+    }
+}
+
+// ============================================================================================
+// Resolution: seeds given by name, `Resolve` out and `Resolved` in
+// ============================================================================================
+
+/// Every invariant a bare refresh keeps, which a refresh resolving names keeps too.
+const RESOLVING_INVARIANTS: [Inv; 12] = [
+    Inv::Contract,
+    Inv::Throttle,
+    Inv::OneBroker,
+    Inv::Spacing,
+    Inv::Terminal,
+    Inv::Completion,
+    Inv::GiveUp,
+    Inv::LastError,
+    Inv::Done,
+    Inv::Deadline,
+    Inv::PollTimeout,
+    Inv::DeadlineDriven,
+];
+
+proptest! {
+    #![proptest_config(cases(1000))]
+
+    /// 13. A book of names and IP literals, with `Resolved` answers (empty, overlapping the
+    /// IP seeds and each other, longer than a refresh takes), stale, repeated and
+    /// mismatched ones among arbitrary inputs: no panic, and every invariant of 1–9 holds.
+    #[test]
+    fn resolving_names_never_panics_and_keeps_every_invariant(s in arb_scenario()) {
+        check(&run_resolving(&s, Clock::Free), &RESOLVING_INVARIANTS[..11])?;
+        check(&run_resolving(&s, Clock::OnTime), &RESOLVING_INVARIANTS)?;
+    }
+
+    /// 13b. A trace with `Resolve` and `Resolved` replays to the recorded commands, before
+    /// and after JSON.
+    #[test]
+    fn traces_with_resolution_replay_before_and_after_json(s in arb_scenario()) {
+        let (trace, commands) = record_resolving(&s);
+        match trace.replay() {
+            Ok(Ok(replayed)) => prop_assert_eq!(&replayed, &commands),
+            Ok(Err(d)) => return Err(TestCaseError::fail(format!("the trace does not replay: {d}"))),
+            Err(e) => return Err(TestCaseError::fail(format!("replay refused the config: {e}"))),
+        }
         let back: Trace = serde_json::from_str(&serde_json::to_string(&trace).unwrap()).unwrap();
         prop_assert_eq!(&back, &trace, "JSON round trip changed the trace");
     }

@@ -151,6 +151,7 @@ fn arb_model_case() -> impl Strategy<Value = ModelCase> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Norm {
     Connect(u32, u32),
+    Resolve(u32, u32),
     Cancel(u32, CancelReason),
     Done(u32, u32),
     /// Reason, last error, per broker (attempts, last error kind).
@@ -160,6 +161,8 @@ enum Norm {
 fn normalise(c: &Command) -> Norm {
     match c {
         Command::Connect { attempt, broker } => Norm::Connect(attempt.number(), broker.0),
+        // The model's books hold no names to resolve.
+        Command::Resolve { attempt, broker } => Norm::Resolve(attempt.number(), broker.0),
         Command::Cancel { attempt, reason } => Norm::Cancel(attempt.number(), *reason),
         Command::Done { attempt, broker, .. } => Norm::Done(attempt.number(), broker.0),
         Command::GiveUp(e) => Norm::GiveUp(

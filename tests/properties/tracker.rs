@@ -55,6 +55,8 @@ struct Live {
     connected: bool,
     /// The broker answered something (`Input::FirstFrame`).
     answered: bool,
+    /// Started by `Resolve`: it looks a name up, and has no connection.
+    resolving: bool,
 }
 
 /// Follows one refresh's command stream and the inputs that reached it.
@@ -93,6 +95,8 @@ pub struct Tracker {
     expect_replacement: bool,
     /// Attempts started in place of a superseded one (by a stagger tick).
     pub superseding: Vec<AttemptId>,
+    /// Attempts that ended resolved (neither failed nor cancelled).
+    resolved: usize,
     pub violations: Vec<(Inv, String)>,
 }
 
@@ -125,6 +129,7 @@ impl Tracker {
             unbudgeted_supersede: None,
             expect_replacement: false,
             superseding: Vec::new(),
+            resolved: 0,
             violations: Vec::new(),
         }
     }
@@ -151,7 +156,9 @@ impl Tracker {
     }
 
     fn timeout_kind(live: &Live) -> ErrorKind {
-        if live.connected {
+        if live.resolving {
+            ErrorKind::Dns
+        } else if live.connected {
             ErrorKind::ResponseTimeout
         } else {
             ErrorKind::ConnectTimeout
@@ -167,7 +174,7 @@ impl Tracker {
     fn on_command(&mut self, c: &Command) {
         if std::mem::take(&mut self.expect_replacement) {
             match c {
-                Command::Connect { attempt, .. } => {
+                Command::Connect { attempt, .. } | Command::Resolve { attempt, .. } => {
                     self.superseding.push(*attempt);
                 }
                 other => self
@@ -183,7 +190,8 @@ impl Tracker {
             self.violate(Inv::Deadline, format!("{c:?} emitted at or after the deadline ({deadline} µs)"));
         }
         match c {
-            Command::Connect { attempt, broker } => {
+            Command::Connect { attempt, broker } | Command::Resolve { attempt, broker } => {
+                let resolving = matches!(c, Command::Resolve { .. });
                 let (attempt, broker) = (*attempt, *broker);
                 if attempt.epoch() != self.epoch || self.started.contains_key(&attempt) {
                     self.violate(Inv::Contract, format!("Connect reuses or mislabels attempt id {attempt}"));
@@ -206,7 +214,8 @@ impl Tracker {
                         format!("Connect {attempt} to {broker:?} while {other} to it in flight"),
                     );
                 }
-                self.live.insert(attempt, Live { broker, started_at: self.now, connected: false, answered: false });
+                let live = Live { broker, started_at: self.now, connected: false, answered: false, resolving };
+                self.live.insert(attempt, live);
                 self.started.insert(attempt, broker);
                 self.issued.push(attempt);
             }
@@ -224,7 +233,14 @@ impl Tracker {
                         if self.now < live.started_at.saturating_add(self.attempt_timeout) {
                             self.violate(Inv::Contract, format!("{attempt} timed out before attempt_timeout"));
                         }
-                        self.failures.push((attempt, live.broker, AttemptError::new(kind)));
+                        let error = match live.resolving {
+                            true => AttemptError::with_detail(
+                                kind,
+                                "no answer from the resolver within the attempt timeout",
+                            ),
+                            false => AttemptError::new(kind),
+                        };
+                        self.failures.push((attempt, live.broker, error));
                     }
                     CancelReason::Rejected => match self.pending_reject.take() {
                         Some((a, error)) if a == attempt => self.failures.push((attempt, live.broker, error)),
@@ -341,8 +357,8 @@ impl Tracker {
                     let retries = self.retries;
                     self.violate(Inv::GiveUp, format!("AllFailed after {passes} passes with {retries} retries"));
                 }
-                if self.failures.len() != self.started.len() {
-                    let (f, s) = (self.failures.len(), self.started.len());
+                if self.failures.len() + self.resolved != self.started.len() {
+                    let (f, s) = (self.failures.len(), self.started.len() - self.resolved);
                     self.violate(Inv::GiveUp, format!("AllFailed but only {f} of {s} attempts failed"));
                 }
                 if let Some(n) = self.candidates {
@@ -400,7 +416,26 @@ impl Tracker {
         if self.terminals > 0 || !self.live.contains_key(&attempt) || premature {
             return; // ignored: unknown, issued by this very call, finished, cancelled, other epoch, or over
         }
+        let resolving = self.live.get(&attempt).is_some_and(|l| l.resolving);
+        let fits = match input {
+            Input::Resolved { .. } => resolving,
+            Input::Connected { .. } | Input::FirstFrame { .. } | Input::Response { .. } => !resolving,
+            Input::Failed { .. } => true,
+        };
+        if !fits {
+            return; // ignored: the input does not fit the attempt's phase
+        }
         match input {
+            Input::Resolved { addresses, .. } => {
+                let live = self.live.remove(&attempt).expect("checked above");
+                self.ended.push(attempt);
+                if addresses.is_empty() {
+                    let error = AttemptError::with_detail(ErrorKind::Dns, "the name resolved to no address");
+                    self.failures.push((attempt, live.broker, error));
+                } else {
+                    self.resolved += 1;
+                }
+            }
             Input::Connected { .. } => {
                 if let Some(live) = self.live.get_mut(&attempt) {
                     live.connected = true;

@@ -49,6 +49,8 @@ pub enum Call {
 pub enum Cmd {
     /// `Command::Connect { attempt, broker }`.
     Connect(u32, u32),
+    /// `Command::Resolve { attempt, broker }`.
+    Resolve(u32, u32),
     /// `Command::Cancel { attempt, reason }`.
     Cancel(u32, CancelReason),
     /// `Command::Done { attempt, broker, .. }`.
@@ -61,6 +63,7 @@ impl Cmd {
     fn of(c: &Command) -> Cmd {
         match c {
             Command::Connect { attempt, broker } => Cmd::Connect(attempt.number(), broker.0),
+            Command::Resolve { attempt, broker } => Cmd::Resolve(attempt.number(), broker.0),
             Command::Cancel { attempt, reason } => Cmd::Cancel(attempt.number(), *reason),
             Command::Done { attempt, broker, .. } => Cmd::Done(attempt.number(), broker.0),
             Command::GiveUp(error) => Cmd::GiveUp(error.reason),

@@ -41,12 +41,22 @@ enum Phase {
     Over,
 }
 
+/// The `host:port` of the name `broker`'s address was resolved from, if it was: what TLS
+/// verifies the broker against.
+pub(crate) fn tls_name(book: &stagger::BrokerBook, broker: stagger::BrokerIndex) -> Option<Arc<str>> {
+    let name = book.get(broker)?.resolved_from?;
+    book.get(name).map(|e| e.address.clone())
+}
+
 /// One attempt on the wire.
 #[derive(Debug)]
 pub(crate) struct Attempt {
     id: AttemptId,
     token: Token,
     address: Arc<str>,
+    /// The `host:port` whose host TLS verifies the broker against, when it is not
+    /// `address`'s: the name an address was resolved from.
+    tls_address: Option<Arc<str>>,
     expected: Option<BrokerIdentity>,
     phase: Phase,
 }
@@ -65,7 +75,14 @@ pub(crate) struct Step {
 impl Attempt {
     /// An attempt to `address` that has not started any I/O yet.
     pub(crate) fn new(id: AttemptId, token: Token, address: Arc<str>, expected: Option<BrokerIdentity>) -> Self {
-        Attempt { id, token, address, expected, phase: Phase::Resolving }
+        Attempt { id, token, address, tls_address: None, expected, phase: Phase::Resolving }
+    }
+
+    /// Verifies the broker's certificate against the host of `name` (`host:port`) instead
+    /// of the address connected to: the name the address was resolved from.
+    pub(crate) fn with_tls_name(mut self, name: Option<Arc<str>>) -> Self {
+        self.tls_address = name;
+        self
     }
 
     /// The poll token its socket is registered with.
@@ -165,7 +182,8 @@ impl Attempt {
     fn transport(&self, ctx: &Context, tcp: TcpStream) -> Result<Transport, AttemptError> {
         #[cfg(feature = "tls")]
         if let Some(tls) = &ctx.tls {
-            let stream = crate::transport::tls::TlsStream::new(tls, tcp, &self.address)?;
+            let address = self.tls_address.as_deref().unwrap_or(&self.address);
+            let stream = crate::transport::tls::TlsStream::new(tls, tcp, address)?;
             return Ok(Transport::Tls(Box::new(stream)));
         }
         let _ = ctx;

@@ -2,14 +2,14 @@
 //! whichever comes first — a socket ready, a lookup answered, another thread's wake-up, or
 //! the core's next timer.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token, Waker};
-use stagger::{AttemptId, BrokerIdentity, Input};
+use stagger::{AttemptError, AttemptId, BrokerIdentity, ErrorKind, Input};
 
 use crate::attempt::{Attempt, Context, Step};
 use crate::resolve::{self, Resolved};
@@ -33,6 +33,8 @@ pub(crate) struct Attempts {
     waker: Arc<Waker>,
     lookups: (Sender<Resolved>, Receiver<Resolved>),
     live: HashMap<AttemptId, Attempt>,
+    /// Attempts that only resolve a name (`Command::Resolve`), until their lookup answers.
+    resolving: HashSet<AttemptId>,
     tokens: HashMap<Token, AttemptId>,
     next_token: usize,
     inputs: VecDeque<Input>,
@@ -59,6 +61,7 @@ impl Attempts {
             waker,
             lookups: mpsc::channel(),
             live: HashMap::new(),
+            resolving: HashSet::new(),
             tokens: HashMap::new(),
             next_token: FIRST,
             inputs: VecDeque::new(),
@@ -80,9 +83,17 @@ impl Attempts {
     /// Starts `attempt`: look `address` up (on a helper thread unless it is an IP literal),
     /// then connect. With `expected` (a discovered broker's identity) the exchange asks the
     /// broker to confirm it (ApiVersions v5, KIP-1242).
-    pub(crate) fn connect(&mut self, attempt: AttemptId, address: Arc<str>, expected: Option<BrokerIdentity>) {
+    /// `tls_name` is the `host:port` of the name `address` was resolved from, if it was: TLS
+    /// verifies the broker against that name.
+    pub(crate) fn connect(
+        &mut self,
+        attempt: AttemptId,
+        address: Arc<str>,
+        tls_name: Option<Arc<str>>,
+        expected: Option<BrokerIdentity>,
+    ) {
         let token = self.token(attempt);
-        let mut entry = Attempt::new(attempt, token, address.clone(), expected);
+        let mut entry = Attempt::new(attempt, token, address.clone(), expected).with_tls_name(tls_name);
         match resolve::literal(&address) {
             Some(addrs) => {
                 let mut step = Step::default();
@@ -96,6 +107,16 @@ impl Attempts {
         }
     }
 
+    /// Starts `attempt` as a lookup of `name` only (`Command::Resolve`): on a helper thread
+    /// with `std`'s resolver (`getaddrinfo`), whose server and timeouts are the system's;
+    /// the answer becomes `Input::Resolved`, or `Input::Failed` with kind `Dns`. A lookup
+    /// cannot be interrupted: a cancelled one finishes on its own and its answer is dropped,
+    /// and one that never ends is bounded by the core's attempt timeout.
+    pub(crate) fn resolve(&mut self, attempt: AttemptId, name: Arc<str>) {
+        self.resolving.insert(attempt);
+        resolve::spawn(attempt, name, self.lookups.0.clone(), self.waker.clone());
+    }
+
     /// Starts `attempt` on a connection kept from an earlier refresh.
     pub(crate) fn reuse(&mut self, attempt: AttemptId, address: Arc<str>, transport: Transport) {
         self.reused += 1;
@@ -107,6 +128,7 @@ impl Attempts {
 
     /// Abandons `attempt` and closes its connection now.
     pub(crate) fn cancel(&mut self, attempt: AttemptId) {
+        self.resolving.remove(&attempt);
         if let Some(entry) = self.live.remove(&attempt) {
             self.tokens.remove(&entry.token());
             entry.close(self.poll.registry());
@@ -121,6 +143,7 @@ impl Attempts {
             entry.close(self.poll.registry());
         }
         self.tokens.clear();
+        self.resolving.clear();
         self.answers.clear();
         self.inputs.clear();
     }
@@ -203,6 +226,15 @@ impl Attempts {
             }
         }
         while let Ok((attempt, result)) = self.lookups.1.try_recv() {
+            if self.resolving.remove(&attempt) {
+                self.inputs.push_back(match result {
+                    Ok(addresses) => Input::Resolved { attempt, addresses },
+                    Err(e) => {
+                        Input::Failed { attempt, error: AttemptError::with_detail(ErrorKind::Dns, e.to_string()) }
+                    }
+                });
+                continue;
+            }
             // A cancelled attempt's lookup: nobody waits for it.
             let Some(mut entry) = self.live.remove(&attempt) else { continue };
             let mut step = Step::default();

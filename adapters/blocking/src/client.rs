@@ -24,7 +24,7 @@ use stagger::{
     Metadata,
 };
 
-use crate::attempt::Context;
+use crate::attempt::{tls_name, Context};
 use crate::attempts::Attempts;
 use crate::clock::Clock;
 use crate::error::Error;
@@ -41,6 +41,12 @@ pub struct ClientOptions {
     /// Where `OAUTHBEARER` tokens come from: asked as each attempt opens, so a token that
     /// expired between refreshes is replaced (a failure fails that attempt as fatal).
     pub oauth_token: Option<stagger::kafka::sasl::TokenSource>,
+    /// Resolve seeds given by name through the core (`BrokerBook::resolving`), so every
+    /// address of a name is a candidate the fan-out staggers over, instead of one attempt
+    /// that tries the addresses one after another. Lookups use `std`'s resolver
+    /// (`getaddrinfo`) on a helper thread: its server and timeouts are the system's, and a
+    /// lookup that hangs is bounded by the core's attempt timeout. Off by default.
+    pub resolve_names: bool,
 }
 
 /// Long-lived cluster metadata for an application. See the module documentation.
@@ -74,7 +80,8 @@ impl Client {
     /// contacted until the first [`Client::metadata`] or [`Client::refresh`], or the first
     /// periodic refresh.
     pub fn new(config: ClusterConfig, seeds: &[impl AsRef<str>], options: ClientOptions) -> Result<Client, Error> {
-        let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
+        let seeds = seeds.iter().map(|s| s.as_ref());
+        let book = if options.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
         validate::seeds(&book)?;
         validate::exchange(&options.exchange)?;
         let ctx = Context {
@@ -241,8 +248,20 @@ impl Background {
                     match reuse {
                         // The broker process that already answered on this connection.
                         Some(transport) => self.attempts.reuse(attempt, address, transport),
-                        None => self.attempts.connect(attempt, address, self.cluster.identity(broker)),
+                        None => {
+                            let name = tls_name(&book, broker);
+                            self.attempts.connect(attempt, address, name, self.cluster.identity(broker))
+                        }
                     }
+                }
+                ClusterEvent::Resolve { attempt, broker } => {
+                    let mut stats = lock(&self.shared.stats);
+                    stats.attempts += 1;
+                    if attempt.number() == 0 {
+                        stats.refreshes += 1;
+                    }
+                    drop(stats);
+                    self.attempts.resolve(attempt, book.address(broker).into());
                 }
                 ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
                 ClusterEvent::Refreshed { epoch, attempt, broker, .. } => {

@@ -7,7 +7,7 @@
 use stagger::kafka::validate;
 use stagger::{BrokerBook, Command, Metadata, Refresh, RefreshConfig};
 
-use crate::attempt::Context;
+use crate::attempt::{tls_name, Context};
 use crate::attempts::Attempts;
 use crate::clock::Clock;
 use crate::error::Error;
@@ -27,7 +27,8 @@ pub fn refresh(config: &RefreshConfig, seeds: &[impl AsRef<str>]) -> Result<Meta
 /// Blocks the calling thread until the core is done (its deadline bounds that). Every
 /// connection it opened is closed when it returns.
 pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Result<RefreshOutcome, Error> {
-    let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
+    let seeds = seeds.iter().map(|s| s.as_ref());
+    let mut book = if options.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
     validate::seeds(&book)?;
     let exchange = options.exchange.with_token_from(options.oauth_token.as_ref())?.into_owned();
     validate::exchange(&exchange)?;
@@ -47,7 +48,11 @@ pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Resu
                 // A one-shot refresh knows no broker's identity: no cluster check.
                 Command::Connect { attempt, broker } => {
                     reports.started(attempt, book.address(broker), &core);
-                    attempts.connect(attempt, book.address(broker).into(), None);
+                    attempts.connect(attempt, book.address(broker).into(), tls_name(&book, broker), None);
+                }
+                Command::Resolve { attempt, broker } => {
+                    reports.started(attempt, book.address(broker), &core);
+                    attempts.resolve(attempt, book.address(broker).into());
                 }
                 Command::Cancel { attempt, reason } => {
                     reports.cancelled(attempt, reason, &core);
@@ -75,6 +80,8 @@ pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Resu
         match attempts.poll_input() {
             Some(input) => {
                 reports.feed(&mut core, now, input);
+                // The addresses a name resolved to are entries of the book from now on.
+                book.absorb(&core);
             }
             None => core.handle_timeout(now),
         }

@@ -19,6 +19,12 @@ pub struct RefreshOptions {
     /// Where `OAUTHBEARER` tokens come from when they expire: asked once as the refresh
     /// starts, its answer replaces `exchange.sasl` (a fixed token can go there directly).
     pub oauth_token: Option<stagger::kafka::sasl::TokenSource>,
+    /// Resolve seeds given by name through the core (`BrokerBook::resolving`), so every
+    /// address of a name is a candidate the fan-out staggers over, instead of one attempt
+    /// that tries the addresses one after another. Lookups use `std`'s resolver
+    /// (`getaddrinfo`) on a helper thread: its server and timeouts are the system's, and a
+    /// lookup that hangs is bounded by the core's attempt timeout. Off by default.
+    pub resolve_names: bool,
 }
 
 /// TLS to the brokers (feature `tls`).

@@ -71,7 +71,7 @@ impl Reports {
         let noted = match &input {
             Input::Failed { attempt, error } => Some((*attempt, Some(error.clone()), None)),
             Input::Response { attempt, metadata } => Some((*attempt, None, metadata.rejection())),
-            Input::Connected { .. } | Input::FirstFrame { .. } => None,
+            Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => None,
         };
         if !refresh.handle_input(now, input).is_applied() {
             return;
@@ -95,6 +95,7 @@ impl Reports {
             r.cancelled = Some(reason);
             r.error = match reason {
                 CancelReason::Rejected => rejection,
+                CancelReason::TimedOut if refresh.resolves(attempt) => Some(AttemptError::new(ErrorKind::Dns)),
                 CancelReason::TimedOut => Some(AttemptError::new(match connected {
                     Some(_) => ErrorKind::ResponseTimeout,
                     None => ErrorKind::ConnectTimeout,

@@ -73,6 +73,24 @@ fn a_host_name_is_looked_up_off_the_loop() {
     });
 }
 
+/// With `resolve_names`, the name is resolved through the core: the lookup is an attempt
+/// of its own, and each address of `localhost` a candidate (the winner is an address).
+#[test]
+fn a_host_name_resolved_through_the_core_makes_each_address_a_candidate() {
+    bounded_blocking(|| {
+        let mock = Mock::start(1, &[("alpha", 1)]);
+        let port = mock.ports()[0];
+        let options = RefreshOptions { resolve_names: true, ..RefreshOptions::default() };
+        let outcome = refresh_with(&options, &[format!("localhost:{port}")]).expect("refresh");
+        assert_eq!(outcome.attempts[0].info.state, stagger::AttemptState::Resolved, "{:?}", outcome.attempts);
+        assert_eq!(outcome.attempts[0].broker, format!("localhost:{port}"));
+        assert!(outcome.winner.ends_with(&format!(":{port}")) && !outcome.winner.starts_with("localhost"));
+        let nowhere = refresh_with(&options, &["nowhere.invalid:9092"]).expect_err("no such name");
+        let Error::Refresh { error, .. } = nowhere else { panic!("{nowhere}") };
+        assert_eq!(error.last_error.map(|(_, _, e)| e.kind), Some(stagger::ErrorKind::Dns));
+    });
+}
+
 #[test]
 fn misuse_is_refused_before_any_broker_is_contacted() {
     let error = refresh(&RefreshConfig::default(), &["kafka 1:9092"]).expect_err("no such host name");

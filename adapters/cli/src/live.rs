@@ -51,6 +51,9 @@ impl LiveView {
                 self.set(broker, format!("\x1b[33mcancelled\x1b[0m at {t} ({})", reason.name()), None)
             }
             EventKind::Won { broker, .. } => self.set(broker, format!("\x1b[32mwon\x1b[0m at {t}"), None),
+            EventKind::Resolved { broker, addresses, .. } => {
+                self.set(broker, format!("resolved at {t} to {} addresses", addresses.len()), None)
+            }
             EventKind::Timer { timer } => self.ticks.push(format!("{}@{t}", timer.name())),
         }
     }

@@ -20,6 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::options::TokenSource;
+use crate::resolver::Lookup;
 use crate::tls::Connector;
 use crate::transport::Transport;
 
@@ -37,6 +38,15 @@ pub(crate) struct AttemptContext {
     /// Asked for an `OAUTHBEARER` token as each attempt starts (a long-lived client's
     /// tokens expire); a one-shot refresh asks once, before, and leaves this `None`.
     pub(crate) oauth_token: Option<TokenSource>,
+    /// Answers the core's `Resolve` commands.
+    pub(crate) lookup: Lookup,
+}
+
+/// The `host:port` of the name `broker`'s address was resolved from, if it was: what TLS
+/// verifies the broker's certificate against (and sends as SNI).
+pub(crate) fn tls_name(book: &stagger::BrokerBook, broker: stagger::BrokerIndex) -> Option<Arc<str>> {
+    let name = book.get(broker)?.resolved_from?;
+    book.get(name).map(|e| e.address.clone())
 }
 
 /// A broker's answer, with the connection it came on (kept by the client for reuse).
@@ -59,6 +69,9 @@ pub(crate) enum Progress {
     Answered,
     /// The attempt ended (`Input::Response` or `Input::Failed`).
     Finished(Result<Answer, AttemptError>),
+    /// A lookup (`Command::Resolve`) answered: `Input::Resolved`, or `Input::Failed` (kind
+    /// `Dns`). The attempt is over either way.
+    Resolved(Result<Vec<std::net::SocketAddr>, AttemptError>),
 }
 
 /// How a connection came to be.
@@ -78,6 +91,7 @@ enum Step {
     /// The broker's first answer arrived; the conversation goes on from here.
     Answered(Box<Conversation>),
     Finished(Result<Answer, AttemptError>),
+    Resolved(Result<Vec<std::net::SocketAddr>, AttemptError>),
 }
 
 type Running = Abortable<Pin<Box<dyn Future<Output = (AttemptId, Step)> + Send>>>;
@@ -94,6 +108,9 @@ pub(crate) struct AttemptSet {
 struct Live {
     abort: AbortHandle,
     address: Arc<str>,
+    /// The `host:port` TLS verifies the broker against: `address`, or the name it was
+    /// resolved from.
+    tls_address: Arc<str>,
 }
 
 impl AttemptSet {
@@ -104,15 +121,34 @@ impl AttemptSet {
     /// Starts `attempt`: resolve and connect to `address`. With `expected` (a discovered
     /// broker's identity, from `Cluster::identity`) the exchange asks the broker to confirm
     /// it (ApiVersions v5, KIP-1242); without, it asks nothing of the kind.
-    pub(crate) fn connect(&mut self, attempt: AttemptId, address: Arc<str>, expected: Option<BrokerIdentity>) {
+    ///
+    /// `tls_name` is the `host:port` of the name `address` was resolved from, if it was:
+    /// TLS verifies the broker's certificate against that name.
+    pub(crate) fn connect(
+        &mut self,
+        attempt: AttemptId,
+        address: Arc<str>,
+        tls_name: Option<Arc<str>>,
+        expected: Option<BrokerIdentity>,
+    ) {
         let target = address.clone();
-        self.push(attempt, address, async move {
+        let tls_address = tls_name.unwrap_or_else(|| address.clone());
+        self.push_for(attempt, address, tls_address, async move {
             let step = match connect(&target).await {
                 Ok(tcp) => Step::Connected { conn: Conn::Fresh(tcp), expected },
                 Err(e) => Step::Finished(Err(e)),
             };
             (attempt, step)
         });
+    }
+
+    /// Starts `attempt` as a lookup of `name` (`host:port`) with the configured resolver
+    /// (`Command::Resolve`); it ends with [`Progress::Resolved`]. Cancelling it abandons
+    /// the lookup.
+    pub(crate) fn resolve(&mut self, attempt: AttemptId, name: Arc<str>) {
+        let ctx = self.ctx.clone();
+        let target = name.clone();
+        self.push(attempt, name, async move { (attempt, Step::Resolved(ctx.lookup.resolve(&target).await)) });
     }
 
     /// Starts `attempt` on a connection kept from an earlier refresh: it reports
@@ -159,21 +195,29 @@ impl AttemptSet {
             };
             match step {
                 Step::Connected { conn, expected } => {
-                    let Some(address) = self.live.get(&attempt).map(|l| l.address.clone()) else { continue };
+                    let Some((address, tls)) =
+                        self.live.get(&attempt).map(|l| (l.address.clone(), l.tls_address.clone()))
+                    else {
+                        continue;
+                    };
                     if matches!(conn, Conn::Fresh(_)) {
                         self.opened += 1;
                     }
                     let ctx = self.ctx.clone();
-                    self.push(attempt, address.clone(), async move {
-                        (attempt, converse(&ctx, attempt, &address, conn, expected.as_ref()).await)
+                    self.push_for(attempt, address, tls.clone(), async move {
+                        (attempt, converse(&ctx, attempt, &tls, conn, expected.as_ref()).await)
                     });
                     return (attempt, Progress::Connected);
                 }
                 Step::Answered(conversation) => {
-                    let Some(address) = self.live.get(&attempt).map(|l| l.address.clone()) else { continue };
+                    let Some((address, tls)) =
+                        self.live.get(&attempt).map(|l| (l.address.clone(), l.tls_address.clone()))
+                    else {
+                        continue;
+                    };
                     // The rest of the exchange runs on; the driver reports `Answered` now,
                     // so it reaches the core before whatever the exchange ends with.
-                    self.push(attempt, address, async move { (attempt, conversation.finish().await) });
+                    self.push_for(attempt, address, tls, async move { (attempt, conversation.finish().await) });
                     return (attempt, Progress::Answered);
                 }
                 Step::Finished(result) => {
@@ -181,6 +225,12 @@ impl AttemptSet {
                         continue;
                     }
                     return (attempt, Progress::Finished(result));
+                }
+                Step::Resolved(result) => {
+                    if self.live.remove(&attempt).is_none() {
+                        continue;
+                    }
+                    return (attempt, Progress::Resolved(result));
                 }
             }
         }
@@ -192,14 +242,27 @@ impl AttemptSet {
         address: Arc<str>,
         future: impl Future<Output = (AttemptId, Step)> + Send + 'static,
     ) {
+        self.push_for(attempt, address.clone(), address, future);
+    }
+
+    fn push_for(
+        &mut self,
+        attempt: AttemptId,
+        address: Arc<str>,
+        tls_address: Arc<str>,
+        future: impl Future<Output = (AttemptId, Step)> + Send + 'static,
+    ) {
         let (abort, registration) = AbortHandle::new_pair();
-        self.live.insert(attempt, Live { abort, address });
+        self.live.insert(attempt, Live { abort, address, tls_address });
         let boxed: Pin<Box<dyn Future<Output = (AttemptId, Step)> + Send>> = Box::pin(future);
         self.running.push(Abortable::new(boxed, registration));
     }
 }
 
-/// Resolves `address` and connects to the first resolved address that accepts.
+/// Resolves `address` and connects to the first resolved address that accepts. (Seeds given
+/// by name are resolved through the core instead, each address an attempt of its own; this
+/// is for addresses the core asks to connect to: IP literals, and discovered brokers'
+/// advertised names.)
 async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
     let addrs = tokio::net::lookup_host(address)
         .await
@@ -307,7 +370,7 @@ impl Conversation {
                     Input::FirstFrame { .. } if stop_at_answer => return None,
                     Input::Response { metadata, .. } => return Some(Ok(metadata)),
                     Input::Failed { error, .. } => return Some(Err(error)),
-                    Input::FirstFrame { .. } | Input::Connected { .. } => {}
+                    Input::FirstFrame { .. } | Input::Connected { .. } | Input::Resolved { .. } => {}
                 }
             }
             match self.transport.read(&mut self.buf).await {

@@ -27,11 +27,12 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::attempt::{AttemptContext, AttemptSet, Progress};
+use crate::attempt::{tls_name, AttemptContext, AttemptSet, Progress};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::ledger::{Act, Ledger, Reported};
 use crate::options::{TlsOptions, TokenSource};
+use crate::resolver::Lookup;
 use crate::tls;
 use crate::transport::Transport;
 use stagger::kafka::validate;
@@ -46,6 +47,9 @@ pub struct ClientOptions {
     /// Where `OAUTHBEARER` tokens come from: asked as each attempt starts, so a token that
     /// expired between refreshes is replaced (a failure fails that attempt as fatal).
     pub oauth_token: Option<TokenSource>,
+    /// Which resolver answers the core's lookups of seeds given by name (see
+    /// [`crate::RefreshOptions::resolver`]).
+    pub resolver: crate::Resolver,
 }
 
 /// Long-lived cluster metadata for an application. See the module documentation.
@@ -82,7 +86,8 @@ impl Client {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::Config(ConfigError { field: "runtime", problem: "Client::new needs a tokio runtime".into() })
         })?;
-        let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
+        // Seeds given by name are resolved through the core: each address is a candidate.
+        let book = BrokerBook::resolving(seeds.iter().map(|s| s.as_ref()))?;
         validate::seeds(&book)?;
         validate::exchange(&options.exchange)?;
         let tls = tls::connector(options.tls.as_ref())?;
@@ -97,6 +102,7 @@ impl Client {
                 exchange: options.exchange,
                 tls,
                 oauth_token: options.oauth_token,
+                lookup: Lookup::new(&options.resolver)?,
             }),
             kept: None,
             waiters: HashMap::new(),
@@ -237,8 +243,11 @@ impl Background {
                 self.answered = Some((attempt, answer.transport));
                 (Input::Response { attempt, metadata: answer.metadata }, Reported::Response { rejection })
             }
-            Progress::Finished(Err(error)) => {
+            Progress::Finished(Err(error)) | Progress::Resolved(Err(error)) => {
                 (Input::Failed { attempt, error: error.clone() }, Reported::Failed(error))
+            }
+            Progress::Resolved(Ok(addresses)) => {
+                (Input::Resolved { attempt, addresses: addresses.clone() }, Reported::Resolved(addresses))
             }
         };
         let outcome = self.cluster.handle_input(at, input);
@@ -271,9 +280,13 @@ impl Background {
                         other => {
                             self.kept = other;
                             // A discovered broker is asked to confirm its cluster and node.
-                            self.attempts.connect(attempt, address, self.cluster.identity(broker));
+                            let name = tls_name(&book, broker);
+                            self.attempts.connect(attempt, address, name, self.cluster.identity(broker));
                         }
                     }
+                }
+                ClusterEvent::Resolve { attempt, broker } => {
+                    self.attempts.resolve(attempt, book.address(broker).into())
                 }
                 ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
                 ClusterEvent::Refreshed { epoch, attempt, broker, .. } => {
@@ -324,7 +337,7 @@ impl Background {
         let mut acts = Vec::new();
         for event in events {
             let act = match *event {
-                ClusterEvent::Connect { attempt, broker } => {
+                ClusterEvent::Connect { attempt, broker } | ClusterEvent::Resolve { attempt, broker } => {
                     if self.ledger(attempt.epoch()).is_none() {
                         if self.ledgers.len() == 2 {
                             self.ledgers.pop_front();
@@ -333,7 +346,10 @@ impl Background {
                         lock(&self.shared.stats).refreshes += 1;
                     }
                     lock(&self.shared.stats).attempts += 1;
-                    Act::Start { attempt, address: book.address(broker) }
+                    match event {
+                        ClusterEvent::Resolve { .. } => Act::Resolve { attempt, address: book.address(broker) },
+                        _ => Act::Start { attempt, address: book.address(broker) },
+                    }
                 }
                 ClusterEvent::Cancel { attempt, reason } => Act::Cancel { attempt, reason },
                 ClusterEvent::Refreshed { attempt, .. } => Act::Won { attempt },

@@ -9,12 +9,13 @@ use stagger::{
 };
 use stagger::{Recorder, Trace};
 
-use crate::attempt::{AttemptContext, AttemptSet, Progress};
+use crate::attempt::{tls_name, AttemptContext, AttemptSet, Progress};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::ledger::{Act, Ledger, Reported};
 use crate::options::RefreshOptions;
 use crate::report::{Event, RefreshOutcome};
+use crate::resolver::Lookup;
 use crate::tls;
 use stagger::kafka::validate;
 
@@ -42,7 +43,8 @@ pub async fn refresh_with(
     seeds: &[impl AsRef<str>],
     mut observer: impl FnMut(&Event),
 ) -> Result<RefreshOutcome, Error> {
-    let book = BrokerBook::new(seeds.iter().map(|s| s.as_ref()))?;
+    // Seeds given by name are resolved through the core: each address is a candidate.
+    let mut book = BrokerBook::resolving(seeds.iter().map(|s| s.as_ref()))?;
     validate::seeds(&book)?;
     let exchange = options.exchange.with_token_from(options.oauth_token.as_ref())?.into_owned();
     validate::exchange(&exchange)?;
@@ -54,7 +56,8 @@ pub async fn refresh_with(
     } else {
         Core::Plain(Box::new(Refresh::new(&options.config, &book, at)?))
     };
-    let mut attempts = AttemptSet::new(AttemptContext { exchange, tls, oauth_token: None });
+    let lookup = Lookup::new(&options.resolver)?;
+    let mut attempts = AttemptSet::new(AttemptContext { exchange, tls, oauth_token: None, lookup });
     let mut ledger = Ledger::new(at);
     // The input fed by the last call, and the Metadata version of the last answer.
     let mut fed: Option<(AttemptId, Reported, InputOutcome)> = None;
@@ -74,7 +77,10 @@ pub async fn refresh_with(
         for command in commands {
             match command {
                 // A one-shot refresh knows no broker's identity: no cluster check.
-                Command::Connect { attempt, broker } => attempts.connect(attempt, book.address(broker).into(), None),
+                Command::Connect { attempt, broker } => {
+                    attempts.connect(attempt, book.address(broker).into(), tls_name(&book, broker), None)
+                }
+                Command::Resolve { attempt, broker } => attempts.resolve(attempt, book.address(broker).into()),
                 Command::Cancel { attempt, .. } => attempts.cancel(attempt),
                 Command::Done { broker, metadata, .. } => {
                     attempts.clear();
@@ -110,11 +116,16 @@ pub async fn refresh_with(
                         let rejection = answer.metadata.rejection();
                         (Input::Response { attempt, metadata: answer.metadata }, Reported::Response { rejection })
                     }
-                    Progress::Finished(Err(error)) => {
+                    Progress::Finished(Err(error)) | Progress::Resolved(Err(error)) => {
                         (Input::Failed { attempt, error: error.clone() }, Reported::Failed(error))
+                    }
+                    Progress::Resolved(Ok(addresses)) => {
+                        (Input::Resolved { attempt, addresses: addresses.clone() }, Reported::Resolved(addresses))
                     }
                 };
                 let outcome = core.handle_input(at, input);
+                // The addresses a name resolved to are entries of the book from now on.
+                book.absorb(core.refresh());
                 fed = Some((attempt, reported, outcome));
             }
             () = clock.sleep_until(timer.map(|(due, _)| due)) => {
@@ -132,6 +143,7 @@ pub async fn refresh_with(
 fn act<'a>(command: &Command, book: &'a BrokerBook) -> Option<Act<'a>> {
     match *command {
         Command::Connect { attempt, broker } => Some(Act::Start { attempt, address: book.address(broker) }),
+        Command::Resolve { attempt, broker } => Some(Act::Resolve { attempt, address: book.address(broker) }),
         Command::Cancel { attempt, reason } => Some(Act::Cancel { attempt, reason }),
         Command::Done { attempt, .. } => Some(Act::Won { attempt }),
         Command::GiveUp(_) => None,
@@ -163,6 +175,13 @@ impl Core {
         match self {
             Core::Plain(r) => r.handle_timeout(now),
             Core::Recorded(r) => r.handle_timeout(now),
+        }
+    }
+
+    fn refresh(&self) -> &Refresh {
+        match self {
+            Core::Plain(r) => r,
+            Core::Recorded(r) => r.refresh(),
         }
     }
 

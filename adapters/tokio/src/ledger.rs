@@ -5,7 +5,8 @@
 //! for it: an input the core did not apply (say, about an attempt a timer due at the same
 //! call had already ended) leaves no trace here either.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use stagger::{AttemptError, AttemptId, CancelReason, ErrorKind, InputOutcome, Instant, TimerKind};
@@ -22,6 +23,8 @@ pub(crate) enum Reported {
     /// The broker's first answer on the attempt (`Input::FirstFrame`).
     Answered,
     Failed(AttemptError),
+    /// A lookup's answer (`Input::Resolved`).
+    Resolved(Vec<SocketAddr>),
     /// A metadata answer; `rejection` is why it cannot win, if it cannot.
     Response {
         rejection: Option<AttemptError>,
@@ -31,16 +34,32 @@ pub(crate) enum Reported {
 /// A command of the core, reduced to what the ledger needs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Act<'a> {
-    Start { attempt: AttemptId, address: &'a str },
-    Cancel { attempt: AttemptId, reason: CancelReason },
-    Won { attempt: AttemptId },
+    Start {
+        attempt: AttemptId,
+        address: &'a str,
+    },
+    /// The core started an attempt that resolves the name `address` (`Command::Resolve`).
+    Resolve {
+        attempt: AttemptId,
+        address: &'a str,
+    },
+    Cancel {
+        attempt: AttemptId,
+        reason: CancelReason,
+    },
+    Won {
+        attempt: AttemptId,
+    },
 }
 
 impl Act<'_> {
     /// The attempt the command is about.
     pub(crate) fn attempt(&self) -> AttemptId {
         match self {
-            Act::Start { attempt, .. } | Act::Cancel { attempt, .. } | Act::Won { attempt } => *attempt,
+            Act::Start { attempt, .. }
+            | Act::Resolve { attempt, .. }
+            | Act::Cancel { attempt, .. }
+            | Act::Won { attempt } => *attempt,
         }
     }
 }
@@ -51,13 +70,15 @@ pub(crate) struct Ledger {
     origin: Instant,
     reports: Vec<AttemptReport>,
     index: HashMap<AttemptId, usize>,
+    /// Attempts that resolve a name (their timeout is a lookup's).
+    resolving: HashSet<AttemptId>,
     rejection: Option<(AttemptId, AttemptError)>,
 }
 
 impl Ledger {
     /// A ledger for a refresh that started at `origin`.
     pub(crate) fn new(origin: Instant) -> Self {
-        Ledger { origin, reports: Vec::new(), index: HashMap::new(), rejection: None }
+        Ledger { origin, reports: Vec::new(), index: HashMap::new(), resolving: HashSet::new(), rejection: None }
     }
 
     /// `at` as an offset from the start of the refresh.
@@ -107,6 +128,15 @@ impl Ledger {
                     }
                 }
             }
+            Reported::Resolved(addresses) => {
+                let elapsed = self.offset(now);
+                if let Some(r) = self.in_flight(attempt) {
+                    r.ended = Some(elapsed);
+                    r.outcome = AttemptOutcome::Resolved(addresses.clone());
+                    let broker = r.broker.clone();
+                    observer(&Event { elapsed, kind: EventKind::Resolved { attempt, broker, addresses } });
+                }
+            }
             Reported::Failed(error) => {
                 let elapsed = self.offset(now);
                 if let Some(r) = self.in_flight(attempt) {
@@ -123,6 +153,10 @@ impl Ledger {
     pub(crate) fn apply(&mut self, now: Instant, act: Act<'_>, observer: Observer<'_>) {
         let elapsed = self.offset(now);
         match act {
+            Act::Resolve { attempt, address } => {
+                self.resolving.insert(attempt);
+                self.apply(now, Act::Start { attempt, address }, observer);
+            }
             Act::Start { attempt, address } => {
                 self.index.insert(attempt, self.reports.len());
                 self.reports.push(AttemptReport {
@@ -152,12 +186,14 @@ impl Ledger {
                         None
                     }
                 };
+                let resolving = self.resolving.contains(&attempt);
                 let Some(r) = self.in_flight(attempt) else { return };
                 r.ended = Some(elapsed);
                 // As in the core: a timed-out or rejected attempt *failed* (and its
                 // connection is closed); lost, superseded, overtaken, deadline and fatal
                 // ones were *cancelled*.
                 let failure = match reason {
+                    CancelReason::TimedOut if resolving => Some(AttemptError::new(ErrorKind::Dns)),
                     CancelReason::TimedOut => Some(AttemptError::new(match r.connected {
                         Some(_) => ErrorKind::ResponseTimeout,
                         None => ErrorKind::ConnectTimeout,

@@ -2,7 +2,8 @@
 //!
 //! The core ([`stagger::Refresh`], [`stagger::Cluster`]) decides which broker to ask and
 //! when; it never touches a socket or a clock. This crate is the thin layer that does: it
-//! resolves and connects, runs the sans-IO Kafka exchange ([`stagger::kafka::Exchange`]) on
+//! resolves (seeds given by name through the core, each address a candidate: [`Resolver`])
+//! and connects, runs the sans-IO Kafka exchange ([`stagger::kafka::Exchange`]) on
 //! each connection, feeds its progress (connected, the broker's first answer, the response
 //! or failure) and tokio time back to the core, and closes whatever the core cancels. It adds no timeouts of its own: attempt timeouts, the stagger, backoff and
 //! the deadline are all the core's timers.
@@ -33,6 +34,7 @@ mod ledger;
 mod options;
 pub mod properties;
 mod report;
+mod resolver;
 mod tls;
 mod transport;
 
@@ -42,6 +44,7 @@ pub use error::Error;
 pub use options::{ClientCert, RefreshOptions, TlsOptions, TokenSource};
 pub use properties::{ClientProperties, ClientSettings};
 pub use report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome, RefreshReport};
+pub use resolver::{DnsOptions, Resolver};
 pub use stagger::ClientStats;
 
 /// The core crate, re-exported so users of the adapter need only one dependency.

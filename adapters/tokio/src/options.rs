@@ -24,6 +24,10 @@ pub struct RefreshOptions {
     /// Where `OAUTHBEARER` tokens come from when they expire: asked once as each refresh
     /// starts, its answer replaces `exchange.sasl` (a fixed token can go there directly).
     pub oauth_token: Option<TokenSource>,
+    /// Which resolver answers the core's lookups of seeds given by name (each address a
+    /// candidate of its own): the system's by default, or DNS with set name servers and
+    /// timeouts ([`crate::Resolver::Dns`], feature `dns`).
+    pub resolver: crate::Resolver,
 }
 
 /// TLS settings, as plain paths so they can come straight from a command line or a file.

@@ -5,6 +5,7 @@
 //! core was given, so a report agrees exactly with the core's decisions (an attempt started
 //! because another failed has the same offset as that failure).
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::ser::{SerializeStruct, Serializer};
@@ -34,6 +35,16 @@ pub enum EventKind {
         attempt: AttemptId,
         /// The broker's `host:port`.
         broker: String,
+    },
+    /// The attempt's name resolved (`Command::Resolve`): it ends here, and each address
+    /// goes on as an attempt of its own (each with its `Started`).
+    Resolved {
+        /// Which attempt.
+        attempt: AttemptId,
+        /// The name's `host:port`.
+        broker: String,
+        /// What it resolved to, in the resolver's order.
+        addresses: Vec<SocketAddr>,
     },
     /// The attempt's TCP connection is up (a kept connection counts at once).
     Connected {
@@ -103,6 +114,9 @@ pub enum AttemptOutcome {
     /// Still running when the refresh ended (only for attempts of a refresh that was not
     /// driven to its end).
     InFlight,
+    /// It resolved a seed's name to these addresses, each of which went on as an attempt
+    /// of its own.
+    Resolved(Vec<SocketAddr>),
 }
 
 impl AttemptOutcome {
@@ -113,6 +127,7 @@ impl AttemptOutcome {
             AttemptOutcome::Failed(_) => "failed",
             AttemptOutcome::Cancelled(_) => "cancelled",
             AttemptOutcome::InFlight => "in_flight",
+            AttemptOutcome::Resolved(_) => "resolved",
         }
     }
 }
@@ -124,6 +139,7 @@ impl std::fmt::Display for AttemptOutcome {
             AttemptOutcome::Failed(e) => write!(f, "failed: {e}"),
             AttemptOutcome::Cancelled(reason) => write!(f, "cancelled ({})", reason.name()),
             AttemptOutcome::InFlight => f.write_str("in flight"),
+            AttemptOutcome::Resolved(addresses) => write!(f, "resolved to {} addresses", addresses.len()),
         }
     }
 }
@@ -131,7 +147,7 @@ impl std::fmt::Display for AttemptOutcome {
 /// One attempt of a refresh, start to end.
 ///
 /// Serialises as `{attempt, broker, started_ms, connected_ms, answered_ms, ended_ms, outcome,
-/// error?, error_kind?, reason?}` — the shape of the CLI's `--json` attempt rows.
+/// error?, error_kind?, reason?, addresses?}` — the shape of the CLI's `--json` attempt rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttemptReport {
     /// The core's id for it.
@@ -168,6 +184,7 @@ impl Serialize for AttemptReport {
                 s.serialize_field("error_kind", &e.kind)?;
             }
             AttemptOutcome::Cancelled(reason) => s.serialize_field("reason", reason)?,
+            AttemptOutcome::Resolved(addresses) => s.serialize_field("addresses", addresses)?,
             AttemptOutcome::Won | AttemptOutcome::InFlight => {}
         }
         s.end()

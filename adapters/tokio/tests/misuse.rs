@@ -28,7 +28,7 @@ async fn refused(options: &RefreshOptions, seeds: &[String], field: &str, broker
     assert!(e.to_string().contains(field), "the message names the field: {e}");
     let cluster = ClusterConfig { refresh: options.config, ..ClusterConfig::default() };
     let client_options =
-        ClientOptions { exchange: options.exchange.clone(), tls: options.tls.clone(), oauth_token: None };
+        ClientOptions { exchange: options.exchange.clone(), tls: options.tls.clone(), ..ClientOptions::default() };
     let c = config_error(Client::new(cluster, seeds, client_options));
     assert_eq!(c.field, field, "Client::new agrees: {c}");
     assert_eq!(broker.accepted(), 0, "nobody was contacted");

@@ -22,7 +22,7 @@ fn options(sasl: Option<Sasl>, tls: Option<&KafkaCluster>) -> RefreshOptions {
         exchange: ExchangeConfig { sasl, ..ExchangeConfig::default() },
         tls: tls.map(|k| TlsOptions { ca_file: Some(k.ca()), ..TlsOptions::default() }),
         record_trace: true,
-        oauth_token: None,
+        ..RefreshOptions::default()
     }
 }
 

@@ -174,6 +174,7 @@ async fn the_winning_attempt_reports_its_first_answer_between_connected_and_the_
                 | EventKind::Answered { attempt, .. }
                 | EventKind::Failed { attempt, .. }
                 | EventKind::Cancelled { attempt, .. }
+                | EventKind::Resolved { attempt, .. }
                 | EventKind::Won { attempt, .. } => *attempt == winner.attempt,
                 EventKind::Timer { .. } => false,
             })

@@ -143,6 +143,7 @@ fn check_report(config: &RefreshConfig, report: &Report) {
             SpanOutcome::Failed { .. } => AttemptState::Failed,
             SpanOutcome::Cancelled { .. } => AttemptState::Cancelled,
             SpanOutcome::InFlight => AttemptState::InFlight,
+            SpanOutcome::Resolved { .. } => AttemptState::Resolved,
         };
         assert_eq!(info.state, expected, "{id}\n{}", show());
     }

@@ -94,6 +94,7 @@ pub fn sim_event(e: &SimEvent, addresses: &[String]) -> String {
 pub fn command(c: &Command, names: &[String]) -> String {
     match c {
         Command::Connect { attempt: a, broker } => format!("Connect {} → {}", attempt(*a), name(*broker, names)),
+        Command::Resolve { attempt: a, broker } => format!("Resolve {} → {}", attempt(*a), name(*broker, names)),
         Command::Cancel { attempt: a, reason } => format!("Cancel {} ({})", attempt(*a), reason.name()),
         Command::Done { attempt: a, broker, metadata } => format!(
             "Done {} from {} ({} brokers, {} topics)",

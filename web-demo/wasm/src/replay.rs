@@ -175,6 +175,12 @@ impl View {
                     self.rejections.insert(attempt, error);
                 }
             }
+            Input::Resolved { addresses, .. } => {
+                if let Some(span) = self.span_mut(attempt).filter(|_| live) {
+                    span.end = Some(at);
+                    span.outcome = SpanOutcome::Resolved { addresses: addresses.len() as u32 };
+                }
+            }
             Input::Failed { error, .. } => {
                 self.events.push(SimEvent::Failed { at, attempt, broker, error: error.clone() });
                 if let Some(span) = self.span_mut(attempt).filter(|_| live) {
@@ -190,7 +196,8 @@ impl View {
         let mut outcome = None;
         while let Some(command) = refresh.poll_command() {
             match command {
-                Command::Connect { attempt, broker } => {
+                // A lookup is an attempt on its name's lane, like a connection.
+                Command::Connect { attempt, broker } | Command::Resolve { attempt, broker } => {
                     self.events.push(SimEvent::Connect { at, attempt, broker });
                     let info = refresh.attempt(attempt).copied();
                     if let Some(lane) = self.lanes.iter().position(|l| l.broker == broker) {

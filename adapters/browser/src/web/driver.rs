@@ -335,6 +335,12 @@ impl Driver {
     fn execute(&mut self, command: Command) {
         match command {
             Command::Connect { attempt, broker } => self.connect(attempt, broker),
+            // The browser's seeds are bridge URLs, never names marked to resolve (the bridge
+            // resolves the broker's name): should one be asked, it fails as a lookup.
+            Command::Resolve { attempt, .. } => {
+                let error = AttemptError::with_detail(ErrorKind::Dns, "the browser adapter resolves no names");
+                self.pending.push_back(Input::Failed { attempt, error });
+            }
             Command::Cancel { attempt, .. } => self.close_socket(attempt),
             Command::Done { metadata, .. } => {
                 self.close_all();

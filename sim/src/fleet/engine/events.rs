@@ -283,6 +283,9 @@ impl Engine {
                     _ => self.push(at, Ev::Refused { client: ci as u32, attempt }),
                 }
             }
+            // Fleet books hold addresses only, never names to resolve: nothing to do (the
+            // core's attempt timeout would fail an unanswered one).
+            ClusterEvent::Resolve { .. } => {}
             ClusterEvent::Cancel { attempt, .. } => {
                 self.take_live(ci, attempt);
             }
