@@ -1,0 +1,323 @@
+//! Measures what the simulator's knobs stand for, on the real cluster: the loopback round
+//! trip, what the forwarder adds, each broker's time per ApiVersions and Metadata request at
+//! low load, and how many Metadata (and ApiVersions) requests a broker answers per second
+//! when it is saturated — alone, and with every broker saturated at once (they share the
+//! machine's cores).
+//!
+//! The requests are the fleet's own: one stagger exchange is run on a raw connection and its
+//! two request frames (ApiVersions, then Metadata) are kept and replayed, each answer read
+//! whole before the next request on that connection.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use stagger::kafka::{ExchangeConfig, KafkaAttempt};
+use stagger::{AttemptId, Input};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// The two request frames of a stagger exchange, ready to replay.
+#[derive(Clone, Debug)]
+pub struct Frames {
+    pub api_versions: Vec<u8>,
+    pub metadata: Vec<u8>,
+    /// Size of the Metadata response (bytes, with its size prefix).
+    pub metadata_response: usize,
+}
+
+/// Runs one exchange against `broker` and keeps its request frames.
+pub async fn capture(broker: SocketAddr, client_id: &str) -> Res<Frames> {
+    let exchange = ExchangeConfig { client_id: client_id.to_owned(), ..ExchangeConfig::default() };
+    let mut kafka = KafkaAttempt::new(AttemptId(1), &exchange, None, true);
+    kafka.handle_connected();
+    let mut tcp = TcpStream::connect(broker).await?;
+    tcp.set_nodelay(true)?;
+    let mut sent = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut received_since_last_send = 0usize;
+    loop {
+        while let Some(frame) = kafka.poll_transmit() {
+            tcp.write_all(&frame).await?;
+            sent.push(frame.to_vec());
+            received_since_last_send = 0;
+        }
+        while let Some(input) = kafka.poll_input() {
+            match input {
+                Input::Response { .. } => {
+                    let metadata_response = received_since_last_send;
+                    return match sent.as_slice() {
+                        [api, meta, ..] => {
+                            Ok(Frames { api_versions: api.clone(), metadata: meta.clone(), metadata_response })
+                        }
+                        _ => Err(format!("expected 2 request frames, the exchange sent {}", sent.len()).into()),
+                    };
+                }
+                Input::Failed { error, .. } => return Err(format!("capture exchange failed: {error}").into()),
+                _ => {}
+            }
+        }
+        let n = tcp.read(&mut buf).await?;
+        if n == 0 {
+            kafka.handle_closed();
+        } else {
+            received_since_last_send += n;
+            kafka.handle_bytes(&buf[..n]);
+        }
+    }
+}
+
+/// Writes `frame` and reads one whole response frame.
+async fn round_trip(tcp: &mut TcpStream, frame: &[u8], buf: &mut Vec<u8>) -> Res<()> {
+    tcp.write_all(frame).await?;
+    let mut size = [0u8; 4];
+    tcp.read_exact(&mut size).await?;
+    let len = u32::from_be_bytes(size) as usize;
+    if len > 64 << 20 {
+        return Err(format!("response of {len} bytes").into());
+    }
+    buf.resize(len, 0);
+    tcp.read_exact(&mut buf[..len]).await?;
+    Ok(())
+}
+
+/// Summary of a set of durations (µs).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Spread {
+    pub n: usize,
+    pub mean_us: f64,
+    /// The mean of the values up to the 99th percentile (a stalled thread's outliers cut).
+    pub trimmed_mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+}
+
+impl Spread {
+    pub fn of(mut v: Vec<f64>) -> Spread {
+        if v.is_empty() {
+            return Spread::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        let p99 = q(0.99);
+        let kept: Vec<f64> = v.iter().copied().filter(|&x| x <= p99).collect();
+        Spread {
+            n: v.len(),
+            mean_us: v.iter().sum::<f64>() / v.len() as f64,
+            trimmed_mean_us: kept.iter().sum::<f64>() / kept.len().max(1) as f64,
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p99_us: p99,
+        }
+    }
+}
+
+/// Round trips measured one at a time on one connection, `gap` apart (a broker at rest).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Idle {
+    pub connect: Spread,
+    pub api_versions: Spread,
+    pub metadata: Spread,
+}
+
+/// `count` TCP connects and `count` ApiVersions + Metadata round trips to `target`.
+pub async fn idle(target: SocketAddr, frames: &Frames, count: usize, gap: Duration) -> Res<Idle> {
+    let mut connect = Vec::with_capacity(count);
+    for _ in 0..count.min(200) {
+        let t = Instant::now();
+        let tcp = TcpStream::connect(target).await?;
+        connect.push(t.elapsed().as_secs_f64() * 1e6);
+        drop(tcp);
+        tokio::time::sleep(gap).await;
+    }
+    let mut tcp = TcpStream::connect(target).await?;
+    tcp.set_nodelay(true)?;
+    let mut buf = Vec::new();
+    let (mut api, mut meta) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    for _ in 0..count {
+        let t = Instant::now();
+        round_trip(&mut tcp, &frames.api_versions, &mut buf).await?;
+        api.push(t.elapsed().as_secs_f64() * 1e6);
+        tokio::time::sleep(gap).await;
+        let t = Instant::now();
+        round_trip(&mut tcp, &frames.metadata, &mut buf).await?;
+        meta.push(t.elapsed().as_secs_f64() * 1e6);
+        tokio::time::sleep(gap).await;
+    }
+    Ok(Idle { connect: Spread::of(connect), api_versions: Spread::of(api), metadata: Spread::of(meta) })
+}
+
+/// Requests answered per second by each target, all driven at once, each by `connections`
+/// closed-loop connections with one request outstanding each.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Burst {
+    pub targets: Vec<String>,
+    pub api: &'static str,
+    pub connections: usize,
+    pub requests_per_target: usize,
+    /// Answers per second, per target (the median over the repetitions).
+    pub per_second: Vec<f64>,
+    /// Every repetition's answers per second, per target.
+    pub repetitions: Vec<Vec<f64>>,
+    /// 1 / answers per second, in µs (the mean time per request of a saturated server).
+    pub service_us: Vec<f64>,
+}
+
+/// [`burst_once`] `reps` times; the median per target.
+pub async fn burst(
+    targets: &[SocketAddr],
+    frame: &[u8],
+    api: &'static str,
+    connections: usize,
+    requests_per_target: usize,
+    reps: usize,
+) -> Res<Burst> {
+    let mut repetitions = Vec::new();
+    let mut one = Burst::default();
+    for _ in 0..reps.max(1) {
+        one = burst_once(targets, frame, api, connections, requests_per_target).await?;
+        repetitions.push(one.per_second.clone());
+    }
+    let per_second: Vec<f64> = (0..targets.len())
+        .map(|t| {
+            let mut v: Vec<f64> = repetitions.iter().map(|r| r[t]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
+    Ok(Burst {
+        service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
+        per_second,
+        repetitions,
+        ..one
+    })
+}
+
+async fn burst_once(
+    targets: &[SocketAddr],
+    frame: &[u8],
+    api: &'static str,
+    connections: usize,
+    requests_per_target: usize,
+) -> Res<Burst> {
+    let mut per_second = Vec::new();
+    let mut set = JoinSet::new();
+    let per_conn = requests_per_target.div_ceil(connections);
+    for (ti, &target) in targets.iter().enumerate() {
+        for _ in 0..connections {
+            let frame = frame.to_vec();
+            set.spawn(async move {
+                let mut tcp = TcpStream::connect(target).await?;
+                tcp.set_nodelay(true)?;
+                let mut buf = Vec::new();
+                // The first request opens the connection's path (not timed).
+                round_trip(&mut tcp, &frame, &mut buf).await?;
+                let mut done = Vec::with_capacity(per_conn);
+                for _ in 0..per_conn {
+                    round_trip(&mut tcp, &frame, &mut buf).await?;
+                    done.push(Instant::now());
+                }
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>((ti, done))
+            });
+        }
+    }
+    let mut by_target: Vec<Vec<Instant>> = vec![Vec::new(); targets.len()];
+    while let Some(joined) = set.join_next().await {
+        let (ti, done) = joined??;
+        by_target[ti].extend(done);
+    }
+    for done in &mut by_target {
+        done.sort();
+        // The steady middle: drop the first and last 10 % (ramp-up, stragglers).
+        let n = done.len();
+        let (a, b) = (n / 10, n - n / 10 - 1);
+        let secs = done[b].duration_since(done[a]).as_secs_f64();
+        per_second.push(if secs > 0.0 { (b - a) as f64 / secs } else { 0.0 });
+    }
+    Ok(Burst {
+        targets: targets.iter().map(ToString::to_string).collect(),
+        api,
+        connections,
+        requests_per_target: per_conn * connections,
+        service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
+        per_second,
+        repetitions: Vec::new(),
+    })
+}
+
+/// Fresh-connection attempts per second: `connections` closed loops per target, each loop
+/// connecting, asking ApiVersions then Metadata, and closing, `attempts_per_target` in all
+/// per target; the median over `reps` repetitions (what an attempt costs a saturated broker
+/// when it cannot reuse a kept connection).
+pub async fn churn(
+    targets: &[SocketAddr],
+    frames: &Frames,
+    connections: usize,
+    attempts_per_target: usize,
+    reps: usize,
+) -> Res<Burst> {
+    let per_loop = attempts_per_target.div_ceil(connections);
+    let mut repetitions = Vec::new();
+    for _ in 0..reps.max(1) {
+        let mut set = JoinSet::new();
+        for (ti, &target) in targets.iter().enumerate() {
+            for _ in 0..connections {
+                let frames = frames.clone();
+                set.spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut done = Vec::with_capacity(per_loop);
+                    for _ in 0..per_loop {
+                        let mut tcp = TcpStream::connect(target).await?;
+                        tcp.set_nodelay(true)?;
+                        round_trip(&mut tcp, &frames.api_versions, &mut buf).await?;
+                        round_trip(&mut tcp, &frames.metadata, &mut buf).await?;
+                        drop(tcp);
+                        done.push(Instant::now());
+                    }
+                    Ok::<_, Box<dyn std::error::Error + Send + Sync>>((ti, done))
+                });
+            }
+        }
+        let mut by_target: Vec<Vec<Instant>> = vec![Vec::new(); targets.len()];
+        while let Some(joined) = set.join_next().await {
+            let (ti, done) = joined??;
+            by_target[ti].extend(done);
+        }
+        let mut rates = Vec::new();
+        for done in &mut by_target {
+            done.sort();
+            let n = done.len();
+            let (a, b) = (n / 10, n - n / 10 - 1);
+            let secs = done[b].duration_since(done[a]).as_secs_f64();
+            rates.push(if secs > 0.0 { (b - a) as f64 / secs } else { 0.0 });
+        }
+        repetitions.push(rates);
+    }
+    let per_second: Vec<f64> = (0..targets.len())
+        .map(|t| {
+            let mut v: Vec<f64> = repetitions.iter().map(|r| r[t]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
+    Ok(Burst {
+        targets: targets.iter().map(ToString::to_string).collect(),
+        api: "connect+api_versions+metadata",
+        connections,
+        requests_per_target: per_loop * connections,
+        service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
+        per_second,
+        repetitions,
+    })
+}
+
+/// Warms every broker's request path up (the JIT compiles it), `count` Metadata requests each.
+pub async fn warm(targets: &[SocketAddr], frames: &Frames, count: usize) -> Res<()> {
+    burst_once(targets, &frames.metadata, "metadata", 8, count).await?;
+    burst_once(targets, &frames.api_versions, "api_versions", 8, count / 2).await?;
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! A counting TCP forwarder in front of one broker, on 127.0.0.1.
+//!
+//! Every byte is passed on unchanged; on the way the forwarder cuts both directions into
+//! Kafka frames (4-byte big-endian size, then the body) and reads each request's header
+//! (int16 api_key, int16 api_version, int32 correlation id, int16-length client id). For
+//! every request it records when it passed, its API and whether it came from the fleet (its
+//! client id), and matches it with its response (Kafka answers a connection's requests in
+//! order), so it also knows how long the broker took: the time between the request passing
+//! and the end of its response passing. Connections accepted are counted too.
+//!
+//! A forwarder can be made to refuse ([`Forwarder::refuse`]): it closes its listener (new
+//! connections are refused by the kernel, as a dead broker's are) and every connection it
+//! carries; [`Forwarder::accept_again`] binds the same port again.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// Kafka API key of Metadata.
+pub const METADATA: i16 = 3;
+/// Kafka API key of ApiVersions.
+pub const API_VERSIONS: i16 = 18;
+
+/// Bytes of a request body kept for the header: api key, version, correlation id, client id.
+const HEADER_BYTES: usize = 8 + 2 + 64;
+
+/// One request that passed the forwarder.
+#[derive(Clone, Copy, Debug)]
+pub struct Request {
+    /// When its last byte passed, µs since the run's time base.
+    pub at_us: u64,
+    /// Its API key.
+    pub api: i16,
+    /// Whether its client id is the fleet's.
+    pub ours: bool,
+    /// Until its response's last byte passed back (µs), if it was answered.
+    pub took_us: Option<u64>,
+}
+
+/// What one forwarder saw.
+#[derive(Debug, Default)]
+pub struct Log {
+    /// Every request, in the order it was answered or (unanswered) as the connection ended.
+    pub requests: Vec<Request>,
+    /// When each connection was accepted (µs since the time base).
+    pub accepted_us: Vec<u64>,
+    /// How long each TCP connect from the forwarder to the broker took (µs).
+    pub upstream_connect_us: Vec<u64>,
+}
+
+/// A running forwarder. Its tasks end when the runtime they were spawned on shuts down.
+#[derive(Debug)]
+pub struct Forwarder {
+    address: SocketAddr,
+    log: Arc<Mutex<Log>>,
+    open: watch::Sender<bool>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Forwarder {
+    /// Listens on `bind` and forwards each connection to `target` (which may not be
+    /// listening yet: a connection is then closed at once). `bind` should lie outside the
+    /// ephemeral port range, so no outgoing connection can take it while the forwarder
+    /// refuses.
+    pub async fn start(
+        bind: SocketAddr,
+        target: SocketAddr,
+        base: Instant,
+        client_id: &str,
+    ) -> std::io::Result<Forwarder> {
+        let listener = TcpListener::bind(bind).await?;
+        let address = listener.local_addr()?;
+        let log = Arc::new(Mutex::new(Log::default()));
+        let (open, opened) = watch::channel(true);
+        let ctx = Arc::new(Ctx { target, base, client_id: client_id.as_bytes().to_vec(), log: log.clone() });
+        tokio::spawn(serve(listener, address, ctx, opened));
+        Ok(Forwarder { address, log, open })
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Stops listening and closes every connection it carries.
+    pub fn refuse(&self) {
+        self.open.send_replace(false);
+    }
+
+    /// Listens again (on the same port) after [`Forwarder::refuse`].
+    pub fn accept_again(&self) {
+        self.open.send_replace(true);
+    }
+
+    /// Takes everything logged so far.
+    pub fn take(&self) -> Log {
+        std::mem::take(&mut *lock(&self.log))
+    }
+}
+
+struct Ctx {
+    target: SocketAddr,
+    base: Instant,
+    client_id: Vec<u8>,
+    log: Arc<Mutex<Log>>,
+}
+
+impl Ctx {
+    fn now_us(&self) -> u64 {
+        self.base.elapsed().as_micros() as u64
+    }
+}
+
+async fn serve(mut listener: TcpListener, address: SocketAddr, ctx: Arc<Ctx>, mut open: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((client, _)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                };
+                lock(&ctx.log).accepted_us.push(ctx.now_us());
+                tokio::spawn(carry(client, ctx.clone(), open.clone()));
+            }
+            changed = open.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                if !*open.borrow_and_update() {
+                    drop(listener);
+                    // Closed: wait until told to listen again, then bind the same port.
+                    loop {
+                        if open.changed().await.is_err() {
+                            return;
+                        }
+                        if *open.borrow_and_update() {
+                            break;
+                        }
+                    }
+                    listener = loop {
+                        match TcpListener::bind(address).await {
+                            Ok(l) => break l,
+                            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                        }
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// One connection: connect upstream, then pass bytes both ways, logging frames, until either
+/// side closes or the forwarder is told to refuse.
+async fn carry(client: TcpStream, ctx: Arc<Ctx>, mut open: watch::Receiver<bool>) {
+    let _ = client.set_nodelay(true);
+    let started = Instant::now();
+    let Ok(server) = TcpStream::connect(ctx.target).await else { return };
+    let _ = server.set_nodelay(true);
+    lock(&ctx.log).upstream_connect_us.push(started.elapsed().as_micros() as u64);
+    let (mut client_r, mut client_w) = client.into_split();
+    let (mut server_r, mut server_w) = server.into_split();
+    // Requests sent and not yet answered, oldest first.
+    let pending: Mutex<VecDeque<Request>> = Mutex::new(VecDeque::new());
+    let up = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut frames = Frames::default();
+        loop {
+            let n = match client_r.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            frames.feed(&buf[..n], |header| {
+                let api = i16::from_be_bytes([
+                    header.first().copied().unwrap_or(0xff),
+                    header.get(1).copied().unwrap_or(0xff),
+                ]);
+                let ours = client_id(header).is_some_and(|id| id == ctx.client_id.as_slice());
+                lock(&pending).push_back(Request { at_us: ctx.now_us(), api, ours, took_us: None });
+            });
+            if server_w.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    let down = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut frames = Frames::default();
+        loop {
+            let n = match server_r.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            // The response's end is logged as it leaves for the client (after the write).
+            let mut done = 0;
+            frames.feed(&buf[..n], |_| done += 1);
+            if client_w.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+            let now = ctx.now_us();
+            for _ in 0..done {
+                if let Some(mut request) = lock(&pending).pop_front() {
+                    request.took_us = Some(now.saturating_sub(request.at_us));
+                    lock(&ctx.log).requests.push(request);
+                }
+            }
+        }
+    };
+    let refused = async {
+        loop {
+            if !*open.borrow_and_update() || open.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = up => {}
+        () = down => {}
+        () = refused => {}
+    }
+    // Requests never answered are logged too (a hung broker's).
+    let unanswered: Vec<Request> = lock(&pending).drain(..).collect();
+    lock(&ctx.log).requests.extend(unanswered);
+}
+
+/// The client id of a request header (api key, version, correlation id, then an int16
+/// length and the bytes), if the kept header holds all of it.
+fn client_id(header: &[u8]) -> Option<&[u8]> {
+    let len = i16::from_be_bytes([*header.get(8)?, *header.get(9)?]);
+    if len < 0 {
+        return None;
+    }
+    header.get(10..10 + len as usize)
+}
+
+/// Cuts a byte stream into Kafka frames.
+#[derive(Default)]
+struct Frames {
+    /// Bytes of the current size prefix read so far.
+    size: [u8; 4],
+    size_got: usize,
+    /// Body bytes of the current frame still to come (when `size_got == 4`).
+    left: usize,
+    /// The first [`HEADER_BYTES`] of the current body.
+    header: Vec<u8>,
+}
+
+impl Frames {
+    /// Feeds `data`; calls `on_frame(first bytes of the body)` for every frame completed.
+    fn feed(&mut self, mut data: &[u8], mut on_frame: impl FnMut(&[u8])) {
+        while !data.is_empty() {
+            if self.size_got < 4 {
+                let take = (4 - self.size_got).min(data.len());
+                self.size[self.size_got..self.size_got + take].copy_from_slice(&data[..take]);
+                self.size_got += take;
+                data = &data[take..];
+                if self.size_got == 4 {
+                    self.left = u32::from_be_bytes(self.size) as usize;
+                    self.header.clear();
+                    if self.left == 0 {
+                        on_frame(&self.header);
+                        self.size_got = 0;
+                    }
+                }
+                continue;
+            }
+            let take = self.left.min(data.len());
+            let keep = HEADER_BYTES.saturating_sub(self.header.len()).min(take);
+            self.header.extend_from_slice(&data[..keep]);
+            self.left -= take;
+            data = &data[take..];
+            if self.left == 0 {
+                on_frame(&self.header);
+                self.size_got = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_cut_across_reads() {
+        let mut stream = Vec::new();
+        for (api, id) in [(18i16, "fleet"), (3, "other")] {
+            let mut body = Vec::new();
+            body.extend_from_slice(&api.to_be_bytes());
+            body.extend_from_slice(&0i16.to_be_bytes());
+            body.extend_from_slice(&7i32.to_be_bytes());
+            body.extend_from_slice(&(id.len() as i16).to_be_bytes());
+            body.extend_from_slice(id.as_bytes());
+            body.extend_from_slice(&[0; 300]);
+            stream.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            stream.extend_from_slice(&body);
+        }
+        let mut seen = Vec::new();
+        let mut frames = Frames::default();
+        for chunk in stream.chunks(3) {
+            frames.feed(chunk, |h| seen.push((i16::from_be_bytes([h[0], h[1]]), client_id(h).map(<[u8]>::to_vec))));
+        }
+        assert_eq!(seen, vec![(18, Some(b"fleet".to_vec())), (3, Some(b"other".to_vec()))]);
+    }
+}
