@@ -61,10 +61,13 @@ pub struct RefreshConfig {
     pub retry: Backoff,
     /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands.
     pub seed: u64,
-    /// Try the seed brokers in an order shuffled by `seed` instead of the user's (default
-    /// `false`: the user's order). Sarama, librdkafka and the Java client shuffle: a fleet
-    /// that starts at once then spreads over the seeds instead of all asking the first one
-    /// (measured in `docs/performance/hung-first.md`).
+    /// Try the seed brokers in an order shuffled by `seed` instead of the user's. Default
+    /// `false` for a one-shot refresh (a person's `stagger metadata`: the order written is
+    /// the order meant), `true` in [`ClusterConfig::default`] (a long-lived client is one of
+    /// a fleet: started together, shuffled clients spread over the seeds instead of all
+    /// asking the first, as Sarama's, librdkafka's and the Java client's do). Both orders
+    /// pass a long run of hung seeds at the same bounded pace
+    /// (`docs/performance/hung-first.md`, `fleet.md`).
     pub shuffle_seeds: bool,
 }
 
