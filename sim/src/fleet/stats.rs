@@ -198,8 +198,7 @@ pub fn check_targets(results: &[ScenarioResult], strategy: &str) -> Vec<Target> 
             });
         }
     }
-    if let (Some(a), Some(q)) =
-        (find(FleetScenario::ColdStart, strategy), find(FleetScenario::ColdStart, "sequential"))
+    if let (Some(a), Some(q)) = (find(FleetScenario::ColdStart, strategy), find(FleetScenario::ColdStart, "sequential"))
     {
         out.push(Target {
             name: "cold start: busiest broker's peak no higher than seed-shuffling sequential clients'".to_string(),
