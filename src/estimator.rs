@@ -1,7 +1,7 @@
 //! The response-time window: a fixed-size window of recently observed response times, for
 //! the adaptive stagger.
 //!
-//! The cold stagger (250 ms) is a guess for a cluster we know nothing about. A long-lived
+//! The cold stagger (40 ms) is a guess for a cluster we know nothing about. A long-lived
 //! client knows better after one refresh: [`Estimator`] keeps the last [`Estimator::WINDOW`] response
 //! times (attempt start → metadata) and hands a high quantile of them, the recent response
 //! time, to the next refresh,

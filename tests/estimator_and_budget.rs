@@ -73,6 +73,7 @@ proptest! {
             floor: Duration::from_micros(floor),
             ceiling: Duration::from_micros(floor + extra),
             patience,
+            ..Adaptive::default()
         };
         let top = a.ceiling.max(a.floor);
         let r = recent.map(Duration::from_micros);

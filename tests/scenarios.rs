@@ -36,8 +36,10 @@ fn metadata() -> Metadata {
     }
 }
 
+/// No jitter, and the seeds tried in the order listed: the tables name brokers by position.
 fn no_jitter(mut c: RefreshConfig) -> RefreshConfig {
     c.fanout.jitter = 0.0;
+    c.shuffle_seeds = false;
     c
 }
 
@@ -257,19 +259,99 @@ fn without_spreading_a_tick_starts_its_attempts_together() {
 }
 
 #[test]
-fn adaptive_waits_the_cold_250ms_for_a_broker_that_never_connects() {
+fn adaptive_waits_the_cold_40ms_for_a_broker_that_never_connects() {
     let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
     // Nothing is known about this network, so the tick spreads its two attempts over the
-    // 250 ms that ran out: the second follows 125 ms later, as the first is silent too.
+    // 40 ms that ran out: the second follows 20 ms later, as the first is silent too.
     let rows = [
         (ms(0), Start, vec![Connect(0, 0)]),
-        (ms(249), Timeout, vec![]),
-        (ms(250), Timeout, vec![Connect(1, 1)]),
-        (us(374_999), Timeout, vec![]),
-        (ms(375), Timeout, vec![Connect(2, 2)]),
+        (us(39_999), Timeout, vec![]),
+        (ms(40), Timeout, vec![Connect(1, 1)]),
+        (us(59_999), Timeout, vec![]),
+        (ms(60), Timeout, vec![Connect(2, 2)]),
     ];
     table::run(&mut r, &rows);
     assert!(r.attempt(table::attempt(&r, 2)).unwrap().partner);
+}
+
+#[test]
+fn a_blackholed_broker_first_is_outrun_by_the_next_one_connecting() {
+    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
+    // Broker 0's SYN vanishes. The cold tick starts broker 1, which connects in 100 µs: broker
+    // 0, still connecting 40 ms on, is cancelled (one conversation, two SYNs), and broker 1
+    // answers before the partner is due.
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(40), Timeout, vec![Connect(1, 1)]),
+        (us(40_100), Connected(1), vec![Cancel(0, CancelReason::Outrun)]),
+        (us(40_300), Answered(1), vec![]),
+        (us(40_600), Response(1, metadata()), vec![Done(1, 1)]),
+    ];
+    table::run(&mut r, &rows);
+    assert_eq!(r.stats().started, 2);
+}
+
+#[test]
+fn a_broker_on_a_slow_path_is_not_outrun_by_one_a_little_faster() {
+    let mut c = no_jitter(RefreshConfig::adaptive());
+    (c.fanout.growth, c.fanout.max_in_flight, c.fanout.tuning.replace_when_full) = (Growth::Linear(1), 2, false);
+    let mut r = Refresh::new(&c, &book(5), Instant::ZERO).unwrap();
+    // A network slower than the cold delay: broker 1, started by the cold tick at 40 ms,
+    // connects in 45 ms. Broker 0 has been connecting for 85 ms by then — within twice that
+    // handshake (90 ms) — so it may just be on a slower path, and both are kept. (Had broker 1
+    // connected faster than the cold delay, broker 0 would have been connecting for more
+    // than twice its handshake, and outrun.)
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(40), Timeout, vec![Connect(1, 1)]),
+        (ms(85), Connected(1), vec![]),
+        (ms(86), Connected(0), vec![]),
+    ];
+    table::run(&mut r, &rows);
+    assert_eq!(r.in_flight(), 2);
+}
+
+#[test]
+fn past_a_long_run_of_hung_brokers_the_silent_wait_doubles_only_up_to_the_pace() {
+    let mut c = no_jitter(RefreshConfig::adaptive());
+    c.fanout.growth = Growth::Linear(1);
+    c.fanout.max_in_flight = 1;
+    let mut r = Refresh::new(&c, &book(12), Instant::ZERO).unwrap();
+    // Every broker connects in 1 ms and stays silent: each tick (2 ms after the handshake)
+    // replaces it and doubles the next wait — 2, 4, 8 … ms — until the 100 ms pace.
+    let mut now = Instant::ZERO;
+    let mut waits = Vec::new();
+    let drain = |r: &mut Refresh| while r.poll_command().is_some() {};
+    drain(&mut r);
+    for n in 0..10u32 {
+        let connected = now.saturating_add(Duration::from_millis(1));
+        r.handle_input(connected, Input::Connected { attempt: table::attempt(&r, n) });
+        drain(&mut r);
+        let tick = r.poll_timeout().expect("a tick is armed");
+        waits.push(tick.saturating_since(connected).as_millis() as u64);
+        r.handle_timeout(tick);
+        drain(&mut r);
+        now = tick;
+    }
+    assert_eq!(waits, [2, 4, 8, 16, 32, 64, 100, 100, 100, 100]);
+}
+
+#[test]
+fn a_late_first_answer_stretches_the_silent_waits_that_follow() {
+    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
+    // Broker 0 connects in 1 ms and answers ApiVersions only 30 ms later: it was queueing,
+    // long after its 2 ms wait. When its Metadata then fails, the next attempt's silent wait
+    // is 2 × those 30 ms, not 2 × its own 1 ms handshake.
+    let rows = [
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Connected(0), vec![]),
+        (ms(3), Timeout, vec![Connect(1, 1), Connect(2, 2)]),
+        (ms(31), Answered(0), vec![Cancel(1, CancelReason::Overtaken), Cancel(2, CancelReason::Overtaken)]),
+        (ms(32), Failed(0, ErrorKind::Protocol), vec![Connect(3, 1)]),
+        (ms(33), Connected(3), vec![]),
+    ];
+    table::run(&mut r, &rows);
+    assert_eq!(r.poll_timeout(), Some(ms(93)));
 }
 
 #[test]
@@ -431,7 +513,7 @@ fn answers_for_unknown_or_finished_attempts_are_ignored() {
 
 #[test]
 fn refused_starts_the_next_attempt_at_once() {
-    let mut r = Refresh::new(&RefreshConfig::default(), &book(3), Instant::ZERO).unwrap();
+    let mut r = Refresh::new(&no_jitter(RefreshConfig::default()), &book(3), Instant::ZERO).unwrap();
     let rows = [
         (ms(0), Start, vec![Connect(0, 0)]),
         (ms(1), Failed(0, ErrorKind::Refused), vec![Connect(1, 1)]),
@@ -709,7 +791,8 @@ fn cluster_with_an_empty_hedge_budget_holds_extra_attempts_back() {
     cluster.request_refresh(ms(0));
     assert_eq!(events(&mut cluster).len(), 1);
     // The tick may not add an attempt, but it replaces the silent one in place (one in
-    // flight, as before), and the next tick waits twice as long.
+    // flight, as before), and the next tick is a fixed stagger later: a fixed stagger never
+    // doubles.
     assert_eq!(cluster.poll_timeout(), Some(ms(100)));
     cluster.handle_timeout(ms(100));
     let ev = events(&mut cluster);
@@ -719,7 +802,7 @@ fn cluster_with_an_empty_hedge_budget_holds_extra_attempts_back() {
     );
     assert_eq!(cluster.current().unwrap().in_flight(), 1);
     assert_eq!(cluster.current().unwrap().stats().hedges, 0, "no extra attempt was paid for");
-    assert_eq!(cluster.poll_timeout(), Some(ms(300)), "100 ms doubled, from the replacement's start");
+    assert_eq!(cluster.poll_timeout(), Some(ms(200)), "100 ms from the replacement's start");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use stagger::{Adaptive, ClusterConfig, Growth, RefreshConfig, Stagger};
+use stagger::{Adaptive, ClusterConfig, Growth, Stagger};
 use stagger_sim::fleet::{
     check_targets, render_markdown, render_svg, scenario_major, FleetConfig, FleetReport, FleetScenario,
     ScenarioResult, Strategy, WarmFleet,
@@ -195,7 +195,7 @@ impl Variant {
     }
 
     fn strategy(&self) -> Strategy {
-        let mut c = RefreshConfig::adaptive();
+        let mut c = ClusterConfig::default().refresh;
         c.fanout.stagger = Stagger::Adaptive(Adaptive {
             multiple: self.multiple,
             floor: Duration::from_millis(self.floor_ms),

@@ -80,9 +80,9 @@ fn an_input_for_an_attempt_issued_in_the_same_call_is_ignored() {
     let mut cluster = Cluster::new(ClusterConfig { refresh, ..ClusterConfig::default() }, book, ms(0)).unwrap();
     cluster.request_refresh(ms(0));
     let [(first, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
-    // The cold stagger's tick at 250 ms issues the attempt this input names.
+    // The cold stagger's tick at 40 ms issues the attempt this input names.
     let premature = AttemptId(first.0 + 1);
-    cluster.handle_input(ms(250), Input::Response { attempt: premature, metadata: metadata(Some("c1"), &[(1, "a")]) });
+    cluster.handle_input(ms(40), Input::Response { attempt: premature, metadata: metadata(Some("c1"), &[(1, "a")]) });
     let ev = events(&mut cluster);
     assert!(ev.iter().all(|e| matches!(e, ClusterEvent::Connect { .. })), "{ev:?}");
     assert!(connects(&ev).iter().any(|&(a, _)| a == premature), "{ev:?}");

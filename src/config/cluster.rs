@@ -31,7 +31,11 @@ impl Default for HedgeBudget {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClusterConfig {
-    /// The policy each refresh runs with.
+    /// The policy each refresh runs with. Its default differs from
+    /// [`RefreshConfig::default`] in one knob: the seeds are tried in an order shuffled by
+    /// the refresh's seed (`shuffle_seeds`), because a long-lived client is one of a fleet,
+    /// and a fleet that starts at once from the same list would otherwise all ask the first
+    /// seed first (`docs/performance/fleet.md`, cold start).
     pub refresh: RefreshConfig,
     /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
     pub refresh_interval: Duration,
@@ -54,7 +58,7 @@ pub struct ClusterConfig {
 impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
-            refresh: RefreshConfig::default(),
+            refresh: RefreshConfig { shuffle_seeds: true, ..RefreshConfig::default() },
             refresh_interval: Duration::from_secs(300),
             rebootstrap: true,
             hedge_budget: HedgeBudget::default(),

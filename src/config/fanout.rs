@@ -17,11 +17,13 @@ pub enum Stagger {
 ///
 /// An attempt goes through three phases, and each has its own evidence:
 ///
-/// 1. **Connecting.** Nothing is known about this broker yet. Wait `cold` (RFC 8305's
-///    250 ms Connection Attempt Delay) or, in a long-lived [`crate::Cluster`], its
-///    recent response time (the [`ClusterConfig::window_quantile`](crate::ClusterConfig::window_quantile) of its
-///    response-time window): a handshake
-///    slower than a whole answer usually is, is suspect.
+/// 1. **Connecting.** Nothing is known about this broker yet. Wait `cold` (40 ms) or, in a
+///    long-lived [`crate::Cluster`], its recent response time (the
+///    [`ClusterConfig::window_quantile`](crate::ClusterConfig::window_quantile) of its
+///    response-time window): a handshake slower than a whole answer usually is, is suspect.
+///    Being bold here is cheap: a connect that has not completed cost the cluster one SYN,
+///    and the first attempt to connect cancels the older ones still connecting
+///    ([`Tuning::cancel_outrun`]), so the bold connects never turn into extra requests.
 /// 2. **Connected, silent.** The handshake took `h`, which measures this path's round trip.
 ///    The broker's first answer (ApiVersions for Kafka) needs one more round trip and almost
 ///    no broker work, so a broker still silent `clamp(multiple · h, floor, ceiling)` after
@@ -36,10 +38,24 @@ pub enum Stagger {
 ///
 /// A reused connection (`kept`) has no handshake to learn from; the cluster's recent
 /// handshake times stand in for `h`.
+///
+/// Two pieces of evidence stretch the waits while every broker in flight is silent:
+///
+/// * **Silent brokers superseded** (a full throttle, or no hedge budget left): each doubles
+///   the next delay, since a throttle full of silent brokers may be an overload as much as
+///   an outage — but never beyond `pace`, so past any run of hung brokers the fan-out keeps
+///   trying fresh ones (two per tick) at least every `pace`.
+/// * **A late answer**: a broker whose first answer came only after it had been suspected
+///   (later than phase 2's wait) was queueing, not hung — the evidence of an overload. For
+///   the rest of the refresh no silent broker is suspected before `multiple` times that
+///   wait, and patience counts from it too.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Adaptive {
-    /// Delay while nothing is known about the attempt (default 250 ms, RFC 8305).
+    /// Delay while nothing is known about the attempt (default 40 ms: a blackholed broker
+    /// first costs about what it costs librdkafka, ~50 ms, without opening more
+    /// connections; RFC 8305 allows down to 10 ms, and its 250 ms is for paths where every
+    /// extra connect is a cost, which here it is not: see [`Tuning::cancel_outrun`]).
     pub cold: Duration,
     /// A connected broker silent for `multiple` × its handshake time is suspected (default 2:
     /// its first answer needs one round trip and almost no broker work; the fleet
@@ -54,16 +70,23 @@ pub struct Adaptive {
     /// (default 16): its slowness is queueing, and hedging into queues is what turns a
     /// failover into a storm.
     pub patience: u32,
+    /// The longest a silent-phase delay grows by superseding silent brokers (default
+    /// 100 ms: with two brokers per tick, a fresh broker at least every ~50 ms past any run
+    /// of hung ones — librdkafka's pace — while a failover storm's clients still slow down;
+    /// measured in `docs/performance/hung-first.md` and `fleet.md`). A delay that starts
+    /// longer than `pace` is never shortened by it.
+    pub pace: Duration,
 }
 
 impl Default for Adaptive {
     fn default() -> Self {
         Adaptive {
-            cold: Duration::from_millis(250),
+            cold: Duration::from_millis(40),
             multiple: 2,
             floor: Duration::from_millis(2),
             ceiling: Duration::from_secs(2),
             patience: 16,
+            pace: Duration::from_millis(100),
         }
     }
 }
@@ -92,6 +115,20 @@ impl Adaptive {
     /// what an answer normally takes (`typical`).
     pub fn while_answering(&self, typical: Duration) -> Duration {
         self.clamp(typical.saturating_mul(self.patience))
+    }
+
+    /// A silent-phase wait `delay` after `supersedes` silent brokers were superseded and
+    /// with the longest late answer seen so far (`queueing`, zero when none): doubled per
+    /// supersede up to `pace` (never below `delay`), and at least `multiple × queueing`.
+    pub fn while_silent(&self, delay: Duration, supersedes: u32, queueing: Duration) -> Duration {
+        let doubled = delay.saturating_mul(1u32 << supersedes.min(20));
+        doubled.min(self.pace.max(delay)).max(queueing.saturating_mul(self.multiple))
+    }
+
+    /// Whether a first answer `wait` after a handshake of `handshake` is late: it came only
+    /// after phase 2 had suspected its broker, so the broker was queueing, not hung.
+    pub fn is_late(&self, wait: Duration, handshake: Duration) -> bool {
+        wait > self.after_handshake(handshake)
     }
 }
 
@@ -225,11 +262,23 @@ pub struct Tuning {
     /// the tick starts all at once. The next tick counts from the tick's first attempt
     /// either way.
     pub spread_ticks: bool,
+    /// When an attempt connects, cancel every older attempt still connecting after more
+    /// than the adaptive stagger's `multiple` of this handshake (default true): its SYN is
+    /// lost or its host gone (a blackhole), and the broker that connected is the one to ask.
+    /// This is what lets the cold delay be short: a bold connect past a stuck one leaves
+    /// one conversation, not two.
+    pub cancel_outrun: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { next_on_failure: true, replace_when_full: true, cancel_silent_on_answer: true, spread_ticks: true }
+        Tuning {
+            next_on_failure: true,
+            replace_when_full: true,
+            cancel_silent_on_answer: true,
+            spread_ticks: true,
+            cancel_outrun: true,
+        }
     }
 }
 

@@ -61,10 +61,13 @@ pub struct RefreshConfig {
     pub retry: Backoff,
     /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands.
     pub seed: u64,
-    /// Try the seed brokers in an order shuffled by `seed` instead of the user's (default
-    /// `false`: the user's order). Sarama, librdkafka and the Java client shuffle: a fleet
-    /// that starts at once then spreads over the seeds instead of all asking the first one
-    /// (measured in `docs/performance/hung-first.md`).
+    /// Try the seed brokers in an order shuffled by `seed` instead of the user's. Default
+    /// `false` for a one-shot refresh (a person's `stagger metadata`: the order written is
+    /// the order meant), `true` in [`ClusterConfig::default`] (a long-lived client is one of
+    /// a fleet: started together, shuffled clients spread over the seeds instead of all
+    /// asking the first, as Sarama's, librdkafka's and the Java client's do). Both orders
+    /// pass a long run of hung seeds at the same bounded pace
+    /// (`docs/performance/hung-first.md`, `fleet.md`).
     pub shuffle_seeds: bool,
 }
 
@@ -258,9 +261,30 @@ mod tests {
         assert_eq!(a.after_handshake(Duration::from_micros(100)), Duration::from_millis(2), "floor");
         assert_eq!(a.after_handshake(Duration::from_millis(20)), Duration::from_millis(40));
         assert_eq!(a.after_handshake(Duration::from_secs(5)), Duration::from_secs(2), "ceiling");
-        assert_eq!(a.before_connect(None), Duration::from_millis(250), "cold");
+        assert_eq!(a.before_connect(None), Duration::from_millis(40), "cold");
         assert_eq!(a.before_connect(Some(Duration::from_millis(8))), Duration::from_millis(8));
         assert_eq!(a.while_answering(Duration::from_millis(8)), Duration::from_millis(128));
         assert_eq!(a.while_answering(Duration::from_secs(1)), Duration::from_secs(2), "ceiling");
+    }
+
+    #[test]
+    fn a_silent_wait_doubles_per_supersede_up_to_the_pace_and_stretches_with_queueing() {
+        let a = Adaptive::default();
+        let ms = Duration::from_millis;
+        // (delay, supersedes, queueing) -> wait
+        let table = [
+            (ms(2), 0, Duration::ZERO, ms(2)),
+            (ms(2), 3, Duration::ZERO, ms(16)),
+            (ms(2), 6, Duration::ZERO, ms(100)),
+            (ms(2), 40, Duration::ZERO, ms(100)),
+            (ms(250), 5, Duration::ZERO, ms(250)),
+            (ms(2), 0, ms(30), ms(60)),
+            (ms(2), 6, ms(300), ms(600)),
+        ];
+        for (delay, supersedes, queueing, want) in table {
+            assert_eq!(a.while_silent(delay, supersedes, queueing), want, "{delay:?} {supersedes} {queueing:?}");
+        }
+        assert!(a.is_late(ms(5), ms(1)), "after the phase-2 wait (2 ms floor, 2 × 1 ms)");
+        assert!(!a.is_late(ms(2), ms(1)), "within it");
     }
 }

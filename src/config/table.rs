@@ -22,9 +22,12 @@ pub(super) const KNOBS: &[Knob] = &[
         "delay before the next attempt: adaptive (learns from the handshake) or fixed:DURATION",
         |c| Some(Slot::Stagger(&mut c.fanout.stagger)),
     ),
-    Knob::refresh("fanout.stagger.adaptive.cold", KnobKind::Duration, "wait while nothing is known (RFC 8305)", |c| {
-        adaptive(c).map(|a| Slot::Duration(&mut a.cold))
-    }),
+    Knob::refresh(
+        "fanout.stagger.adaptive.cold",
+        KnobKind::Duration,
+        "wait while nothing is known about an attempt (before its handshake)",
+        |c| adaptive(c).map(|a| Slot::Duration(&mut a.cold)),
+    ),
     Knob::refresh(
         "fanout.stagger.adaptive.multiple",
         KnobKind::U32,
@@ -42,6 +45,12 @@ pub(super) const KNOBS: &[Knob] = &[
         KnobKind::U32,
         "hedge an answering broker only after this many times what an answer normally takes",
         |c| adaptive(c).map(|a| Slot::U32(&mut a.patience)),
+    ),
+    Knob::refresh(
+        "fanout.stagger.adaptive.pace",
+        KnobKind::Duration,
+        "longest a silent wait grows by superseding silent brokers (a fresh tick at least this often)",
+        |c| adaptive(c).map(|a| Slot::Duration(&mut a.pace)),
     ),
     Knob::refresh(
         "fanout.growth",
@@ -77,6 +86,12 @@ pub(super) const KNOBS: &[Knob] = &[
         KnobKind::Bool,
         "when one broker starts answering, cancel every attempt whose broker has said nothing",
         |c| Some(Slot::Bool(&mut c.fanout.tuning.cancel_silent_on_answer)),
+    ),
+    Knob::refresh(
+        "fanout.tuning.cancel_outrun",
+        KnobKind::Bool,
+        "when an attempt connects, cancel older ones still connecting well past its handshake",
+        |c| Some(Slot::Bool(&mut c.fanout.tuning.cancel_outrun)),
     ),
     Knob::refresh(
         "fanout.tuning.spread_ticks",

@@ -27,9 +27,11 @@ pub(super) struct AttemptSlot {
     pub(super) candidate: u32,
     pub(super) info: AttemptInfo,
     pub(super) timeout_at: Instant,
-    /// Scales this attempt's stagger delay, fixed at launch: the jitter drawn then, in
-    /// `[1 - jitter, 1]`, times 2 per supersede so far (see `Refresh::supersede_newest_silent`).
-    pub(super) delay_factor: f64,
+    /// Scales this attempt's stagger delay: the jitter drawn at launch, in `[1 - jitter, 1]`.
+    pub(super) jitter: f64,
+    /// Silent attempts superseded before this one started (see
+    /// `Refresh::supersede_newest_silent`): what stretches its silent-phase delay.
+    pub(super) superseded_before: u32,
 }
 
 /// Every attempt so far, and which are in flight.

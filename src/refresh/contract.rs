@@ -226,12 +226,15 @@ pub enum CancelReason {
     /// Another attempt's broker started answering while this one's had said nothing
     /// (`fanout.tuning.cancel_silent_on_answer`).
     Overtaken,
+    /// A later attempt connected while this one was still connecting long after
+    /// (`fanout.tuning.cancel_outrun`): its SYN was lost or its host is gone.
+    Outrun,
 }
 
 impl CancelReason {
     /// Every reason, in declaration order: for UIs that explain each one (a legend, a
     /// tooltip table) without keeping their own list.
-    pub const ALL: [CancelReason; 7] = [
+    pub const ALL: [CancelReason; 8] = [
         CancelReason::Lost,
         CancelReason::TimedOut,
         CancelReason::Deadline,
@@ -239,6 +242,7 @@ impl CancelReason {
         CancelReason::Superseded,
         CancelReason::Rejected,
         CancelReason::Overtaken,
+        CancelReason::Outrun,
     ];
 
     /// A short lowercase name for logs, tables and JSON.
@@ -251,6 +255,7 @@ impl CancelReason {
             CancelReason::Rejected => "rejected",
             CancelReason::Superseded => "superseded",
             CancelReason::Overtaken => "overtaken",
+            CancelReason::Outrun => "outrun",
         }
     }
 }

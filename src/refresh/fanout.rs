@@ -21,6 +21,8 @@ const SUPERSEDED_FULL: &str = "superseded: no answer within the stagger delay wh
 const OVERTAKEN: &str = "overtaken: no answer yet while another broker was answering";
 /// Error detail of an attempt superseded because no hedge budget was left to add one.
 const SUPERSEDED_NO_BUDGET: &str = "superseded: no answer within the stagger delay and no hedge budget left";
+/// Error detail of an attempt still connecting long after a later one connected.
+const OUTRUN: &str = "outrun: still connecting long after a later attempt had connected";
 
 /// What a stagger tick may do now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,14 +52,25 @@ pub(super) struct Ticks {
     pub(super) spread_left: u32,
     pub(super) spread_gap: Duration,
     pub(super) spread_suspects: u32,
-    /// Attempts superseded so far (a full throttle, or no hedge budget left); each doubles
-    /// the next stagger delay.
-    pub(super) doublings: u32,
+    /// Silent attempts superseded so far (a full throttle, or no hedge budget left); each
+    /// doubles the silent-phase delay of the attempts started after it, up to the pace.
+    pub(super) superseded: u32,
+    /// The longest wait for a first answer that came late (after its broker was suspected):
+    /// queueing seen in this refresh, the evidence of an overload (zero while none).
+    pub(super) queueing: Duration,
 }
 
 impl Ticks {
     pub(super) fn new() -> Self {
-        Ticks { leader: None, size: 1.0, spread_left: 0, spread_gap: Duration::ZERO, spread_suspects: 0, doublings: 0 }
+        Ticks {
+            leader: None,
+            size: 1.0,
+            spread_left: 0,
+            spread_gap: Duration::ZERO,
+            spread_suspects: 0,
+            superseded: 0,
+            queueing: Duration::ZERO,
+        }
     }
 }
 
@@ -196,7 +209,7 @@ impl Refresh {
     /// has said nothing and whose own stagger delay has run out — failing that, the newest
     /// silent one; or, unless `silent_only`, the newest suspect at all when every broker is
     /// answering. Returns whether it cancelled one; each cancellation doubles the next
-    /// stagger delay.
+    /// silent-phase delay, up to the adaptive pace ([`crate::config::Adaptive::while_silent`]).
     ///
     /// Why the newest: silent attempts are all suspects, but they are not worth the same.
     /// A hung broker's attempt is worthless whatever its age; a merely queued one (a loaded
@@ -209,7 +222,8 @@ impl Refresh {
     ///
     /// Why the doubling: a throttle full of silent attempts is evidence of an overload as
     /// much as of an outage, so a refresh that has already met several silent brokers slows
-    /// down (measured in `docs/performance/fleet.md`).
+    /// down (measured in `docs/performance/fleet.md`) — up to the pace only, because it may
+    /// just as well be a long run of hung brokers (`docs/performance/hung-first.md`).
     fn supersede_newest_silent(
         &mut self,
         now: Instant,
@@ -225,8 +239,44 @@ impl Refresh {
         let any = || if silent_only { None } else { self.attempts.in_flight_iter().rev().find(live) };
         let Some(n) = silent.or_else(any) else { return false };
         self.cancel(now, n, CancelReason::Superseded, Some(detail));
-        self.ticks.doublings = self.ticks.doublings.saturating_add(1);
+        self.ticks.superseded = self.ticks.superseded.saturating_add(1);
         true
+    }
+
+    /// Attempt `n` just connected: cancels the older attempts still connecting after more
+    /// than the adaptive wait for `n`'s handshake (`fanout.tuning.cancel_outrun`). Their
+    /// SYN was lost or their host is gone; a bold connect past them has found a broker, and
+    /// asking only that one keeps one conversation where the cold delay started two.
+    pub(super) fn cancel_outrun(&mut self, now: Instant, n: u32) {
+        let Stagger::Adaptive(a) = self.config.fanout.stagger else { return };
+        if !self.config.fanout.tuning.cancel_outrun {
+            return;
+        }
+        let info = self.attempts.info(n);
+        let Some(connected_at) = info.connected_at else { return };
+        let limit = a.after_handshake(self.handshake_of(info, connected_at));
+        let mut walk = self.attempts.oldest();
+        while let Some(m) = walk.filter(|&m| m < n) {
+            walk = self.attempts.next_of(m);
+            let older = self.attempts.info(m);
+            if older.connected_at.is_none() && now.saturating_since(older.started_at) > limit {
+                self.cancel(now, m, CancelReason::Outrun, Some(OUTRUN));
+                self.pass.overtaken.push(self.attempts.slot(m).candidate);
+            }
+        }
+    }
+
+    /// Attempt `n`'s broker just gave its first answer: if it came late (after the
+    /// adaptive stagger had suspected the broker), it was queueing — the evidence of an
+    /// overload — and the wait is remembered for the rest of the refresh.
+    pub(super) fn note_first_answer(&mut self, now: Instant, n: u32) {
+        let Stagger::Adaptive(a) = self.config.fanout.stagger else { return };
+        let info = self.attempts.info(n);
+        let Some(connected_at) = info.connected_at else { return };
+        let wait = now.saturating_since(connected_at);
+        if a.is_late(wait, self.handshake_of(info, connected_at)) {
+            self.ticks.queueing = self.ticks.queueing.max(wait);
+        }
     }
 
     /// A broker just answered: cancels every in-flight attempt whose broker has said nothing.
@@ -285,8 +335,8 @@ impl Refresh {
                 partner: false,
             },
             timeout_at: now.saturating_add(self.config.attempt_timeout),
-            delay_factor: (1.0 - self.config.fanout.jitter * self.rng.unit())
-                * (1u32 << self.ticks.doublings.min(20)) as f64,
+            jitter: 1.0 - self.config.fanout.jitter * self.rng.unit(),
+            superseded_before: self.ticks.superseded,
         });
         self.timers.set(TimerKind::AttemptTimeout, self.attempts.next_timeout());
         self.outcomes[candidate].attempts += 1;
@@ -319,22 +369,28 @@ impl Refresh {
         from.saturating_add(delay)
     }
 
-    /// What the stagger deadline of attempt `n` counts from, and the (jittered, backed-off)
-    /// delay it adds.
+    /// What the stagger deadline of attempt `n` counts from, and the (jittered) delay it
+    /// adds; a silent phase's delay stretched by the supersedes before `n` started and by
+    /// the queueing seen ([`crate::config::Adaptive::while_silent`]).
     fn stagger_basis(&self, n: u32) -> (Instant, Duration) {
-        let info = self.attempts.info(n);
+        let slot = self.attempts.slot(n);
+        let info = &slot.info;
+        let queueing = self.ticks.queueing;
         let (from, delay) = match self.config.fanout.stagger {
             Stagger::Fixed(d) => (info.started_at, d),
             Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
                 let typical = self.recent_response_time.unwrap_or_else(|| self.attempts.first_answer_time());
-                (info.started_at, a.while_answering(typical))
+                (info.started_at, a.while_answering(typical.max(queueing)))
             }
-            Stagger::Adaptive(a) => match info.connected_at {
-                Some(at) => (at, a.after_handshake(self.handshake_of(info, at))),
-                None => (info.started_at, a.before_connect(self.recent_response_time)),
-            },
+            Stagger::Adaptive(a) => {
+                let (from, delay) = match info.connected_at {
+                    Some(at) => (at, a.after_handshake(self.handshake_of(info, at))),
+                    None => (info.started_at, a.before_connect(self.recent_response_time)),
+                };
+                (from, a.while_silent(delay, slot.superseded_before, queueing))
+            }
         };
-        (from, scale_duration(delay, self.attempts.slot(n).delay_factor))
+        (from, scale_duration(delay, slot.jitter))
     }
 
     /// The handshake time that stands for attempt `info`'s round trip: its own, or the

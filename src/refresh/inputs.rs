@@ -33,26 +33,30 @@ impl Refresh {
         }
     }
 
-    /// The transport is up: an adaptive stagger now counts from the handshake, so the
-    /// leader's armed tick moves.
+    /// The transport is up: older attempts still connecting long after are outrun
+    /// (`fanout.tuning.cancel_outrun`), and an adaptive stagger now counts from the
+    /// handshake, so the leader's armed tick moves.
     fn on_connected(&mut self, now: Instant, n: u32) -> bool {
         let info = self.attempts.info_mut(n);
         if info.connected_at.is_some() {
             return false;
         }
         info.connected_at = Some(now);
+        self.cancel_outrun(now, n);
         if self.ticks.leader == Some(n) && self.timers.get(TimerKind::Stagger).is_some() {
             self.timers.set(TimerKind::Stagger, Some(self.stagger_deadline(n)));
         }
         true
     }
 
-    /// The broker is alive and reading: the rest of a spread tick is not needed, and silent
-    /// attempts beside it are cancelled (`fanout.tuning.cancel_silent_on_answer`).
+    /// The broker is alive and reading: the rest of a spread tick is not needed, silent
+    /// attempts beside it are cancelled (`fanout.tuning.cancel_silent_on_answer`), and a
+    /// late answer stretches the waits that follow.
     fn on_answered(&mut self, now: Instant, n: u32) -> bool {
         if !self.attempts.mark_answered(n, now) {
             return false;
         }
+        self.note_first_answer(now, n);
         self.timers.stop(TimerKind::Spread);
         if self.config.fanout.tuning.cancel_silent_on_answer {
             self.cancel_silent(now);

@@ -160,7 +160,7 @@ impl Refresh {
     /// Starts a refresh that knows how this cluster usually answers: `recent_response_time`
     /// is the recent response time, a high quantile of the response-time window (see
     /// [`crate::estimator::Estimator`]), used by the
-    /// adaptive stagger instead of the cold 250 ms guess before a handshake, and as what an
+    /// adaptive stagger instead of the cold guess before a handshake, and as what an
     /// answer normally takes once a broker is answering.
     pub fn with_estimate(
         config: &RefreshConfig,

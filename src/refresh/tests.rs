@@ -91,8 +91,9 @@ fn all_lists_every_cancel_reason_and_timer_once() {
         CancelReason::Superseded => 4,
         CancelReason::Rejected => 5,
         CancelReason::Overtaken => 6,
+        CancelReason::Outrun => 7,
     };
-    assert_eq!(CancelReason::ALL.map(index), [0, 1, 2, 3, 4, 5, 6]);
+    assert_eq!(CancelReason::ALL.map(index), [0, 1, 2, 3, 4, 5, 6, 7]);
     let index = |t: TimerKind| match t {
         TimerKind::Stagger => 0,
         TimerKind::Spread => 1,

@@ -222,7 +222,7 @@ fn run_world(case: &ModelCase) -> Vec<(u64, Norm)> {
 /// * a pass starts `initial` attempts on the next brokers in seed order (throttled);
 /// * while brokers remain, the next starts `stagger` after the latest start — if the
 ///   throttle is full, only with `replace_when_full`, which first cancels the newest attempt
-///   (`Superseded`) and doubles the stagger from then on; a failure (reported, timed out, or an unusable answer) starts the next
+///   (`Superseded`; a fixed stagger never doubles); a failure (reported, timed out, or an unusable answer) starts the next
 ///   at once;
 /// * a valid answer wins: the others are cancelled (`Lost`, in start order), then `Done`;
 /// * a fatal error cancels the others (`Fatal`) and gives up;
@@ -242,8 +242,6 @@ struct Model<'a> {
     /// (attempt, timeout at), in start order.
     in_flight: Vec<(u32, u64)>,
     latest_start: u64,
-    /// Supersedes so far: each doubles the stagger delay.
-    doublings: u32,
     stagger_at: Option<u64>,
     backoff_at: Option<u64>,
     /// (time, attempt) → what the broker does then.
@@ -267,7 +265,6 @@ impl<'a> Model<'a> {
             broker_of: Vec::new(),
             in_flight: Vec::new(),
             latest_start: case.start,
-            doublings: 0,
             stagger_at: None,
             backoff_at: None,
             pending: BTreeMap::new(),
@@ -314,7 +311,6 @@ impl<'a> Model<'a> {
                                 m.per_broker[b].1 = Some(ErrorKind::ConnectTimeout);
                                 m.last_error = Some((oldest, b as u32, ErrorKind::ConnectTimeout));
                                 m.emit(Norm::Cancel(oldest, CancelReason::Superseded));
-                                m.doublings += 1;
                             }
                             m.launch();
                             m.arm();
@@ -378,7 +374,7 @@ impl<'a> Model<'a> {
         let room = !self.throttle_full() || self.can_replace();
         self.stagger_at =
             (!self.finished && self.backoff_at.is_none() && self.cursor < self.case.brokers.len() && room)
-                .then(|| self.latest_start.saturating_add(self.case.stagger << self.doublings.min(20)));
+                .then(|| self.latest_start.saturating_add(self.case.stagger));
     }
 
     fn deliver(&mut self, a: u32, b: Behaviour) {

@@ -87,6 +87,8 @@ pub struct Tracker {
     fatal_input: bool,
     /// The current call is an `Answered` input for an attempt in flight.
     answered_input: bool,
+    /// The current call is a `Connected` input for this attempt in flight.
+    connected_input: Option<AttemptId>,
     /// Whole hedge tokens the refresh started with (`None`: a bare refresh, unlimited).
     pub budget: Option<u32>,
     /// An attempt superseded this call although the throttle was not full.
@@ -125,6 +127,7 @@ impl Tracker {
             pending_reject: None,
             fatal_input: false,
             answered_input: false,
+            connected_input: None,
             budget: None,
             unbudgeted_supersede: None,
             expect_replacement: false,
@@ -152,6 +155,7 @@ impl Tracker {
         self.terminal_this_call = None;
         self.fatal_input = false;
         self.answered_input = false;
+        self.connected_input = None;
         self.issued_before_call = self.issued.len();
     }
 
@@ -291,6 +295,17 @@ impl Tracker {
                         let detail = "overtaken: no answer yet while another broker was answering";
                         self.failures.push((attempt, live.broker, AttemptError::with_detail(kind, detail)));
                     }
+                    CancelReason::Outrun => {
+                        // Only an attempt still connecting, only when a later one just connected.
+                        if live.connected {
+                            self.violate(Inv::Contract, format!("{attempt} outrun although it had connected"));
+                        }
+                        if !self.connected_input.is_some_and(|later| later.number() > attempt.number()) {
+                            self.violate(Inv::Contract, format!("{attempt} outrun with no later attempt connecting"));
+                        }
+                        let detail = "outrun: still connecting long after a later attempt had connected";
+                        self.failures.push((attempt, live.broker, AttemptError::with_detail(kind, detail)));
+                    }
                     CancelReason::Lost | CancelReason::Fatal => {}
                 }
             }
@@ -364,10 +379,12 @@ impl Tracker {
                 if let Some(n) = self.candidates {
                     for b in 0..n {
                         // Once per pass, plus once more for each time a broker's answer
-                        // overtook it and that broker then failed (it is retried in the pass).
+                        // overtook or outran it and that broker then failed (it is retried in the pass).
                         let of_b = || self.failures.iter().filter(|(_, broker, _)| broker.0 == b);
                         let failed = of_b().count();
-                        let overtaken = of_b().filter(|(_, _, e)| e.detail.starts_with("overtaken")).count();
+                        let overtaken = of_b()
+                            .filter(|(_, _, e)| e.detail.starts_with("overtaken") || e.detail.starts_with("outrun"))
+                            .count();
                         // (at most one such retry per pass).
                         let most = passes as usize + overtaken.min(passes as usize);
                         if failed < passes as usize || failed > most {
@@ -439,6 +456,7 @@ impl Tracker {
             Input::Connected { .. } => {
                 if let Some(live) = self.live.get_mut(&attempt) {
                     live.connected = true;
+                    self.connected_input = Some(attempt);
                 }
             }
             Input::FirstFrame { .. } => {

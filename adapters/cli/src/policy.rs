@@ -98,7 +98,9 @@ impl PolicyArgs {
     pub fn to_cluster_config(&self) -> Result<ClusterConfig, String> {
         let (mut c, mut seeded) = match (&self.preset, &self.policy) {
             (_, Some(file)) => read_policy(file)?,
-            (None, None) => (ClusterConfig::default(), false),
+            // A person's command line: the seeds in the order written (`RefreshConfig`'s
+            // default), unless `--set shuffle_seeds=true`.
+            (None, None) => (ClusterConfig { refresh: RefreshConfig::default(), ..ClusterConfig::default() }, false),
             (Some(name), None) => {
                 let refresh = RefreshConfig::preset(name).ok_or_else(|| {
                     format!("unknown preset {name:?}; choose one of: {}", RefreshConfig::PRESETS.join(", "))

@@ -205,6 +205,7 @@ impl Ledger {
                     CancelReason::Lost
                     | CancelReason::Superseded
                     | CancelReason::Overtaken
+                    | CancelReason::Outrun
                     | CancelReason::Deadline
                     | CancelReason::Fatal => None,
                 };

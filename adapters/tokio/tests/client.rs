@@ -12,13 +12,14 @@ use stagger_tokio::{Client, ClientOptions, Error};
 
 /// Default policy, but a silent connected broker is suspected after 100 ms rather than
 /// a few handshake times, so a kept connection surely answers before any hedge even on a
-/// busy machine; and one broker per stagger tick, so which broker follows the hung one is
-/// known.
+/// busy machine; and one broker per stagger tick and the seeds in the order listed, so which
+/// broker follows the hung one is known.
 fn config() -> ClusterConfig {
     let mut config = ClusterConfig::default();
     config.refresh.fanout.stagger =
         Stagger::Adaptive(Adaptive { floor: Duration::from_millis(100), ..Adaptive::default() });
     config.refresh.fanout.growth = Growth::Linear(1);
+    config.refresh.shuffle_seeds = false;
     config
 }
 

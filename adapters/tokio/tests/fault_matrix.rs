@@ -250,6 +250,7 @@ async fn a_broker_stuck_after_api_versions_overtakes_silent_ones_and_the_next_wi
             floor: Duration::from_millis(300),
             ceiling: Duration::from_secs(2),
             patience: 4,
+            ..Adaptive::default()
         };
         for cancel_silent in [true, false] {
             let mut config = RefreshConfig::adaptive();

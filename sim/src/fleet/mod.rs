@@ -133,9 +133,10 @@ impl FleetConfig {
 
 /// What happens to the cluster when the measurement starts.
 ///
-/// Why these four: they are the issue's — the calm baseline (does hedging add load when
+/// Why these five: they are the issue's — the calm baseline (does hedging add load when
 /// nothing is wrong?), one and many silent brokers (the case Sarama pays a timeout for), and
-/// the thundering herd after a failover (does hedging make an overload worse?).
+/// the thundering herd after a failover (does hedging make an overload worse?), and a fleet
+/// bootstrapping at once from one seed list (does every client ask the same seed first?).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FleetScenario {
@@ -148,12 +149,21 @@ pub enum FleetScenario {
     /// One broker dies (its kept connections close, new ones are refused) and every client
     /// refreshes within the storm window.
     FailoverStorm,
+    /// A deployment rollout: a fleet that knows nothing yet (no warm-up, every client given
+    /// the same three seeds) bootstraps within the storm window. Clients that all try the
+    /// first listed seed first pile onto it; the busiest broker's peak says whether they do.
+    ColdStart,
 }
 
 impl FleetScenario {
-    /// All four, in report order.
-    pub const ALL: [FleetScenario; 4] =
-        [FleetScenario::Healthy, FleetScenario::OneHung, FleetScenario::ThirdHung, FleetScenario::FailoverStorm];
+    /// All five, in report order.
+    pub const ALL: [FleetScenario; 5] = [
+        FleetScenario::Healthy,
+        FleetScenario::OneHung,
+        FleetScenario::ThirdHung,
+        FleetScenario::FailoverStorm,
+        FleetScenario::ColdStart,
+    ];
 
     /// Short machine name (`healthy`, `one_hung`, `third_hung`, `failover_storm`).
     pub fn name(self) -> &'static str {
@@ -162,6 +172,7 @@ impl FleetScenario {
             FleetScenario::OneHung => "one_hung",
             FleetScenario::ThirdHung => "third_hung",
             FleetScenario::FailoverStorm => "failover_storm",
+            FleetScenario::ColdStart => "cold_start",
         }
     }
 
@@ -172,6 +183,7 @@ impl FleetScenario {
             FleetScenario::OneHung => "one broker hung",
             FleetScenario::ThirdHung => "a third of brokers hung",
             FleetScenario::FailoverStorm => "failover storm",
+            FleetScenario::ColdStart => "cold start (same seeds, no warm-up)",
         }
     }
 
@@ -231,18 +243,32 @@ impl Strategy {
     /// the default budget would otherwise cut it down to one attempt plus whatever tokens
     /// are left, which is neither what the preset means nor a useful reference point for
     /// "ask every broker at once".
+    ///
+    /// Every core strategy runs as a long-lived client does: seeds shuffled by each
+    /// client's seed ([`ClusterConfig::default`]; Sarama, librdkafka and the Java client
+    /// shuffle too). `adaptive-listed-order` is the default with the seeds tried in the order
+    /// listed, to show what the shuffle buys at a cold start.
     pub fn standard() -> Vec<Strategy> {
-        let mut broadcast = ClusterConfig { refresh: RefreshConfig::all_at_once(), ..ClusterConfig::default() };
+        let mut broadcast = long_lived(RefreshConfig::all_at_once());
         broadcast.hedge_budget.ratio = 1000.0;
         broadcast.hedge_budget.burst = u32::MAX;
+        let mut listed = ClusterConfig::default();
+        listed.refresh.shuffle_seeds = false;
         alloc::vec![
-            Strategy::core("sequential", RefreshConfig::sequential()),
+            Strategy::core_with("sequential", long_lived(RefreshConfig::sequential())),
             Strategy::core_with("all-at-once", broadcast),
-            Strategy::core("staggered-500ms", RefreshConfig::staggered()),
-            Strategy::core("adaptive", RefreshConfig::adaptive()),
+            Strategy::core_with("staggered-500ms", long_lived(RefreshConfig::staggered())),
+            Strategy::core_with("adaptive", ClusterConfig::default()),
+            Strategy::core_with("adaptive-listed-order", listed),
             Strategy::Oracle,
         ]
     }
+}
+
+/// A long-lived client's settings around `refresh`: the cluster view's defaults, seeds
+/// shuffled.
+pub fn long_lived(refresh: RefreshConfig) -> ClusterConfig {
+    ClusterConfig { refresh: RefreshConfig { shuffle_seeds: true, ..refresh }, ..ClusterConfig::default() }
 }
 
 /// The outcome of one scenario under one strategy: the numbers of the report's table.

@@ -93,6 +93,9 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
             );
         }
         out.push('\n');
+        if report.targets.iter().any(|t| !t.met) {
+            let _ = writeln!(out, "Why a target is missed, and what bounds it: [storm.md](storm.md).\n");
+        }
     }
     out
 }

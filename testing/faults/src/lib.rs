@@ -63,8 +63,8 @@ pub fn background() -> tokio::runtime::Runtime {
 
 /// A cluster config whose adaptive stagger suspects a silent broker 300 ms after its
 /// handshake but an answering one only at the 30 s ceiling, one broker per tick, no jitter,
-/// and attempts that outlive the ceiling: what the "a busy broker gets patience" tests of
-/// every adapter run with.
+/// attempts that outlive the ceiling, and seeds tried in the order listed: what the "a busy
+/// broker gets patience" tests of every adapter run with.
 pub fn patient_cluster_config() -> stagger::ClusterConfig {
     let mut config = stagger::ClusterConfig::default();
     config.refresh.fanout.stagger = stagger::Stagger::Adaptive(stagger::Adaptive {
@@ -73,7 +73,10 @@ pub fn patient_cluster_config() -> stagger::ClusterConfig {
         floor: Duration::from_millis(300),
         ceiling: Duration::from_secs(30),
         patience: u32::MAX,
+        ..stagger::Adaptive::default()
     });
+    // The tests list the busy broker first and name brokers by position.
+    config.refresh.shuffle_seeds = false;
     config.refresh.fanout.growth = stagger::Growth::Linear(1);
     config.refresh.fanout.jitter = 0.0;
     config.refresh.attempt_timeout = Duration::from_secs(40);

@@ -53,6 +53,9 @@ pub fn cancel_help(reason: CancelReason) -> &'static str {
         CancelReason::Superseded => "the throttle was full at a stagger tick: it made room for the next broker",
         CancelReason::Rejected => "the broker answered, but with metadata that cannot win",
         CancelReason::Overtaken => "another broker started answering while this one had said nothing",
+        CancelReason::Outrun => {
+            "still connecting long after a broker tried later had connected: its host is unreachable"
+        }
     }
 }
 

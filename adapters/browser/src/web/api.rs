@@ -34,6 +34,8 @@ export interface Tuning {
   cancel_silent_on_answer: boolean;
   /** Start a tick's attempts one by one, delay / n apart, dropping the rest once a broker answers (on fast networks). */
   spread_ticks: boolean;
+  /** When an attempt connects, cancel older ones still connecting well past its handshake (`outrun`). */
+  cancel_outrun: boolean;
 }
 export interface Fanout {
   initial: number; stagger: Stagger; growth: Growth; max_in_flight: number; jitter: number; tuning: Tuning;
@@ -106,7 +108,7 @@ export interface ConfigFailure extends Error { field: string; problem: string }
 /** One attempt: its refresh's epoch and its number within that refresh (two numbers, so no precision is
  *  lost; compare both, e.g. by `${epoch}.${number}`). */
 export interface AttemptId { epoch: number; number: number }
-export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded" | "overtaken";
+export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded" | "overtaken" | "outrun";
 export type TimerKind = "stagger" | "spread" | "attempt_timeout" | "backoff" | "deadline";
 export type Command =
   | { connect: { attempt: AttemptId; broker: number } }

@@ -165,6 +165,7 @@ struct Engine {
 #[derive(Clone, Debug)]
 pub struct WarmFleet {
     config: FleetConfig,
+    strategy: crate::fleet::Strategy,
     strategy_name: alloc::string::String,
     engine: Engine,
 }

@@ -15,54 +15,10 @@ impl WarmFleet {
     /// Builds `config.clients` clients running `strategy` and lets each refresh
     /// [`FleetConfig::warmup_for`] times against a calm, healthy cluster.
     pub fn new(config: &FleetConfig, strategy: &Strategy) -> Self {
-        let brokers = config.brokers.clamp(1, u16::MAX as u32) as usize;
-        let addresses = numbered_seeds(brokers);
         let warmup = config.warmup_for(strategy);
-        let mut clients = Vec::with_capacity(config.clients as usize);
-        for i in 0..config.clients as usize {
-            let cluster = match strategy {
-                Strategy::Oracle => None,
-                Strategy::Core { cluster, .. } => {
-                    // Three seed brokers per client, rotating, as a config management tool
-                    // would hand out; the rest are learned from metadata.
-                    let seeds = (0..3.min(brokers)).map(|k| addresses[(i + k) % brokers].as_str());
-                    let book = BrokerBook::new(seeds).ok();
-                    let cfg = ClusterConfig {
-                        refresh: cluster.refresh.with_seed(mix(config.seed, 1 + i as u64)),
-                        refresh_interval: REFRESH_INTERVAL,
-                        ..*cluster
-                    };
-                    book.and_then(|b| Cluster::new(cfg, b, Instant::ZERO).ok())
-                }
-            };
-            clients.push(Client {
-                cluster,
-                live: Vec::with_capacity(4),
-                timer_at: None,
-                timer_gen: 0,
-                warm_left: warmup,
-                measured: None,
-                draws: 0,
-            });
-        }
-        let mut engine = Engine {
-            brokers: alloc::vec![Broker { mode: Mode::Healthy, free_at: 0, promised_until: 0 }; brokers],
-            clients,
-            heap: BinaryHeap::with_capacity(config.clients as usize * 2),
-            seq: 0,
-            rng: Rng::new(mix(config.seed, 0xB0)),
-            seed: config.seed,
-            metadata: fleet_metadata(brokers),
-            now: 0,
-            horizon: 0,
-            rtt_us: duration_micros(config.rtt) as f64,
-            service_us: duration_micros(config.service_time) as f64,
-            warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
-            tally: None,
-            scratch: Vec::with_capacity(16),
-            events: 0,
-            overflow: false,
-        };
+        // Three seed brokers per client, rotating, as a config management tool would hand
+        // out; the rest are learned from metadata.
+        let mut engine = Engine::build(config, strategy, warmup, |i, k, brokers| (i + k) % brokers);
         // The warm-up schedule comes from its own stream, so it is the same for every
         // strategy: strategies differ only in what their clients do.
         let mut schedule = Rng::new(mix(config.seed, 0x5C));
@@ -81,13 +37,23 @@ impl WarmFleet {
             c.timer_at = None;
             c.timer_gen = c.timer_gen.wrapping_add(1);
         }
-        WarmFleet { config: config.clone(), strategy_name: strategy.name().into(), engine }
+        WarmFleet { config: config.clone(), strategy: strategy.clone(), strategy_name: strategy.name().into(), engine }
     }
 
-    /// Runs `scenario` on a copy of the warmed fleet and reports it.
+    /// Runs `scenario` on a copy of the warmed fleet and reports it — except the cold
+    /// start, which builds a fleet that knows nothing yet (every client given the same
+    /// three seeds, no warm-up) and ignores the warm one.
     pub fn run(&self, scenario: FleetScenario) -> ScenarioResult {
+        if scenario == FleetScenario::ColdStart {
+            let mut e = Engine::build(&self.config, &self.strategy, 0, |_, k, _| k);
+            e.now = 0;
+            return self.measure(e, scenario);
+        }
+        self.measure(self.engine.clone(), scenario)
+    }
+
+    fn measure(&self, mut e: Engine, scenario: FleetScenario) -> ScenarioResult {
         let config = &self.config;
-        let mut e = self.engine.clone();
         let n_brokers = e.brokers.len();
         let t0 = e.now.saturating_add(duration_micros(config.settle));
         // Which brokers fail, and when clients ask, come from a stream of their own: the
@@ -96,7 +62,7 @@ impl WarmFleet {
         let mut order: Vec<usize> = (0..n_brokers).collect();
         schedule.shuffle(&mut order);
         let (failing, mode) = match scenario {
-            FleetScenario::Healthy => (0, Mode::Healthy),
+            FleetScenario::Healthy | FleetScenario::ColdStart => (0, Mode::Healthy),
             FleetScenario::OneHung => (1, Mode::Hung),
             FleetScenario::ThirdHung => ((n_brokers / 3).max(1), Mode::Hung),
             FleetScenario::FailoverStorm => (1, Mode::Dead),
@@ -124,7 +90,7 @@ impl WarmFleet {
             }
         }
         let window = match scenario {
-            FleetScenario::FailoverStorm => config.storm_window,
+            FleetScenario::FailoverStorm | FleetScenario::ColdStart => config.storm_window,
             _ => config.request_window,
         };
         let window_us = duration_micros(window) as f64;
@@ -159,6 +125,63 @@ impl WarmFleet {
     /// estimators, books and budgets through it.
     pub fn clusters(&self) -> impl Iterator<Item = Option<&Cluster>> {
         self.engine.clients.iter().map(|c| c.cluster.as_ref())
+    }
+}
+
+impl Engine {
+    /// A fleet of `config.clients` clients running `strategy`, each to refresh `warmup`
+    /// times; client `i`'s `k`-th of three seeds is broker `seed_of(i, k, brokers)`.
+    fn build(
+        config: &FleetConfig,
+        strategy: &Strategy,
+        warmup: u32,
+        seed_of: impl Fn(usize, usize, usize) -> usize,
+    ) -> Engine {
+        let brokers = config.brokers.clamp(1, u16::MAX as u32) as usize;
+        let addresses = numbered_seeds(brokers);
+        let mut clients = Vec::with_capacity(config.clients as usize);
+        for i in 0..config.clients as usize {
+            let cluster = match strategy {
+                Strategy::Oracle => None,
+                Strategy::Core { cluster, .. } => {
+                    let seeds = (0..3.min(brokers)).map(|k| addresses[seed_of(i, k, brokers)].as_str());
+                    let book = BrokerBook::new(seeds).ok();
+                    let cfg = ClusterConfig {
+                        refresh: cluster.refresh.with_seed(mix(config.seed, 1 + i as u64)),
+                        refresh_interval: REFRESH_INTERVAL,
+                        ..*cluster
+                    };
+                    book.and_then(|b| Cluster::new(cfg, b, Instant::ZERO).ok())
+                }
+            };
+            clients.push(Client {
+                cluster,
+                live: Vec::with_capacity(4),
+                timer_at: None,
+                timer_gen: 0,
+                warm_left: warmup,
+                measured: None,
+                draws: 0,
+            });
+        }
+        Engine {
+            brokers: alloc::vec![Broker { mode: Mode::Healthy, free_at: 0, promised_until: 0 }; brokers],
+            clients,
+            heap: BinaryHeap::with_capacity(config.clients as usize * 2),
+            seq: 0,
+            rng: Rng::new(mix(config.seed, 0xB0)),
+            seed: config.seed,
+            metadata: fleet_metadata(brokers),
+            now: 0,
+            horizon: 0,
+            rtt_us: duration_micros(config.rtt) as f64,
+            service_us: duration_micros(config.service_time) as f64,
+            warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
+            tally: None,
+            scratch: Vec::with_capacity(16),
+            events: 0,
+            overflow: false,
+        }
     }
 }
 
