@@ -300,7 +300,7 @@ impl Tracker {
                         if live.connected {
                             self.violate(Inv::Contract, format!("{attempt} outrun although it had connected"));
                         }
-                        if !self.connected_input.is_some_and(|later| later.number() > attempt.number()) {
+                        if self.connected_input.is_none_or(|later| later.number() <= attempt.number()) {
                             self.violate(Inv::Contract, format!("{attempt} outrun with no later attempt connecting"));
                         }
                         let detail = "outrun: still connecting long after a later attempt had connected";

@@ -142,7 +142,10 @@ fn trace_file_replays_to_the_same_commands() {
     let trace: stagger::Trace = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let commands = trace.replay().unwrap().expect("the recorded trace replays without divergence");
     assert!(matches!(commands.last(), Some(stagger::Command::Done { .. })));
-    assert!(commands.iter().any(|c| matches!(c, stagger::Command::Cancel { .. })), "the hung attempt was cancelled: {commands:?}");
+    assert!(
+        commands.iter().any(|c| matches!(c, stagger::Command::Cancel { .. })),
+        "the hung attempt was cancelled: {commands:?}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
