@@ -21,6 +21,8 @@ export interface Duration { secs: number; nanos: number }
  *  answer normally takes, from the attempt's start. */
 export interface AdaptiveStagger {
   cold: Duration; multiple: number; floor: Duration; ceiling: Duration; patience: number;
+  /** The longest a silent wait grows by superseding silent brokers. */
+  pace: Duration;
 }
 export type Stagger = { fixed: Duration } | { adaptive: AdaptiveStagger };
 export type Growth = { linear: number } | { exponential: number };
