@@ -96,7 +96,9 @@ for (const [w, h] of [[1280, 800], [390, 844]]) {
     const ticks = await page.$$eval("#live-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at)));
     assert.ok(ticks.length >= 1, "the stagger delay moved past the hung broker");
     assert.equal(lane(1)[0].start, ticks[0], "the second attempt started on the stagger tick");
-    assert.equal(lane(2)[0].start, ticks[0], "and the third with it");
+    // The third starts with it, or — when the handshakes show a network fast enough for a
+    // spread tick (`fanout.tuning.spread_ticks`) — as its partner a share of the delay later.
+    assert.ok(lane(2)[0].start >= ticks[0], `the third on the tick or after it: ${JSON.stringify(lane(2)[0])}`);
     assert.match(await page.innerText("#live-summary .headline"), /Metadata in/);
     await screenshot(page, `live-${w}x${h}`);
     // Chromium logs the down broker's refused WebSocket upgrade (502) on the console: expected.
