@@ -91,8 +91,11 @@ for (const [w, h] of [[1280, 800], [390, 844]]) {
     // The tick starts the down broker's attempt with the next one (two per tick): its refusal
     // races that broker's first answer, so it fails as refused or, if the answer came
     // first, is overtaken too (the adapter's own Chromium tests check the refusal itself).
+    // On a slow machine the refusal (a 502 from the bridge) can even arrive after the next
+    // tick, which then supersedes the attempt.
     const down = lane(1)[0];
-    assert.ok(down.outcome === "failed" || (down.outcome === "cancelled" && down.reason === "overtaken"), JSON.stringify(down));
+    const cancelled = down.outcome === "cancelled" && ["overtaken", "superseded"].includes(down.reason);
+    assert.ok(down.outcome === "failed" || cancelled, JSON.stringify(down));
     const ticks = await page.$$eval("#live-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at)));
     assert.ok(ticks.length >= 1, "the stagger delay moved past the hung broker");
     assert.equal(lane(1)[0].start, ticks[0], "the second attempt started on the stagger tick");
