@@ -190,23 +190,30 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     // and the healthy one either with it (on a network too slow to spread the tick), at the
     // down broker's refusal (next on failure), or half the delay later as the spread tick's
     // partner — whichever comes first.
-    const staggerAt = (at) => events.some((e) => e.type === "timeout" && e.timer === "stagger" && e.at_ms === at);
+    const timerAt = (timer, at) => events.some((e) => e.type === "timeout" && e.timer === timer && e.at_ms === at);
+    const staggerAt = (at) => timerAt("stagger", at);
     assert.ok(staggerAt(connects[1].at_ms), "the down broker starts on the tick");
     const refusedAt = inputs(events, "failed").find((i) => i.id === connects[1].id)?.at_ms;
     assert.ok(
-      connects[2].at_ms === connects[1].at_ms || connects[2].at_ms === refusedAt || staggerAt(connects[2].at_ms),
+      connects[2].at_ms === connects[1].at_ms ||
+        connects[2].at_ms === refusedAt ||
+        staggerAt(connects[2].at_ms) ||
+        timerAt("spread", connects[2].at_ms),
       `the healthy broker's start is explained: ${JSON.stringify({ connects: connects.map((c) => c.at_ms), refusedAt })}`,
     );
-    // So the down broker's bridge refusing (502) races the healthy broker's first answer:
-    // its attempt fails as refused if the refusal comes first, and is otherwise overtaken by
-    // that answer. (The all-down test below checks the refusal itself deterministically.)
+    // So the down broker's bridge refusing (502) races the healthy broker's connection and
+    // first answer: its attempt fails as refused if the refusal comes first, and is otherwise
+    // cancelled. (The all-down test below checks the refusal itself deterministically.)
     const refused = inputs(events, "failed").find((i) => i.id === second);
     const downCancel = commands(events, "cancel").find((c) => c.id === second);
     if (refused) {
       assert.equal(refused.error.kind.kind, "refused", JSON.stringify(refused));
       assert.equal(downCancel, undefined, "a failed attempt is not also cancelled");
     } else {
-      assert.equal(downCancel?.reason, "overtaken", `the down broker's attempt: ${JSON.stringify(downCancel)}`);
+      // Overtaken by that answer, or outrun by the healthy broker's socket opening while the
+      // refused upgrade was still pending, or (on a slow machine) superseded by the next tick.
+      const reasons = ["overtaken", "outrun", "superseded"];
+      assert.ok(reasons.includes(downCancel?.reason), `the down broker's attempt: ${JSON.stringify(downCancel)}`);
     }
     assert.ok(inputs(events, "response").some((i) => i.id === third), "the healthy broker answered");
     const done = commands(events, "done");
