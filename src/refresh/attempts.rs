@@ -8,7 +8,8 @@
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use crate::error::ErrorKind;
+use crate::config::RefreshConfig;
+use crate::error::{ConfigError, ErrorKind};
 use crate::time::Instant;
 
 use super::contract::{AttemptInfo, AttemptState};
@@ -185,4 +186,32 @@ impl AttemptTable {
             .min()
             .unwrap_or(Duration::ZERO)
     }
+}
+
+/// Passes a refresh may make over its brokers: the first and each retry.
+pub(super) fn passes(config: &RefreshConfig) -> usize {
+    config.retry.retries as usize + 1
+}
+
+/// How many attempts a refresh over `brokers` brokers may need (see [`MAX_ATTEMPTS`]), or
+/// the field to change when that is more than a refresh holds.
+pub(crate) fn attempt_capacity(config: &RefreshConfig, brokers: usize) -> Result<usize, ConfigError> {
+    let per_pass = brokers.saturating_mul(2);
+    if per_pass > MAX_ATTEMPTS {
+        return Err(ConfigError::new(
+            "seeds",
+            alloc::format!("lists {brokers} brokers; a refresh tries at most {}", MAX_ATTEMPTS / 2),
+        ));
+    }
+    let passes = passes(config);
+    if per_pass.saturating_mul(passes) > MAX_ATTEMPTS {
+        let most = MAX_ATTEMPTS / per_pass.max(1) - 1;
+        return Err(ConfigError::new(
+            "retry.retries",
+            alloc::format!(
+                "must be at most {most} for {brokers} brokers: each pass may start two attempts per broker, and a refresh holds at most {MAX_ATTEMPTS}"
+            ),
+        ));
+    }
+    Ok(per_pass * passes)
 }

@@ -20,8 +20,9 @@ use crate::error::{AttemptError, BrokerFailure, ConfigError};
 use crate::rng::Rng;
 use crate::time::Instant;
 
-use attempts::AttemptTable;
+pub(crate) use attempts::attempt_capacity;
 pub use attempts::MAX_ATTEMPTS;
+use attempts::{passes, AttemptTable};
 pub use contract::{
     AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, RefreshStats, TimerKind,
     MAX_RESOLVED_ADDRESSES,
@@ -337,44 +338,6 @@ impl Refresh {
         self.attempts.all().iter().enumerate().map(move |(i, s)| (AttemptId::new(epoch, i as u32), &s.info))
     }
 
-    // ---- time -----------------------------------------------------------------------------
-
-    fn clamp(&mut self, now: Instant) -> Instant {
-        if now > self.now {
-            self.now = now;
-        }
-        self.now
-    }
-
-    fn fire_due(&mut self, now: Instant) {
-        // Each round either finishes the refresh or consumes a timer; the bound is a
-        // belt-and-braces guard against a logic error turning into a hang.
-        let mut budget = 4 * (self.candidates.len() + self.attempts.in_flight() as usize) + 64;
-        while self.phase != Phase::Finished && budget > 0 {
-            budget -= 1;
-            // An adapter that wakes up after the deadline must not see timers that were due
-            // before it start new attempts: the deadline wins over everything overdue.
-            if self.timers.is_due(TimerKind::Deadline, now) {
-                self.on_deadline(now);
-                return;
-            }
-            let Some((at, kind)) = self.timers.next() else { return };
-            if at > now {
-                return;
-            }
-            match kind {
-                TimerKind::Deadline => self.on_deadline(now),
-                TimerKind::AttemptTimeout => self.on_attempt_timeout(now),
-                // A stagger tick due as well starts a new tick, which drops the partners
-                // still to come of the spread one.
-                TimerKind::Spread if self.timers.is_due(TimerKind::Stagger, now) => self.on_stagger(now),
-                TimerKind::Spread => self.on_spread(now),
-                TimerKind::Stagger => self.on_stagger(now),
-                TimerKind::Backoff => self.on_backoff(now),
-            }
-        }
-    }
-
     // ---- bookkeeping shared by the policy modules -----------------------------------------
 
     /// Whether this pass has a broker left to try.
@@ -422,33 +385,6 @@ impl Refresh {
     fn id(&self, n: u32) -> AttemptId {
         AttemptId::new(self.epoch, n)
     }
-}
-
-fn passes(config: &RefreshConfig) -> usize {
-    config.retry.retries as usize + 1
-}
-
-/// How many attempts a refresh over `brokers` brokers may need (see [`MAX_ATTEMPTS`]), or
-/// the field to change when that is more than a refresh holds.
-pub(crate) fn attempt_capacity(config: &RefreshConfig, brokers: usize) -> Result<usize, ConfigError> {
-    let per_pass = brokers.saturating_mul(2);
-    if per_pass > MAX_ATTEMPTS {
-        return Err(ConfigError::new(
-            "seeds",
-            alloc::format!("lists {brokers} brokers; a refresh tries at most {}", MAX_ATTEMPTS / 2),
-        ));
-    }
-    let passes = passes(config);
-    if per_pass.saturating_mul(passes) > MAX_ATTEMPTS {
-        let most = MAX_ATTEMPTS / per_pass.max(1) - 1;
-        return Err(ConfigError::new(
-            "retry.retries",
-            alloc::format!(
-                "must be at most {most} for {brokers} brokers: each pass may start two attempts per broker, and a refresh holds at most {MAX_ATTEMPTS}"
-            ),
-        ));
-    }
-    Ok(per_pass * passes)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use crate::time::Instant;
 
 use super::contract::TimerKind;
+use super::{Phase, Refresh};
 
 /// The order in which timers due at the same instant fire: the deadline beats everything,
 /// an attempt's timeout beats the tick that would hedge it, and a stagger tick beats the rest
@@ -64,6 +65,47 @@ impl TimerTable {
             }
         }
         best
+    }
+}
+
+/// Firing the timers that are due: the dispatch from a timer to the module that handles it.
+impl Refresh {
+    /// Time never goes backwards inside a refresh: an earlier `now` is read as the latest.
+    pub(super) fn clamp(&mut self, now: Instant) -> Instant {
+        if now > self.now {
+            self.now = now;
+        }
+        self.now
+    }
+
+    /// Fires every timer due at `now`, in the table's priority order.
+    pub(super) fn fire_due(&mut self, now: Instant) {
+        // Each round either finishes the refresh or consumes a timer; the bound is a
+        // belt-and-braces guard against a logic error turning into a hang.
+        let mut budget = 4 * (self.candidates.len() + self.attempts.in_flight() as usize) + 64;
+        while self.phase != Phase::Finished && budget > 0 {
+            budget -= 1;
+            // An adapter that wakes up after the deadline must not see timers that were due
+            // before it start new attempts: the deadline wins over everything overdue.
+            if self.timers.is_due(TimerKind::Deadline, now) {
+                self.on_deadline(now);
+                return;
+            }
+            let Some((at, kind)) = self.timers.next() else { return };
+            if at > now {
+                return;
+            }
+            match kind {
+                TimerKind::Deadline => self.on_deadline(now),
+                TimerKind::AttemptTimeout => self.on_attempt_timeout(now),
+                // A stagger tick due as well starts a new tick, which drops the partners
+                // still to come of the spread one.
+                TimerKind::Spread if self.timers.is_due(TimerKind::Stagger, now) => self.on_stagger(now),
+                TimerKind::Spread => self.on_spread(now),
+                TimerKind::Stagger => self.on_stagger(now),
+                TimerKind::Backoff => self.on_backoff(now),
+            }
+        }
     }
 }
 

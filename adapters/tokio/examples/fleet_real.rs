@@ -763,19 +763,6 @@ fn peak_in_window(sorted: &[u64], window: u64) -> usize {
     best
 }
 
-/// Nearest-rank quantile in ms, as the simulator's `Percentiles` (`None` on a failure).
-fn rank(sorted: &[u64], q: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let exact = q * n as f64;
-    let floor = exact as usize;
-    let r = (floor + usize::from((floor as f64) < exact)).clamp(1, n);
-    let v = sorted[r - 1];
-    (v != u64::MAX).then(|| (v as f64 / 1000.0 * 1000.0).round() / 1000.0)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn summarise(
     lab: &Lab,
@@ -831,6 +818,7 @@ fn summarise(
     let requests: usize = per_broker.iter().sum();
     let errors: Vec<&str> = refreshes.iter().filter_map(|r| r.error.as_deref()).take(5).collect();
     let _ = lab;
+    let percentiles = stagger_sim::fleet::Percentiles::of_sorted(&times);
     json!({
         "scenario": scenario.name(),
         "strategy": name,
@@ -840,10 +828,10 @@ fn summarise(
         "refreshes": refreshes.len(),
         "failed": failed,
         "errors": errors,
-        "p50_ms": rank(&times, 0.5),
-        "p99_ms": rank(&times, 0.99),
-        "p999_ms": rank(&times, 0.999),
-        "max_ms": rank(&times, 1.0),
+        "p50_ms": percentiles.p50_ms,
+        "p99_ms": percentiles.p99_ms,
+        "p999_ms": percentiles.p999_ms,
+        "max_ms": percentiles.max_ms,
         "attempts": attempts,
         "attempts_per_refresh": attempts as f64 / n,
         "requests": requests,
