@@ -27,6 +27,11 @@ pw_want="$(node -p "require('./web-demo/package-lock.json').packages['node_modul
 [ "$(node -p "require('./web-demo/node_modules/playwright-core/package.json').version" 2>/dev/null)" = "$pw_want" ] || (cd web-demo && npm ci --no-audit --no-fund)
 # websockify (Debian): the browser tests check that the adapter works through it unchanged.
 command -v websockify >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq websockify; }
+# Network faults (testing/netns): hosts in network namespaces, their faults made with
+# iptables (and `tc netem` where the kernel has it).
+if ! command -v ip >/dev/null 2>&1 || ! command -v iptables >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables
+fi
 # Real Apache Kafka for the integration tests (scripts/kafka.sh): a JDK 17 (the readiness
 # probe runs a Java source file), Maven and openssl from Debian when missing, then the
 # broker's jars for both tested versions, fetched once into Maven's local repository.
