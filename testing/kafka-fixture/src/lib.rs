@@ -21,6 +21,7 @@
 
 mod forwarder;
 pub mod librdkafka;
+pub mod netns;
 
 use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};

@@ -4,10 +4,7 @@ use std::process::Command;
 
 /// Runs `program args…`; `Err` carries the command line and what it printed.
 pub(crate) fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{program}: {e}"))?;
+    let out = Command::new(program).args(args).output().map_err(|e| format!("{program}: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {

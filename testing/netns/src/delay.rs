@@ -1,8 +1,8 @@
 //! Delay with jitter without `tc netem`: the packets are queued to this process (NFQUEUE)
 //! and each is released after its own delay, drawn uniformly from `delay ± jitter`.
 
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;

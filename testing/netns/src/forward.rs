@@ -41,7 +41,11 @@ impl Forwarder {
     pub(crate) fn start(namespace: &Path, listen: SocketAddr, upstream: SocketAddr) -> Result<Forwarder, String> {
         let host = File::open(namespace).map_err(|e| format!("{}: {e}", namespace.display()))?;
         let home = Arc::new(File::open("/proc/thread-self/ns/net").map_err(|e| format!("own namespace: {e}"))?);
-        let shared = Arc::new(Shared { stop: AtomicBool::new(false), accepted: AtomicU64::new(0), open: Mutex::new(Vec::new()) });
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            accepted: AtomicU64::new(0),
+            open: Mutex::new(Vec::new()),
+        });
         let (tx, rx) = std::sync::mpsc::channel();
         let state = Arc::clone(&shared);
         let thread = std::thread::Builder::new()

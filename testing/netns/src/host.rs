@@ -59,6 +59,7 @@ impl NetHost {
     pub fn create(index: u8) -> Result<NetHost, String> {
         assert!(index < 64, "at most 64 hosts per process");
         let pid = std::process::id();
+        cleanup::arm();
         // 198.18.0.0/15 is reserved for benchmarking networks (RFC 2544): never a real one.
         let (second, third) = (18 + (pid / 256 % 2) as u8, (pid % 256) as u8);
         let root_side = Ipv4Addr::new(198, second, third, index * 4 + 1);
@@ -83,6 +84,7 @@ impl NetHost {
             &["-n", &host.name, "link", "set", &peer, "up"],
             &["-n", &host.name, "link", "set", "lo", "up"],
         ];
+        cleanup::register(&host.name, &host.veth, &host.chain);
         for step in steps {
             // On failure `host` is dropped, which removes whatever was made so far.
             run("ip", step)?;
@@ -129,13 +131,15 @@ impl NetHost {
                 if self.netem(delay, jitter, loss_percent).is_err() {
                     if loss_percent > 0 {
                         let p = format!("{:.4}", f64::from(loss_percent.min(100)) / 100.0);
-                        let lose = ["-A", chain, "-m", "statistic", "--mode", "random", "--probability", &p, "-j", "DROP"];
+                        let lose =
+                            ["-A", chain, "-m", "statistic", "--mode", "random", "--probability", &p, "-j", "DROP"];
                         run("iptables", &lose)?;
                     }
                     if !delay.is_zero() || !jitter.is_zero() {
                         current.1 = Some(Delayer::start(self.queue, delay, jitter, u64::from(self.queue))?);
                         let q = self.queue.to_string();
-                        let queue = ["-A", chain, "-o", &self.veth, "-j", "NFQUEUE", "--queue-num", &q, "--queue-bypass"];
+                        let queue =
+                            ["-A", chain, "-o", &self.veth, "-j", "NFQUEUE", "--queue-num", &q, "--queue-bypass"];
                         run("iptables", &queue)?;
                     }
                 }
@@ -165,12 +169,66 @@ impl Drop for NetHost {
         if let Ok(mut fault) = self.fault.lock() {
             fault.1 = None;
         }
-        quietly("iptables", &["-D", "OUTPUT", "-o", &self.veth, "-j", &self.chain]);
-        quietly("iptables", &["-D", "INPUT", "-i", &self.veth, "-j", &self.chain]);
-        quietly("iptables", &["-F", &self.chain]);
-        quietly("iptables", &["-X", &self.chain]);
-        // Deleting the namespace deletes the veth end inside it, and with it the pair.
-        quietly("ip", &["link", "delete", &self.veth]);
-        quietly("ip", &["netns", "delete", &self.name]);
+        remove(&self.name, &self.veth, &self.chain);
+        cleanup::unregister(&self.name);
+    }
+}
+
+/// Removes a host's chain, veth and namespace, whichever of them exist.
+fn remove(name: &str, veth: &str, chain: &str) {
+    quietly("iptables", &["-D", "OUTPUT", "-o", veth, "-j", chain]);
+    quietly("iptables", &["-D", "INPUT", "-i", veth, "-j", chain]);
+    quietly("iptables", &["-F", chain]);
+    quietly("iptables", &["-X", chain]);
+    // Deleting the namespace deletes the veth end inside it, and with it the pair.
+    quietly("ip", &["link", "delete", veth]);
+    quietly("ip", &["netns", "delete", name]);
+}
+
+/// Hosts that outlive their test: kept in statics (never dropped), or left by a run that
+/// was killed. The first host of a process sweeps what dead processes left behind and arms
+/// an exit handler that removes this process's own.
+mod cleanup {
+    use std::sync::{Mutex, Once};
+
+    static LIVE: Mutex<Vec<(String, String, String)>> = Mutex::new(Vec::new());
+
+    pub(super) fn arm() {
+        static ARMED: Once = Once::new();
+        ARMED.call_once(|| {
+            sweep_dead();
+            // SAFETY: registering a plain `extern "C" fn` with no captured state.
+            unsafe { libc::atexit(at_exit) };
+        });
+    }
+
+    pub(super) fn register(name: &str, veth: &str, chain: &str) {
+        LIVE.lock().unwrap().push((name.into(), veth.into(), chain.into()));
+    }
+
+    pub(super) fn unregister(name: &str) {
+        LIVE.lock().unwrap().retain(|(n, _, _)| n != name);
+    }
+
+    extern "C" fn at_exit() {
+        let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+        for (name, veth, chain) in live {
+            super::remove(&name, &veth, &chain);
+        }
+    }
+
+    /// Hosts named `stg<pid>h<i>` whose process no longer runs.
+    fn sweep_dead() {
+        let Ok(out) = std::process::Command::new("ip").args(["netns", "list"]).output() else { return };
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let name = line.split_whitespace().next().unwrap_or("");
+            let Some((pid, index)) = name.strip_prefix("stg").and_then(|rest| rest.split_once('h')) else { continue };
+            if pid.parse::<u32>().is_err() || index.parse::<u8>().is_err() {
+                continue;
+            }
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                super::remove(name, &format!("sg{pid}r{index}"), &format!("STG{pid}H{index}"));
+            }
+        }
     }
 }
