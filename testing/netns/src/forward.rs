@@ -1,13 +1,14 @@
 //! A TCP forwarder whose listener lives in a host's namespace and whose upstream
 //! connections are made from the test's, so every forwarded byte crosses the veth.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, ErrorKind};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -23,7 +24,8 @@ pub struct Forwarder {
 struct Shared {
     stop: AtomicBool,
     accepted: AtomicU64,
-    open: Mutex<Vec<TcpStream>>,
+    /// The connections being carried, by number, so dropping the forwarder can end them.
+    open: Mutex<HashMap<u64, [TcpStream; 2]>>,
 }
 
 /// Moves the calling thread into the network namespace `ns` (a file under /var/run/netns
@@ -44,7 +46,7 @@ impl Forwarder {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             accepted: AtomicU64::new(0),
-            open: Mutex::new(Vec::new()),
+            open: Mutex::new(HashMap::new()),
         });
         let (tx, rx) = std::sync::mpsc::channel();
         let state = Arc::clone(&shared);
@@ -85,13 +87,14 @@ fn accept(listener: &TcpListener, upstream: SocketAddr, home: &Arc<File>, state:
     while !state.stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((client, _)) => {
-                state.accepted.fetch_add(1, Ordering::Relaxed);
+                let id = state.accepted.fetch_add(1, Ordering::Relaxed);
                 let (home, state) = (Arc::clone(home), Arc::clone(state));
                 // This thread is in the host's namespace; the new one goes home to connect.
                 let _ = std::thread::Builder::new().name("forward-conn".into()).spawn(move || {
                     if enter(&home).is_ok() {
-                        carry(client, upstream, &state);
+                        carry(id, client, upstream, &state);
                     }
+                    state.open.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
                 });
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
@@ -100,22 +103,21 @@ fn accept(listener: &TcpListener, upstream: SocketAddr, home: &Arc<File>, state:
     }
 }
 
-fn carry(client: TcpStream, upstream: SocketAddr, state: &Shared) {
+fn carry(id: u64, client: TcpStream, upstream: SocketAddr, state: &Shared) {
     let _ = client.set_nonblocking(false);
     let Ok(server) = TcpStream::connect_timeout(&upstream, Duration::from_secs(5)) else {
         return;
     };
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    // A client that went away behind a blackhole never sends its FIN here: keepalive
+    // probes end such a connection within seconds, as a broker's own keepalive would.
+    keepalive(&client);
+    keepalive(&server);
     let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
-    if let Ok(mut open) = state.open.lock() {
-        open.retain(|s| s.peer_addr().is_ok());
-        for s in [&client, &server] {
-            if let Ok(s) = s.try_clone() {
-                open.push(s);
-            }
-        }
+    if let (Ok(c3), Ok(s3)) = (client.try_clone(), server.try_clone()) {
+        state.open.lock().unwrap_or_else(PoisonError::into_inner).insert(id, [c3, s3]);
     }
     if state.stop.load(Ordering::Relaxed) {
         let _ = (client.shutdown(Shutdown::Both), server.shutdown(Shutdown::Both));
@@ -124,6 +126,26 @@ fn carry(client: TcpStream, upstream: SocketAddr, state: &Shared) {
     let back = std::thread::spawn(move || pipe(s2, c2));
     pipe(client, server);
     let _ = back.join();
+}
+
+/// Probes an idle connection after 2 s, every second, and gives up after 3 unanswered.
+fn keepalive(stream: &TcpStream) {
+    let set = |level, name, value: libc::c_int| {
+        // SAFETY: a valid descriptor and a c_int option value of the right size.
+        unsafe {
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 2);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
 }
 
 /// Copies `from` to `to` until either side ends, then ends both.
@@ -139,10 +161,9 @@ impl Drop for Forwarder {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        if let Ok(open) = self.shared.open.lock() {
-            for s in open.iter() {
-                let _ = s.shutdown(Shutdown::Both);
-            }
+        let open = self.shared.open.lock().unwrap_or_else(PoisonError::into_inner);
+        for s in open.values().flatten() {
+            let _ = s.shutdown(Shutdown::Both);
         }
     }
 }
