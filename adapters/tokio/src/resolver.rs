@@ -25,14 +25,25 @@ pub enum Resolver {
 }
 
 /// Settings of [`Resolver::Dns`].
+///
+/// A lookup asks for the name's `A` and `AAAA` records at once. Answers are cached for their
+/// TTL (a name whose records change is followed once its TTL has passed: each refresh that
+/// reaches the name looks it up again). A failed lookup is an attempt error of kind
+/// [`ErrorKind::Dns`] whose detail says which failure it was: `no such name (NXDOMAIN)`,
+/// `no addresses (NOERROR: …)`, `resolver failure (SERVFAIL)`, `resolver timed out (…)`, …;
+/// a lookup still unanswered when the core's attempt timeout fires fails with the core's
+/// `no answer from the resolver within the attempt timeout`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DnsOptions {
-    /// Name servers to ask (UDP, and TCP for truncated answers), in order; empty: those of
-    /// the system's configuration (`/etc/resolv.conf`).
+    /// Name servers to ask (UDP, and TCP for truncated answers); empty: those of the
+    /// system's configuration (`/etc/resolv.conf`). Two are asked at once (the first two,
+    /// then those that answered fastest), so one that never answers does not hold the
+    /// lookup up while another answers.
     pub name_servers: Vec<SocketAddr>,
     /// How long to wait for one server's answer to one query.
     pub timeout: Duration,
-    /// How many times to ask each server before giving up on it.
+    /// How many times to ask before giving up (the first query included): a lookup whose
+    /// servers never answer fails after about `attempts × timeout`.
     pub attempts: usize,
 }
 
@@ -49,7 +60,15 @@ impl Default for DnsOptions {
 pub(crate) enum Lookup {
     System,
     #[cfg(feature = "dns")]
-    Dns(std::sync::Arc<hickory_resolver::TokioResolver>),
+    Dns(std::sync::Arc<Dns>),
+}
+
+/// A hickory resolver and the settings it was built with (for error details).
+#[cfg(feature = "dns")]
+pub(crate) struct Dns {
+    resolver: hickory_resolver::TokioResolver,
+    timeout: Duration,
+    attempts: usize,
 }
 
 impl std::fmt::Debug for Lookup {
@@ -57,7 +76,7 @@ impl std::fmt::Debug for Lookup {
         match self {
             Lookup::System => f.write_str("System"),
             #[cfg(feature = "dns")]
-            Lookup::Dns(r) => f.debug_tuple("Dns").field(&r.config().name_servers()).finish(),
+            Lookup::Dns(d) => f.debug_tuple("Dns").field(&d.resolver.config().name_servers()).finish(),
         }
     }
 }
@@ -78,11 +97,40 @@ impl Lookup {
         match self {
             Lookup::System => tokio::net::lookup_host(name).await.map(Iterator::collect).map_err(|e| dns_error(&e)),
             #[cfg(feature = "dns")]
-            Lookup::Dns(resolver) => {
+            Lookup::Dns(dns) => {
                 let (host, port) = split(name).ok_or_else(|| dns_error(&"not host:port"))?;
-                let found = resolver.lookup_ip(host).await.map_err(|e| dns_error(&e))?;
+                let found = dns.resolver.lookup_ip(host).await.map_err(|e| dns_error(&dns.describe(&e)))?;
                 Ok(found.iter().map(|ip| SocketAddr::new(ip, port)).collect())
             }
+        }
+    }
+}
+
+#[cfg(feature = "dns")]
+impl Dns {
+    /// Which DNS failure `error` is, in words that name it (the response code, or the
+    /// timeout that expired), for the attempt error's detail.
+    fn describe(&self, error: &hickory_resolver::ResolveError) -> String {
+        use hickory_resolver::proto::op::ResponseCode;
+        use hickory_resolver::proto::ProtoErrorKind;
+        let Some(proto) = error.proto() else { return error.to_string() };
+        match proto.kind() {
+            ProtoErrorKind::NoRecordsFound { response_code, .. } => match *response_code {
+                ResponseCode::NXDomain => "no such name (NXDOMAIN)".into(),
+                ResponseCode::NoError => "no addresses (NOERROR: the name has no A or AAAA record)".into(),
+                ResponseCode::ServFail => "resolver failure (SERVFAIL)".into(),
+                ResponseCode::Refused => "resolver refused the query (REFUSED)".into(),
+                code => format!("resolver error ({code}, rcode {})", u16::from(code)),
+            },
+            ProtoErrorKind::Timeout => format!(
+                "resolver timed out (no answer in {} {} of {} ms)",
+                self.attempts,
+                if self.attempts == 1 { "try" } else { "tries" },
+                self.timeout.as_millis()
+            ),
+            ProtoErrorKind::NoConnections => "resolver unreachable (no name server to ask)".into(),
+            ProtoErrorKind::Io(e) => format!("resolver unreachable ({e})"),
+            _ => error.to_string(),
         }
     }
 }
@@ -120,10 +168,15 @@ fn dns(options: &DnsOptions) -> Result<Lookup, ConfigError> {
     };
     let opts = builder.options_mut();
     opts.timeout = options.timeout;
-    opts.attempts = options.attempts;
+    // hickory's `attempts` counts the queries sent again after the first (its
+    // `RetryDnsHandle`), ours every query: without the `- 1`, `attempts: 1` asked twice.
+    opts.attempts = options.attempts - 1;
+    // Two name servers asked at once (hickory's default, relied on by `name_servers`' doc).
+    opts.num_concurrent_reqs = 2;
     // Every address of the name, both families: the core orders them (RFC 8305).
     opts.ip_strategy = LookupIpStrategy::Ipv4AndIpv6;
-    Ok(Lookup::Dns(std::sync::Arc::new(builder.build())))
+    let dns = Dns { resolver: builder.build(), timeout: options.timeout, attempts: options.attempts };
+    Ok(Lookup::Dns(std::sync::Arc::new(dns)))
 }
 
 #[cfg(not(feature = "dns"))]
