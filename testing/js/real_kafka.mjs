@@ -38,8 +38,12 @@ export function freePort() {
 }
 
 /** `stagger bridge` (the CLI, built here) from a free port to `target` (host:port); resolves
- *  to `{url, child}` once it listens. The caller kills `child`. */
-export async function staggerBridge(target) {
+ *  to `{url, child}` once it listens. The caller kills `child`.
+ *
+ *  The bridge refuses web pages of any origin it is not told (HTTP 403), so a test that opens
+ *  it from a page passes that page's origin: `{ allowOrigins: ["http://127.0.0.1:PORT"] }`.
+ *  `args` are more flags for `stagger bridge` (`--forward-all-apis`, `--token-file …`). */
+export async function staggerBridge(target, { allowOrigins = [], args = [] } = {}) {
   const out = spawnSync("cargo", ["build", "-q", "-p", "stagger-cli", "--message-format=json-render-diagnostics"],
     { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 64 << 20 });
   assert.equal(out.status, 0, "cargo build of the stagger CLI failed");
@@ -47,7 +51,9 @@ export async function staggerBridge(target) {
     .find((m) => m.reason === "compiler-artifact" && m.target?.name === "stagger" && m.executable)?.executable;
   assert.ok(binary, "cargo reported no stagger executable");
   const port = await freePort();
-  const child = spawn(binary, ["bridge", "--listen", `127.0.0.1:${port}`, "--to", target], { stdio: ["ignore", "pipe", "inherit"] });
+  const origins = allowOrigins.flatMap((o) => ["--allow-origin", o]);
+  const child = spawn(binary, ["bridge", "--listen", `127.0.0.1:${port}`, "--to", target, ...origins, ...args],
+    { stdio: ["ignore", "pipe", "inherit"] });
   const line = await new Promise((ok, fail) => {
     createInterface({ input: child.stdout }).once("line", ok);
     child.once("exit", (code) => fail(new Error(`stagger bridge exited with ${code}`)));

@@ -21,7 +21,8 @@ const skip = !adapter ? "no browser adapter in web-demo/dist (build adapters/bro
 
 let server, browser, testbed, cluster;
 
-/** Starts the testbed; resolves to its JSON line (brokers with their ws:// addresses). */
+/** Starts the testbed; resolves to its JSON line (brokers with their ws:// addresses). Its
+ *  bridges refuse pages of any origin they are not told, so pass the page's (`--allow-origin`). */
 function startTestbed(args) {
   return new Promise((resolve, reject) => {
     const child = spawn("cargo", ["run", "-q", "-p", "stagger-bridge", "--example", "testbed", "--", ...args], {
@@ -41,10 +42,13 @@ function startTestbed(args) {
   });
 }
 
+/** The origin the pages come from (the harness's static server), which the bridges allow. */
+const pageOrigin = () => new URL(server.url).origin;
+
 before(async () => {
   if (skip) return;
-  cluster = await startTestbed(["--hung", "1", "--down", "1"]);
   server = await serve();
+  cluster = await startTestbed(["--hung", "1", "--down", "1", "--allow-origin", pageOrigin()]);
   browser = await launch();
 }, { timeout: 1_200_000 });
 
@@ -123,7 +127,7 @@ test("live: a bad address is refused with a readable message", { skip }, async (
 const kafka = realKafka();
 
 test("live: credentials from the form authenticate to real Kafka's SASL listener, and a wrong password says so", { skip: skip || (kafka ? false : "no real Kafka cluster in this run") }, async () => {
-  const bridge = await staggerBridge(kafka.KAFKA_SASL_PLAINTEXT.split(",")[0]);
+  const bridge = await staggerBridge(kafka.KAFKA_SASL_PLAINTEXT.split(",")[0], { allowOrigins: [pageOrigin()] });
   try {
     const page = await open(browser.context, `${server.url}#view=live`);
     await page.fill("#live-addrs", bridge.url);

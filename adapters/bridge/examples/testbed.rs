@@ -3,16 +3,21 @@
 //!
 //! ```text
 //! cargo run -p stagger-bridge --example testbed -- [--brokers N] [--hung K] [--down K] [--topics a:3,b:1]
+//!     [--allow-origin ORIGIN]… [--allow-any-origin] [--token TOKEN]
 //! ```
 //!
 //! Starts librdkafka's mock cluster in-process (through the `rdkafka` crate) with brokers
 //! `1..=N` (default 4) and the topics (default `orders:3,payments:1`); brokers `1..=K` are
 //! made hung (`--hung K`: connections accepted, requests read, answers held for an hour) and
 //! the next `--down K` are taken down (`broker_down`: new connections refused). Then it opens
-//! one bridge per broker and prints one JSON line on stdout:
+//! one bridge per broker and prints one JSON line on stdout. The bridges have the default
+//! options (metadata requests only), so a browser page can only use them when its origin is
+//! given with `--allow-origin` (repeatable; e.g. the test server's `http://127.0.0.1:PORT`),
+//! or with `--allow-any-origin`. With `--token`, every bridge requires it, and `ws` is the
+//! URL with the token (`url` the one without):
 //!
 //! ```text
-//! {"brokers":[{"id":1,"tcp":"127.0.0.1:p","ws":"ws://127.0.0.1:q","state":"hung","target":"127.0.0.1:p"},…],
+//! {"brokers":[{"id":1,"tcp":"127.0.0.1:p","ws":"ws://127.0.0.1:q","url":"ws://127.0.0.1:q","state":"hung","target":"127.0.0.1:p"},…],
 //!  "topics":[{"name":"orders","partitions":3},…]}
 //! ```
 //!
@@ -36,7 +41,7 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::types::RDKafkaApiKey;
 use rdkafka::ClientConfig;
 use serde_json::json;
-use stagger_bridge::{Bridge, RunningBridge};
+use stagger_bridge::{Bridge, BridgeOptions, EventSink, OriginPolicy, RunningBridge, Token};
 use tokio::io::AsyncBufReadExt;
 
 /// What the command line asks for.
@@ -45,10 +50,19 @@ struct Args {
     hung: i32,
     down: i32,
     topics: Vec<(String, i32)>,
+    origins: OriginPolicy,
+    token: Option<Token>,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { brokers: 4, hung: 0, down: 0, topics: vec![("orders".into(), 3), ("payments".into(), 1)] };
+    let mut args = Args {
+        brokers: 4,
+        hung: 0,
+        down: 0,
+        topics: vec![("orders".into(), 3), ("payments".into(), 1)],
+        origins: OriginPolicy::new(),
+        token: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -67,8 +81,15 @@ fn parse_args() -> Result<Args, String> {
                     })
                     .collect::<Result<_, _>>()?
             }
+            "--allow-origin" => {
+                args.origins = std::mem::take(&mut args.origins).allow(&value()?).map_err(|e| format!("{flag}: {e}"))?
+            }
+            "--allow-any-origin" => args.origins = OriginPolicy::any(),
+            "--token" => args.token = Some(Token::new(&value()?).map_err(|e| format!("{flag}: {e}"))?),
             "-h" | "--help" => {
-                return Err("usage: testbed [--brokers N] [--hung K] [--down K] [--topics name:partitions,…]".into())
+                return Err("usage: testbed [--brokers N] [--hung K] [--down K] [--topics name:partitions,…] \
+                            [--allow-origin ORIGIN]… [--allow-any-origin] [--token TOKEN]"
+                    .into())
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -143,14 +164,25 @@ fn main() {
     runtime.block_on(async {
         let mut bridges: Vec<RunningBridge> = Vec::new();
         for (_, _, _, target) in &plan {
-            let bridge = Bridge::bind("127.0.0.1:0".parse().unwrap(), target.clone()).await.expect("bind bridge");
+            let options = BridgeOptions {
+                origins: args.origins.clone(),
+                token: args.token.clone(),
+                // Refusals on stderr, where a failing test's output shows them.
+                events: Some(EventSink::new(|event| eprintln!("testbed: bridge {event}"))),
+                ..BridgeOptions::default()
+            };
+            let bridge =
+                Bridge::bind_with("127.0.0.1:0".parse().unwrap(), target.clone(), options).await.expect("bind bridge");
             bridges.push(bridge.spawn());
         }
         let brokers: Vec<_> = plan
             .iter()
             .zip(&bridges)
             .map(|((id, tcp, state, target), bridge)| {
-                json!({ "id": id, "tcp": tcp, "ws": bridge.url(), "state": state, "target": target })
+                json!({
+                    "id": id, "tcp": tcp, "ws": bridge.url_with_token(), "url": bridge.url(),
+                    "state": state, "target": target,
+                })
             })
             .collect();
         let topics: Vec<_> =
@@ -181,6 +213,8 @@ async fn serve(bridges: &[RunningBridge]) {
                                 json!({
                                     "ws": b.url(), "open": s.open, "accepted": s.accepted, "upgraded": s.upgraded,
                                     "target_failures": s.target_failures, "text_rejected": s.text_rejected,
+                                    "origin_refused": s.origin_refused, "token_refused": s.token_refused,
+                                    "requests_refused": s.requests_refused,
                                 })
                             })
                             .collect();

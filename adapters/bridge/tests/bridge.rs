@@ -1,13 +1,15 @@
 //! The bridge with a real WebSocket client (tokio-tungstenite) on one side and real TCP
 //! servers on loopback on the other: bytes both ways, closes both ways, refused targets,
-//! text frames, the `binary` subprotocol and graceful shutdown.
+//! text frames, the `binary` subprotocol and graceful shutdown. These are about transport,
+//! so the bridges that carry arbitrary bytes here forward every byte (`ApiPolicy::All`);
+//! `security.rs` tests the origin, token and request checks.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use stagger_bridge::{Bridge, RunningBridge, Stats};
+use stagger_bridge::{ApiPolicy, Bridge, BridgeOptions, RunningBridge, Stats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -63,8 +65,15 @@ fn closed_port() -> SocketAddr {
     listener.local_addr().unwrap()
 }
 
+/// A bridge with the default options (no web page, metadata requests only).
 async fn start(target: SocketAddr) -> RunningBridge {
     Bridge::bind(LOOPBACK.parse().unwrap(), target.to_string()).await.unwrap().spawn()
+}
+
+/// A bridge that forwards every byte, unparsed (`--forward-all-apis`): a plain tunnel.
+async fn start_tunnel(target: SocketAddr) -> RunningBridge {
+    let options = BridgeOptions { apis: ApiPolicy::All, ..BridgeOptions::default() };
+    Bridge::bind_with(LOOPBACK.parse().unwrap(), target.to_string(), options).await.unwrap().spawn()
 }
 
 async fn connect(bridge: &RunningBridge) -> Client {
@@ -105,7 +114,7 @@ async fn eventually(bridge: &RunningBridge, check: impl Fn(Stats) -> bool) -> St
 #[tokio::test]
 async fn binary_messages_round_trip_as_bytes() {
     bounded(async {
-        let bridge = start(echo_server().await).await;
+        let bridge = start_tunnel(echo_server().await).await;
         let mut ws = connect(&bridge).await;
         ws.send(Message::binary(vec![0, 0, 0, 3, 1, 2, 3])).await.unwrap();
         assert_eq!(read_bytes(&mut ws, 7).await, [0, 0, 0, 3, 1, 2, 3]);
@@ -124,7 +133,7 @@ async fn binary_messages_round_trip_as_bytes() {
 #[tokio::test]
 async fn binary_subprotocol_is_selected_when_offered_and_not_required() {
     bounded(async {
-        let bridge = start(echo_server().await).await;
+        let bridge = start_tunnel(echo_server().await).await;
         let mut request = bridge.url().into_client_request().unwrap();
         request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("base64, binary"));
         let (mut ws, response) = connect_async(request).await.expect("upgrade with subprotocols");
@@ -195,7 +204,7 @@ async fn websocket_close_closes_the_target_connection_promptly() {
             }
         })
         .await;
-        let bridge = start(target).await;
+        let bridge = start_tunnel(target).await;
         let mut ws = connect(&bridge).await;
         ws.send(Message::binary(b"request".to_vec())).await.unwrap();
         let closed_at = Instant::now();

@@ -53,11 +53,14 @@ function buildTestbed() {
   return artifact.executable;
 }
 
-/** One running fixture: a mock cluster and its bridges; `stats()` asks for bridge counters. */
+/** One running fixture: a mock cluster and its bridges; `stats()` asks for bridge counters.
+ *  The bridges allow the test page's origin (they refuse every page they are not told of);
+ *  `allowOrigin` names another one instead. */
 class Testbed {
-  static async start(args) {
+  static async start(args, { allowOrigin = origin } = {}) {
     const bed = new Testbed();
-    bed.child = spawn(testbedBinary, args, { cwd: root, stdio: ["pipe", "pipe", "inherit"] });
+    const all = [...args, "--allow-origin", allowOrigin];
+    bed.child = spawn(testbedBinary, all, { cwd: root, stdio: ["pipe", "pipe", "inherit"] });
     bed.exited = new Promise((resolve) => bed.child.once("exit", resolve));
     bed.lines = createInterface({ input: bed.child.stdout })[Symbol.asyncIterator]();
     bed.info = await bed.nextLine(30_000);
@@ -386,11 +389,82 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
   }
 });
 
+test("the bridges refuse a page from another origin: every attempt is refused, the brokers never contacted", { timeout: TEST_TIMEOUT }, async () => {
+  // The page comes from `origin`; these bridges only allow another port of the same host.
+  const bed = await Testbed.start(["--brokers", "2"], { allowOrigin: "http://127.0.0.1:1" });
+  try {
+    const bootstrap = bed.info.brokers.map((b) => b.ws);
+    const config = await page.evaluate(() => window.helpers().defaultConfig);
+    config.retry.retries = 0;
+    const run = await page.evaluate((o) => window.run(o), { bootstrap, config });
+    assert.ok(!run.ok, "must reject");
+    for (const broker of run.error.brokers) assert.equal(broker.kind, "refused", JSON.stringify(broker));
+    const stats = await bed.until((s) => openSockets(s) === 0, 5_000, "no socket left open");
+    for (const s of stats) {
+      assert.ok(s.origin_refused >= 1, JSON.stringify(s));
+      assert.deepEqual([s.upgraded, s.target_failures], [0, 0], "no upgrade, and no connection to the broker was tried");
+    }
+  } finally {
+    await bed.stop();
+  }
+});
+
+test("an allowed page still cannot send anything but metadata requests: Produce closes the socket (1008)", { timeout: TEST_TIMEOUT }, async () => {
+  const bed = await Testbed.start(["--brokers", "1"]);
+  try {
+    const closed = await page.evaluate(async (url) => {
+      const ws = new WebSocket(url);
+      ws.binaryType = "arraybuffer";
+      await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = () => fail(new Error("did not open")); });
+      let messages = 0;
+      ws.onmessage = () => { messages += 1; };
+      // A request header as the bridge reads it: size, api_key 0 (Produce), api_version 9,
+      // correlation id, an empty client id.
+      const frame = new DataView(new ArrayBuffer(14));
+      frame.setInt32(0, 10);
+      frame.setInt16(4, 0);
+      frame.setInt16(6, 9);
+      frame.setInt32(8, 1);
+      frame.setInt16(12, -1);
+      ws.send(frame.buffer);
+      const event = await new Promise((ok) => { ws.onclose = ok; });
+      return { code: event.code, reason: event.reason, messages };
+    }, bed.info.brokers[0].ws);
+    assert.deepEqual(closed, { code: 1008, reason: "Kafka request Produce (0) v9 is not forwarded", messages: 0 });
+    const [stats] = await bed.until((s) => openSockets(s) === 0, 5_000, "the socket closed");
+    assert.equal(stats.requests_refused, 1, JSON.stringify(stats));
+    // A metadata refresh through the same bridge works.
+    const run = await page.evaluate((o) => window.run(o), { bootstrap: bed.info.brokers.map((b) => b.ws) });
+    assert.ok(run.ok, JSON.stringify(run.error));
+  } finally {
+    await bed.stop();
+  }
+});
+
+test("`stagger bridge --token` refuses a page without the token and serves it with the token in the URL", { timeout: TEST_TIMEOUT }, async () => {
+  const bed = await Testbed.start(["--brokers", "1"]);
+  const token = "browser-test-token-0123456789";
+  const bridge = await staggerBridge(bed.info.brokers[0].tcp, { allowOrigins: [origin], args: ["--token", token] });
+  try {
+    const config = await page.evaluate(() => window.helpers().defaultConfig);
+    config.retry.retries = 0;
+    const without = await page.evaluate((o) => window.run(o), { bootstrap: [bridge.url], config });
+    assert.ok(!without.ok, "refused without the token");
+    assert.equal(without.error.brokers[0].kind, "refused", JSON.stringify(without.error));
+    const run = await page.evaluate((o) => window.run(o), { bootstrap: [`${bridge.url}/?token=${token}`] });
+    assert.ok(run.ok, `refresh with the token failed: ${JSON.stringify(run.error)}`);
+    assert.deepEqual(run.metadata.brokers.map((b) => `${b.host}:${b.port}`), [bed.info.brokers[0].tcp]);
+  } finally {
+    bridge.child.kill();
+    await bed.stop();
+  }
+});
+
 const kafka = realKafka();
 
 test("authenticates with SCRAM-SHA-512 through the bridge to real Kafka's SASL_PLAINTEXT listener", { timeout: TEST_TIMEOUT, skip: kafka ? false : "no real Kafka cluster in this run (scripts/test.sh starts one)" }, async () => {
   const target = kafka.KAFKA_SASL_PLAINTEXT.split(",")[0];
-  const bridge = await staggerBridge(target);
+  const bridge = await staggerBridge(target, { allowOrigins: [origin] });
   try {
     const sasl = { mechanism: "SCRAM-SHA-512", username: kafka.KAFKA_SASL_USERNAME, password: kafka.KAFKA_SASL_PASSWORD };
     const run = await page.evaluate((o) => window.run(o), { bootstrap: [bridge.url], sasl });

@@ -71,11 +71,26 @@ with a warning.")]
   stagger demo
   stagger demo --brokers 9 --hung 4 --down 2
   stagger demo --serve            # keep the cluster up; print TCP and ws:// addresses until Ctrl-C
-  stagger demo --web              # also serve the web demo, its Live view wired to the cluster")]
+  stagger demo --serve --allow-origin http://127.0.0.1:3000   # bridges your own page may use
+  stagger demo --web              # also serve the web demo, its Live view wired to the cluster
+
+The bridges of --serve and --web check origins and requests as `stagger bridge` does; --web
+allows exactly the origin of the page it serves (http://127.0.0.1:PORT).")]
     Demo(DemoArgs),
-    /// Bridge WebSockets to a Kafka broker's TCP port (for browsers; websockify-compatible).
+    /// Bridge WebSockets to a Kafka broker's TCP port (for browsers; websockify-compatible),
+    /// letting through only the pages and the requests it is told to.
     #[command(after_help = "Examples:
-  stagger bridge --listen 127.0.0.1:9100 --to 127.0.0.1:9092")]
+  stagger bridge --to 127.0.0.1:9092 --allow-origin http://127.0.0.1:8080
+  stagger bridge --to 127.0.0.1:9092 --allow-origin https://app.example --generate-token
+  stagger bridge --listen 0.0.0.0:9100 --to kafka-1:9092 --token-file bridge.token --allow-origin https://app.example
+
+By default the bridge listens on 127.0.0.1:9100, refuses every web page (browsers send their
+page's origin; allow each with --allow-origin) with HTTP 403, lets through clients that send
+no Origin (non-browser tools, which could reach the broker directly anyway; --require-origin
+refuses them too), and forwards only the Kafka requests a metadata refresh needs
+(ApiVersions, SaslHandshake, SaslAuthenticate, Metadata that creates no topics): any other
+request closes the connection. With a token, clients must open ws://HOST:PORT/?token=TOKEN
+(401 otherwise). Refusals are reported on stderr, without the token.")]
     Bridge(BridgeArgs),
     /// List every policy knob (for --set PATH=VALUE and --policy FILE.json): path, syntax,
     /// default, what it does.
@@ -94,12 +109,92 @@ struct KnobsArgs {
 
 #[derive(Args)]
 struct BridgeArgs {
-    /// Address to accept WebSocket connections on.
+    /// Address to accept WebSocket connections on (loopback unless told otherwise; any
+    /// other address is reachable from other machines, and a warning says so).
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9100")]
     listen: std::net::SocketAddr,
     /// The broker (host:port) each WebSocket is connected to.
     #[arg(long, value_name = "HOST:PORT")]
     to: String,
+    /// Require TOKEN in the URL (ws://HOST:PORT/?token=TOKEN): 16 to 256 characters of
+    /// A-Z a-z 0-9 - . _ ~. Other users may see command lines: prefer --token-file.
+    #[arg(long, value_name = "TOKEN", conflicts_with_all = ["token_file", "generate_token"])]
+    token: Option<String>,
+    /// Require the token in FILE (its first line).
+    #[arg(long, value_name = "FILE", conflicts_with = "generate_token")]
+    token_file: Option<PathBuf>,
+    /// Require a fresh random token; the URL to open, with it, is printed once on stdout.
+    #[arg(long)]
+    generate_token: bool,
+    #[command(flatten)]
+    access: BridgeAccessArgs,
+}
+
+/// Who may use a WebSocket bridge and what it forwards (`stagger bridge`, and the bridges of
+/// `stagger demo --serve` / `--web`).
+#[derive(Args)]
+#[command(next_help_heading = "Bridge access")]
+struct BridgeAccessArgs {
+    /// Let web pages of ORIGIN (scheme://host[:port], e.g. http://127.0.0.1:8080) connect
+    /// (repeatable). No page may by default: a page of any other origin gets HTTP 403.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// Let every web page connect, whatever its origin (only with a token, or for a broker
+    /// with nothing to protect).
+    #[arg(long, conflicts_with = "allow_origin")]
+    allow_any_origin: bool,
+    /// Refuse clients that send no Origin header as well (non-browser clients, let through
+    /// by default: browsers always send one).
+    #[arg(long)]
+    require_origin: bool,
+    /// Forward every Kafka request, unparsed (a plain tunnel, like websockify). By default
+    /// only ApiVersions, SaslHandshake, SaslAuthenticate and Metadata (when it may create no
+    /// topic) go through, and any other request closes the connection.
+    #[arg(long)]
+    forward_all_apis: bool,
+    /// Largest Kafka request forwarded, in bytes (without --forward-all-apis).
+    #[arg(long, value_name = "BYTES", default_value_t = stagger_bridge::DEFAULT_MAX_FRAME_SIZE)]
+    max_frame_size: usize,
+}
+
+impl BridgeAccessArgs {
+    /// The bridge options these flags ask for, with `extra_origins` allowed too; refusals are
+    /// printed on stderr prefixed with `who`.
+    fn options(&self, extra_origins: &[String], who: &'static str) -> Result<stagger_bridge::BridgeOptions, Failure> {
+        use stagger_bridge::{ApiPolicy, BridgeOptions, EventSink, OriginPolicy};
+        let mut origins = if self.allow_any_origin { OriginPolicy::any() } else { OriginPolicy::new() };
+        for origin in self.allow_origin.iter().chain(extra_origins) {
+            origins = origins.allow(origin).map_err(|e| Failure::usage(format!("--allow-origin: {e}")))?;
+        }
+        if self.max_frame_size < 8 {
+            return Err(Failure::usage("--max-frame-size must be at least 8 bytes (a Kafka request header)"));
+        }
+        Ok(BridgeOptions {
+            origins: origins.require_origin(self.require_origin),
+            apis: if self.forward_all_apis { ApiPolicy::All } else { ApiPolicy::MetadataRefresh },
+            max_frame_size: self.max_frame_size,
+            events: Some(EventSink::new(move |event| eprintln!("{who}: {event}"))),
+            ..BridgeOptions::default()
+        })
+    }
+}
+
+/// One line saying what a bridge with `options` lets through.
+fn describe_access(options: &stagger_bridge::BridgeOptions) -> String {
+    let pages = if options.origins.allows_any() {
+        "every web page (any origin)".to_owned()
+    } else if options.origins.allowed().is_empty() {
+        "no web page (add --allow-origin ORIGIN)".to_owned()
+    } else {
+        format!("pages of {}", options.origins.allowed().join(", "))
+    };
+    let tools = if options.origins.requires_origin() { "" } else { " and clients without Origin" };
+    let token = if options.token.is_some() { ", with the token" } else { "" };
+    let apis = match options.apis {
+        stagger_bridge::ApiPolicy::MetadataRefresh => "metadata requests only",
+        _ => "every request",
+    };
+    format!("accepting {pages}{tools}{token}; forwarding {apis}")
 }
 
 #[derive(Args)]
@@ -148,6 +243,8 @@ struct DemoArgs {
     port: u16,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    access: BridgeAccessArgs,
 }
 
 /// A failure to report: one paragraph, and the exit code.
@@ -307,12 +404,19 @@ async fn run(config: &RefreshConfig, seeds: &[String], live: bool) -> Result<sta
 }
 
 /// Keeps the demo cluster up with one WebSocket bridge per broker (and the web demo for
-/// `--web`) until Ctrl-C.
+/// `--web`, whose page's origin the bridges allow) until Ctrl-C.
 async fn serve(cluster: &DemoCluster, args: &DemoArgs) -> Result<(), Failure> {
+    // The page's origin must be known before the bridges start: serve it first.
+    let web_port = match args.web {
+        true => Some(web::serve(web::dist_dir(), args.port).map_err(Failure::usage)?),
+        false => None,
+    };
+    let page_origin: Vec<String> = web_port.map(|port| format!("http://127.0.0.1:{port}")).into_iter().collect();
+    let options = args.access.options(&page_origin, "stagger demo: bridge")?;
     let mut bridges = Vec::new();
     for (_, address, _) in &cluster.brokers {
         let listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let bridge = stagger_bridge::Bridge::bind(listen, address.clone())
+        let bridge = stagger_bridge::Bridge::bind_with(listen, address.clone(), options.clone())
             .await
             .map_err(|e| Failure::refresh(format!("could not open a WebSocket bridge: {e}")))?;
         bridges.push(bridge.spawn());
@@ -320,8 +424,8 @@ async fn serve(cluster: &DemoCluster, args: &DemoArgs) -> Result<(), Failure> {
     let ws: Vec<String> = bridges.iter().map(|b| b.url()).collect();
     println!("\nbootstrap (TCP):       {}", cluster.seeds().join(","));
     println!("bootstrap (WebSocket): {}", ws.join(","));
-    if args.web {
-        let port = web::serve(web::dist_dir(), args.port).map_err(Failure::usage)?;
+    println!("bridges {}", describe_access(&options));
+    if let Some(port) = web_port {
         println!("\nweb demo: http://127.0.0.1:{port}/?live={}#view=live", ws.join(","));
     }
     println!("serving until Ctrl-C");
@@ -333,14 +437,53 @@ async fn serve(cluster: &DemoCluster, args: &DemoArgs) -> Result<(), Failure> {
 }
 
 async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
-    let bridge = stagger_bridge::Bridge::bind(args.listen, args.to.clone())
+    let mut options = args.access.options(&[], "stagger bridge")?;
+    options.token = bridge_token(&args)?;
+    let generated = args.generate_token;
+    let bridge = stagger_bridge::Bridge::bind_with(args.listen, args.to.clone(), options)
         .await
         .map_err(|e| Failure::usage(format!("could not listen on {}: {e}", args.listen)))?;
     println!("bridging {} -> {} until Ctrl-C", bridge.url(), args.to);
+    println!("{}", describe_access(bridge.options()));
+    if generated {
+        // The one place the token is shown: the URL the user must give the page.
+        println!("connect to {}", bridge.url_with_token());
+    }
+    if !args.listen.ip().is_loopback() {
+        let unguarded = if bridge.options().token.is_none() {
+            "; without a token, anyone who can reach it can use the broker through it (--token-file, --generate-token)"
+        } else {
+            ""
+        };
+        eprintln!("warning: {} is reachable from other machines, not just this one{unguarded}", args.listen);
+    }
+    if bridge.options().origins.allows_any() && bridge.options().token.is_none() {
+        eprintln!("warning: --allow-any-origin without a token: every web page opened in a browser on this machine can use the bridge");
+    }
     let running = bridge.spawn();
     let _ = tokio::signal::ctrl_c().await;
     let _ = running.shutdown().await;
     Ok(())
+}
+
+/// The token `stagger bridge` requires, from --token, --token-file or --generate-token.
+fn bridge_token(args: &BridgeArgs) -> Result<Option<stagger_bridge::Token>, Failure> {
+    use stagger_bridge::Token;
+    if args.generate_token {
+        return Token::generate().map(Some).map_err(|e| Failure::refresh(format!("--generate-token: {e}")));
+    }
+    if let Some(path) = &args.token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::usage(format!("--token-file: could not read {}: {e}", path.display())))?;
+        let first = text.lines().next().unwrap_or_default();
+        return Token::new(first)
+            .map(Some)
+            .map_err(|e| Failure::usage(format!("--token-file {}: {e}", path.display())));
+    }
+    match &args.token {
+        Some(text) => Token::new(text).map(Some).map_err(|e| Failure::usage(format!("--token: {e}"))),
+        None => Ok(None),
+    }
 }
 
 /// Runs `refresh` with `view` observing its events and redrawing every 100 ms, so the

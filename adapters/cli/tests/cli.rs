@@ -292,3 +292,292 @@ fn demo_serve_keeps_the_cluster_up_with_tcp_and_websocket_addresses() {
     child.wait().unwrap();
     drop(watchdog);
 }
+
+// --- `stagger bridge` and the demo's bridges: origins, tokens, forwarded requests ---------
+
+/// A spawned `stagger` that is killed (and reaped) when dropped, whose stdout and stderr
+/// lines arrive on channels.
+struct Running {
+    child: std::process::Child,
+    stdout: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Running {
+    fn spawn(args: &[&str], env: &[(&str, &std::path::Path)]) -> Running {
+        use std::io::{BufRead, BufReader};
+        use std::process::Stdio;
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("stagger"));
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let lines = |pipe: Box<dyn std::io::Read + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+            rx
+        };
+        let stdout = lines(Box::new(child.stdout.take().unwrap()));
+        let stderr = lines(Box::new(child.stderr.take().unwrap()));
+        Running { child, stdout, stderr }
+    }
+
+    /// The next stdout line (bounded, so a regression fails instead of hanging).
+    fn line(&self) -> String {
+        self.stdout.recv_timeout(Duration::from_secs(60)).expect("a line on stdout")
+    }
+
+    /// Stdout lines up to and including the first one starting with `prefix`.
+    fn until(&self, prefix: &str) -> Vec<String> {
+        let mut lines = vec![self.line()];
+        while !lines.last().unwrap().starts_with(prefix) {
+            lines.push(self.line());
+        }
+        lines
+    }
+
+    fn stderr_line(&self) -> String {
+        self.stderr.recv_timeout(Duration::from_secs(60)).expect("a line on stderr")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A stand-in broker: records the bytes of each connection (sent when it closes).
+fn recording_broker() -> (String, std::sync::mpsc::Receiver<Vec<u8>>) {
+    use std::io::Read;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                let _ = stream.read_to_end(&mut got);
+                let _ = tx.send(got);
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// A WebSocket upgrade by hand (this crate has no WebSocket client): the status code, the
+/// response head and body, and the stream for a 101.
+fn upgrade(url: &str, origin: Option<&str>) -> (u16, String, std::net::TcpStream) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("ws://").expect("a ws:// URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{origin}\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let mut text = String::from_utf8(head).unwrap();
+    let status: u16 = text.split(' ').nth(1).unwrap().parse().unwrap();
+    if status != 101 {
+        // A refusal: the body (the reason) follows, then the bridge closes.
+        let _ = stream.read_to_string(&mut text);
+    }
+    (status, text, stream)
+}
+
+/// Sends one masked binary WebSocket message (a client's must be masked).
+fn send_binary(stream: &mut std::net::TcpStream, payload: &[u8]) {
+    use std::io::Write;
+    assert!(payload.len() < 126);
+    let mask = [0x12, 0x34, 0x56, 0x78];
+    let mut frame = vec![0x82, 0x80 | payload.len() as u8];
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    stream.write_all(&frame).unwrap();
+}
+
+/// The next WebSocket frame from the bridge: (opcode, payload).
+fn read_frame(stream: &mut std::net::TcpStream) -> (u8, Vec<u8>) {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    stream.read_exact(&mut head).unwrap();
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut n = [0u8; 2];
+            stream.read_exact(&mut n).unwrap();
+            u16::from_be_bytes(n) as usize
+        }
+        127 => panic!("no test frame is that large"),
+        n => n as usize,
+    };
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).unwrap();
+    (head[0] & 0x0f, payload)
+}
+
+/// Just the framing the bridge reads — size, api_key, api_version, correlation_id — and a
+/// few body bytes. The broker here is a recorder, not Kafka (the bridge crate's own tests
+/// send requests encoded by `kafka-protocol`).
+fn request_frame(api_key: i16, api_version: i16) -> Vec<u8> {
+    let mut frame = 12i32.to_be_bytes().to_vec();
+    frame.extend_from_slice(&api_key.to_be_bytes());
+    frame.extend_from_slice(&api_version.to_be_bytes());
+    frame.extend_from_slice(&[0, 0, 0, 1, 0xff, 0xff, 0, 0]);
+    frame
+}
+
+/// The `ws://` URL a `stagger bridge` banner announces.
+fn bridge_url(banner: &str) -> String {
+    let rest = banner.strip_prefix("bridging ").expect(banner);
+    rest.split(' ').next().unwrap().to_owned()
+}
+
+#[test]
+fn bridge_refuses_other_origins_and_lets_the_allowed_one_and_non_browsers_through() {
+    let (broker, received) = recording_broker();
+    let page = "http://127.0.0.1:8080";
+    let bridge = Running::spawn(&["bridge", "--listen", "127.0.0.1:0", "--to", &broker, "--allow-origin", page], &[]);
+    let url = bridge_url(&bridge.line());
+    assert_eq!(
+        bridge.line(),
+        format!("accepting pages of {page} and clients without Origin; forwarding metadata requests only")
+    );
+    let (status, text, _) = upgrade(&url, Some("https://evil.example"));
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("origin \"https://evil.example\" is not allowed"), "{text}");
+    let log = bridge.stderr_line();
+    assert!(log.starts_with("stagger bridge: refused 127.0.0.1:") && log.contains("(HTTP 403)"), "{log}");
+    for origin in [Some(page), None] {
+        let (status, text, mut ws) = upgrade(&url, origin);
+        assert_eq!(status, 101, "{origin:?}: {text}");
+        send_binary(&mut ws, &request_frame(18, 3));
+        drop(ws);
+        assert_eq!(received.recv_timeout(Duration::from_secs(30)).unwrap(), request_frame(18, 3));
+    }
+}
+
+#[test]
+fn bridge_closes_on_produce_unless_told_to_forward_everything() {
+    let (broker, received) = recording_broker();
+    let bridge = Running::spawn(&["bridge", "--listen", "127.0.0.1:0", "--to", &broker], &[]);
+    let url = bridge_url(&bridge.line());
+    let (_, _, mut ws) = upgrade(&url, None);
+    send_binary(&mut ws, &[request_frame(18, 3), request_frame(0, 9)].concat());
+    let (opcode, payload) = read_frame(&mut ws);
+    assert_eq!(opcode, 8, "a close frame");
+    assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), 1008, "policy violation");
+    assert_eq!(&payload[2..], b"Kafka request Produce (0) v9 is not forwarded");
+    assert_eq!(received.recv_timeout(Duration::from_secs(30)).unwrap(), b"", "nothing reached the broker");
+    let log = bridge.stderr_line();
+    assert!(log.contains("Kafka request Produce (0) v9 is not forwarded"), "{log}");
+
+    let all = Running::spawn(&["bridge", "--listen", "127.0.0.1:0", "--to", &broker, "--forward-all-apis"], &[]);
+    let url = bridge_url(&all.line());
+    assert!(all.line().ends_with("forwarding every request"));
+    let (_, _, mut ws) = upgrade(&url, None);
+    send_binary(&mut ws, &request_frame(0, 9));
+    drop(ws);
+    assert_eq!(received.recv_timeout(Duration::from_secs(30)).unwrap(), request_frame(0, 9));
+}
+
+#[test]
+fn bridge_token_is_required_and_only_shown_in_the_url_to_open() {
+    let (broker, _received) = recording_broker();
+    let bridge = Running::spawn(
+        &["bridge", "--listen", "127.0.0.1:0", "--to", &broker, "--generate-token", "--allow-origin", "http://h:1"],
+        &[],
+    );
+    let lines = bridge.until("connect to ");
+    let url = bridge_url(&lines[0]);
+    assert!(lines[1].contains(", with the token;"), "{lines:?}");
+    let with_token = lines.last().unwrap().strip_prefix("connect to ").unwrap().to_owned();
+    let token = with_token.strip_prefix(&format!("{url}/?token=")).expect(&with_token).to_owned();
+    assert_eq!(token.len(), 43);
+    assert!(lines[..lines.len() - 1].iter().all(|l| !l.contains(&token)), "{lines:?}");
+    for (target, why) in [(url.clone(), "had none"), (format!("{url}/?token=wrong-token-0123456789"), "is wrong")] {
+        let (status, text, _) = upgrade(&target, Some("http://h:1"));
+        assert_eq!(status, 401, "{text}");
+        assert!(text.contains(why) && !text.contains(&token), "{text}");
+        let log = bridge.stderr_line();
+        assert!(log.contains("(HTTP 401)") && !log.contains(&token), "{log}");
+    }
+    assert_eq!(upgrade(&with_token, Some("http://h:1")).0, 101);
+
+    // From a file; a short token is refused without being echoed.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bridge-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("token");
+    std::fs::write(&file, "from-a-file-0123456789\n").unwrap();
+    let from_file = Running::spawn(
+        &["bridge", "--listen", "127.0.0.1:0", "--to", &broker, "--token-file", file.to_str().unwrap()],
+        &[],
+    );
+    let url = bridge_url(&from_file.line());
+    assert_eq!(upgrade(&format!("{url}/?token=from-a-file-0123456789"), None).0, 101);
+    assert_eq!(upgrade(&url, None).0, 401);
+    let out = stagger().args(["bridge", "--to", &broker, "--token", "hunter2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a token must have 16 to 256 characters") && !err.contains("hunter2"), "{err}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bridge_warns_when_listening_beyond_loopback_and_refuses_bad_origins() {
+    let (broker, _received) = recording_broker();
+    let bridge = Running::spawn(&["bridge", "--listen", "0.0.0.0:0", "--to", &broker], &[]);
+    let warning = bridge.stderr_line();
+    assert!(warning.starts_with("warning: 0.0.0.0:0 is reachable from other machines"), "{warning}");
+    assert!(warning.contains("without a token"), "{warning}");
+    drop(bridge);
+    let out = stagger().args(["bridge", "--to", &broker, "--allow-origin", "127.0.0.1:8080"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not an origin: expected scheme://host[:port]"), "{err}");
+}
+
+#[test]
+fn demo_web_bridges_allow_exactly_the_origin_of_the_page_they_serve() {
+    let dist = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("demo-web-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(dist.join("index.html"), "<!doctype html>").unwrap();
+    let demo = Running::spawn(
+        &["demo", "--web", "--port", "0", "--brokers", "2", "--hung", "0", "--down", "0"],
+        &[("STAGGER_WEB_DIST", &dist)],
+    );
+    let lines = demo.until("serving until Ctrl-C");
+    let web = lines.iter().find_map(|l| l.strip_prefix("web demo: ")).expect("the page's URL");
+    let origin = web.split("/?").next().unwrap();
+    assert!(origin.starts_with("http://127.0.0.1:"), "{web}");
+    let access = lines.iter().find(|l| l.starts_with("bridges accepting")).unwrap();
+    assert_eq!(
+        access,
+        &format!("bridges accepting pages of {origin} and clients without Origin; forwarding metadata requests only")
+    );
+    let ws = lines.iter().find_map(|l| l.strip_prefix("bootstrap (WebSocket):")).unwrap().trim().to_owned();
+    for url in ws.split(',') {
+        assert_eq!(upgrade(url, Some(origin)).0, 101, "{url}");
+        assert_eq!(upgrade(url, Some(&origin.replace("127.0.0.1", "localhost"))).0, 403, "{url}");
+        assert_eq!(upgrade(url, Some("https://evil.example")).0, 403, "{url}");
+    }
+    drop(demo);
+    std::fs::remove_dir_all(dist).ok();
+}
