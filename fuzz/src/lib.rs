@@ -36,7 +36,12 @@ pub fn config(selector: u8) -> ExchangeConfig {
 /// Applies `ops` to a fresh exchange, then hangs up; panics (a fuzz finding) if the call
 /// protocol is broken. Returns the number of bytes fed.
 pub fn drive(config: &ExchangeConfig, ops: &[Op]) -> usize {
-    let mut exchange = Exchange::new(config);
+    drive_exchange(Exchange::new(config), ops)
+}
+
+/// [`drive`] for an exchange the caller made (with an identity, a SCRAM nonce). Every
+/// failure must say what went wrong (a non-empty detail).
+pub fn drive_exchange(mut exchange: Exchange, ops: &[Op]) -> usize {
     let mut outcomes = 0;
     let mut fed = 0;
     for op in ops {
@@ -59,9 +64,12 @@ pub fn drive(config: &ExchangeConfig, ops: &[Op]) -> usize {
             }
             Op::Outcome => {
                 let finished = exchange.is_finished();
-                if exchange.poll_outcome().is_some() {
+                if let Some(outcome) = exchange.poll_outcome() {
                     assert!(finished, "no outcome before the exchange is finished");
                     outcomes += 1;
+                    if let Err(e) = outcome {
+                        assert!(!e.detail.is_empty(), "an error that does not say why: {e:?}");
+                    }
                 }
             }
         }
@@ -80,14 +88,15 @@ pub fn drive(config: &ExchangeConfig, ops: &[Op]) -> usize {
 /// set `STAGGER_FUZZ_STRICT=1` to allow only 2×, the receive buffer's growth) — plus a fixed
 /// allowance for the requests and error texts every exchange makes.
 pub fn drive_and_check(config: &ExchangeConfig, ops: &[Op]) {
-    let (fed, largest) = wire::largest_allocation(|| drive(config, ops));
+    drive_exchange_and_check(|| Exchange::new(config), config.max_frame_size, ops);
+}
+
+/// [`drive_and_check`] for an exchange `make` builds, whose maximum frame size is `max_frame`.
+pub fn drive_exchange_and_check(make: impl FnOnce() -> Exchange, max_frame: usize, ops: &[Op]) {
+    let (fed, largest) = wire::largest_allocation(|| drive_exchange(make(), ops));
     let amplification = if std::env::var_os("STAGGER_FUZZ_STRICT").is_some() { 2 } else { 16 };
-    let budget = config.max_frame_size.max(amplification * fed) + 4096;
-    assert!(
-        largest <= budget,
-        "one allocation of {largest} B; budget {budget} B ({fed} B fed, max frame {})",
-        config.max_frame_size
-    );
+    let budget = max_frame.max(amplification * fed) + 4096;
+    assert!(largest <= budget, "one allocation of {largest} B; budget {budget} B ({fed} B fed, max frame {max_frame})");
 }
 
 /// Splits `stream` at `cuts` (modulo its length) into byte ops.

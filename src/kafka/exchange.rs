@@ -26,7 +26,7 @@ use super::decode::{
 };
 use super::frame::{encode_frame, FrameDecoder};
 use super::sasl::{Conversation, Nonce};
-use super::{api_versions_v5, ExchangeConfig};
+use super::{api_versions_v5, excerpt, ExchangeConfig};
 use crate::brokers::BrokerIdentity;
 use crate::error::{AttemptError, ErrorKind};
 use crate::metadata::Metadata;
@@ -68,7 +68,7 @@ pub struct Exchange {
     /// Correlation id of the next request.
     next_correlation_id: i32,
     /// An encoded request not yet taken by the caller.
-    transmit: Option<Bytes>,
+    transmit: Option<Outgoing>,
     /// Metadata version agreed with the broker, once known.
     metadata_version: Option<i16>,
     /// Which cluster and node the caller expects this broker to be, if it knows (a complete
@@ -86,6 +86,17 @@ pub struct Exchange {
     sasl: Option<Conversation>,
     /// The SaslAuthenticate version both sides speak, once ApiVersions said.
     sasl_authenticate_version: i16,
+}
+
+/// An encoded request waiting for the caller. Its `Debug` shows the length only: the bytes
+/// of a `SaslAuthenticate` request are credentials (PLAIN's password, OAUTHBEARER's token,
+/// SCRAM's proof), and an `Exchange` or `KafkaAttempt` may well be debug-printed.
+struct Outgoing(Bytes);
+
+impl core::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "<{} bytes>", self.0.len())
+    }
 }
 
 /// A request sent (or ready to send) whose response has not arrived yet.
@@ -162,7 +173,7 @@ impl Exchange {
     /// and one after each response that calls for another request; nothing once finished.
     #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Bytes> {
-        self.transmit.take()
+        self.transmit.take().map(|outgoing| outgoing.0)
     }
 
     /// Feed received bytes; any split (one byte at a time, many frames at once) works.
@@ -295,7 +306,8 @@ impl Exchange {
                     Some(expected) => format!(
                         "this address no longer belongs to cluster {} as node {}: the broker answered \
                          REBOOTSTRAP_REQUIRED to ApiVersions v{version} (KIP-1242); rebootstrap from the seeds",
-                        expected.cluster_id, expected.node_id
+                        excerpt(&expected.cluster_id),
+                        expected.node_id
                     ),
                     None => format!(
                         "the broker answered REBOOTSTRAP_REQUIRED to ApiVersions v{version}: this address no \
@@ -324,10 +336,11 @@ impl Exchange {
         } else {
             "checked by the client because the broker predates KIP-1242"
         };
+        let (expected_id, answered) = (excerpt(&expected.cluster_id), excerpt(answered));
         let detail = format!(
-            "this address no longer belongs to cluster {} as node {}: the broker answered Metadata for cluster \
-             {answered} while cluster {} was expected ({checked}); rebootstrap from the seeds",
-            expected.cluster_id, expected.node_id, expected.cluster_id
+            "this address no longer belongs to cluster {expected_id} as node {}: the broker answered Metadata for \
+             cluster {answered} while cluster {expected_id} was expected ({checked}); rebootstrap from the seeds",
+            expected.node_id
         );
         Err(AttemptError::with_detail(ErrorKind::BrokerError(REBOOTSTRAP_REQUIRED), detail))
     }
@@ -385,6 +398,9 @@ impl Exchange {
     /// Encodes `body` behind the request header its version calls for and queues the frame.
     fn send<R: Encodable + HeaderVersion>(&mut self, key: ApiKey, version: i16, body: &R, awaiting: Awaiting) {
         self.send_with(key, version, R::header_version(version), awaiting, |buf| {
+            // Room for the body at once: grown as it is written, the buffer could end up twice
+            // the size of a body that carries a broker's text back (SCRAM's nonce).
+            buf.reserve(body.compute_size(version).unwrap_or(0));
             body.encode(buf, version).map_err(|e| format!("{e:#}"))
         });
     }
@@ -412,7 +428,7 @@ impl Exchange {
         });
         match frame {
             Ok(frame) => {
-                self.transmit = Some(frame);
+                self.transmit = Some(Outgoing(frame));
                 self.in_flight = Some(InFlight { correlation_id, awaiting });
             }
             Err(e) => self.finish(Err(protocol_error(format!("cannot encode the {key:?} v{version} request: {e}")))),

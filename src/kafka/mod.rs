@@ -29,6 +29,7 @@
 //! [`Metadata`]: crate::Metadata
 //! [`AttemptError`]: crate::AttemptError
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -44,6 +45,34 @@ pub mod validate;
 
 pub use attempt::KafkaAttempt;
 pub use exchange::Exchange;
+
+/// The most bytes of a broker's own text (a SCRAM attribute, an error message, a cluster id)
+/// that an error quotes: enough to recognise what it said, and no more, so that no error
+/// costs more memory than the frame that carried the text — quoting control characters with
+/// `{:?}` takes up to 6 bytes for each, decoding bad UTF-8 lossily 3, and `format!` may
+/// reserve twice what it writes.
+const QUOTED: usize = 256;
+
+/// At most [`QUOTED`] bytes of `text`, cut at a character boundary, `…` marking a cut.
+pub(crate) fn excerpt(text: &str) -> Cow<'_, str> {
+    if text.len() <= QUOTED {
+        return Cow::Borrowed(text);
+    }
+    let mut end = QUOTED;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(alloc::format!("{}…", &text[..end]))
+}
+
+/// [`excerpt`] of bytes meant to be UTF-8 (what is not becomes U+FFFD).
+pub(crate) fn excerpt_lossy(bytes: &[u8]) -> String {
+    let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTED)]).into_owned();
+    if bytes.len() > QUOTED {
+        text.push('…');
+    }
+    text
+}
 
 /// Largest response frame accepted by default: 100 MiB, Kafka's own `socket.request.max.bytes`.
 ///

@@ -10,12 +10,19 @@
 //!
 //! The parsing and the meaning of each key are `stagger_tokio::properties`'; this module
 //! only finds the files and turns flags into the same properties, so one set of rules
-//! (and one set of error messages) covers all four layers.
+//! (and one set of error messages) covers all four layers. It hands a file over one logical
+//! line at a time, so that every warning and error names the line (`FILE:LINE: key …`).
+//!
+//! Secrets at rest: a file that holds a password, a token or another secret (a `-F` file,
+//! the default one, the `--sasl-password-file`, an OAUTHBEARER token file) gets a warning on
+//! stderr when its group or others can read it, as ssh warns of a readable private key
+//! (Unix only).
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use stagger_tokio::properties::{ClientProperties, ClientSettings, SecurityProtocol};
+use stagger::kafka::sasl::Sasl;
+use stagger_tokio::properties::{ClientProperties, ClientSettings, SecurityProtocol, SECRET_KEYS};
 
 use crate::policy::PolicyArgs;
 
@@ -65,24 +72,35 @@ pub struct ConnectionArgs {
 }
 
 impl ConnectionArgs {
-    /// Reads every layer, prints a warning line on stderr for each unknown key, and resolves
-    /// the result. Errors are one paragraph naming the key and the value (never a secret).
+    /// Reads every layer, prints a warning line on stderr for each file holding a secret that
+    /// others can read and for each unknown key, and resolves the result. Errors are one
+    /// paragraph naming the key and the value (never a secret), and for a file the line.
     pub fn resolve(&self) -> Result<ClientSettings, String> {
         let mut properties = ClientProperties::default();
+        let mut exposed = Vec::new();
         if let Some(path) = config_file()? {
-            properties.add_file(&path).map_err(|e| e.to_string())?;
+            add_file(&mut properties, &path, &mut exposed)?;
         }
         for file in &self.files {
-            properties.add_file(file).map_err(|e| format!("-F: {e}"))?;
+            add_file(&mut properties, file, &mut exposed).map_err(|e| format!("-F: {e}"))?;
         }
         for pair in &self.properties {
             properties.set_pair(pair).map_err(|e| e.to_string())?;
         }
-        self.apply_flags(&mut properties)?;
+        self.apply_flags(&mut properties, &mut exposed)?;
+        let resolved = properties.resolve();
+        if let (Ok(ClientSettings { sasl: Some(Sasl::OAuthBearer { .. }), .. }), Some(path)) =
+            (&resolved, properties.get("sasl.oauthbearer.token.file"))
+        {
+            exposed.extend(exposed_secret(Path::new(path), "a token (sasl.oauthbearer.token.file)"));
+        }
+        for warning in &exposed {
+            eprintln!("stagger: warning: {warning}");
+        }
         for warning in properties.warnings() {
             eprintln!("stagger: warning: {warning}");
         }
-        let mut settings = properties.resolve().map_err(|e| e.to_string())?;
+        let mut settings = resolved.map_err(|e| e.to_string())?;
         if settings.seeds.is_empty() {
             return Err("no brokers: give -b HOST:PORT,… or set bootstrap.servers (with -X, -F FILE, \
                         $STAGGER_CONFIG or ~/.config/stagger/stagger.conf)"
@@ -96,7 +114,7 @@ impl ConnectionArgs {
 
     /// The flags as properties, set last so they win; a TLS or SASL flag upgrades whatever
     /// protocol the files gave rather than replacing it (`--tls` on SASL_PLAINTEXT is SASL_SSL).
-    fn apply_flags(&self, properties: &mut ClientProperties) -> Result<(), String> {
+    fn apply_flags(&self, properties: &mut ClientProperties, exposed: &mut Vec<String>) -> Result<(), String> {
         if !self.brokers.is_empty() {
             properties.set_from("-b", "bootstrap.servers", &self.brokers.join(","));
         }
@@ -113,8 +131,10 @@ impl ConnectionArgs {
             properties.set_from("--sasl-username", "sasl.username", user);
         }
         if let Some(path) = &self.sasl_password_file {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--sasl-password-file: could not read {}: {e}", path.display()))?;
+            let text = read_small(path)
+                .and_then(|bytes| String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display())))
+                .map_err(|e| format!("--sasl-password-file: {e}"))?;
+            exposed.extend(exposed_secret(path, "a password (--sasl-password-file)"));
             let password = text.strip_suffix('\n').map_or(text.as_str(), |t| t.strip_suffix('\r').unwrap_or(t));
             properties.set_from("--sasl-password-file", "sasl.password", password);
         }
@@ -176,4 +196,140 @@ fn config_file() -> Result<Option<PathBuf>, String> {
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".config")));
     Ok(base.map(|b| b.join("stagger").join("stagger.conf")).filter(|p| p.is_file()))
+}
+
+/// Reads a client properties file and layers it over `properties`, one logical line at a
+/// time with `FILE:LINE` as its source, so that every warning and error names the line; a
+/// file holding a secret that others can read adds a warning to `exposed`.
+fn add_file(properties: &mut ClientProperties, path: &Path, exposed: &mut Vec<String>) -> Result<(), String> {
+    let bytes = read_small(path)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        format!(
+            "{}:{line}: not UTF-8 (byte {at} of the file): a client properties file must be UTF-8 text",
+            path.display()
+        )
+    })?;
+    let mut secret = None;
+    for (line, chunk) in logical_lines(&text) {
+        properties.add_file_text(chunk, &format!("{}:{line}", path.display()));
+        if secret.is_none() {
+            secret = secret_in(chunk).map(|(what, key)| format!("{what} ({key} on line {line})"));
+        }
+    }
+    if let Some(what) = secret {
+        exposed.extend(exposed_secret(path, &what));
+    }
+    Ok(())
+}
+
+/// The most a client properties file or a password file may hold: a few lines are typical;
+/// this keeps `-F /dev/zero` (or a file named by mistake) from reading without end.
+const MAX_FILE: u64 = 1024 * 1024;
+
+/// A file's bytes, refused past [`MAX_FILE`]; errors name the file.
+fn read_small(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    match bytes.len() as u64 > MAX_FILE {
+        true => Err(format!(
+            "{} is larger than {} KiB, which no client file is: is it the right file?",
+            path.display(),
+            MAX_FILE / 1024
+        )),
+        false => Ok(bytes),
+    }
+}
+
+/// The logical lines of a properties file, with the number of the line each starts on, as
+/// `ClientProperties::add_file_text` reads them: blank and comment (`#`, `!`) lines left
+/// out, and a line ending in an odd number of backslashes joined with the next. Each is the
+/// file's own text (its physical lines, line ends and all), for `add_file_text` to read.
+fn logical_lines(text: &str) -> Vec<(usize, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // Physical lines with their start offsets, their ends stripped as `str::lines` does.
+    let mut physical = Vec::new();
+    let mut at = 0;
+    for raw in text.split_inclusive('\n') {
+        let line = raw.strip_suffix('\n').map_or(raw, |l| l.strip_suffix('\r').unwrap_or(l));
+        physical.push((at, line));
+        at += raw.len();
+    }
+    let continues = |line: &str| (line.len() - line.trim_end_matches('\\').len()) % 2 == 1;
+    let mut logical = Vec::new();
+    let mut i = 0;
+    while i < physical.len() {
+        let (start, line) = physical[i];
+        let first = i;
+        i += 1;
+        let head = line.trim_start();
+        if head.is_empty() || head.starts_with('#') || head.starts_with('!') {
+            continue;
+        }
+        let mut last = line;
+        while continues(last) && i < physical.len() {
+            last = physical[i].1;
+            i += 1;
+        }
+        let end = physical.get(i).map_or(text.len(), |&(next, _)| next);
+        logical.push((first + 1, &text[start..end]));
+    }
+    logical
+}
+
+/// Whether a logical line (as [`logical_lines`] gives it) sets a secret: `(what, key)`, e.g.
+/// `("a password", "sasl.password")`. Secrets are the keys whose values this client keeps
+/// secret (a `sasl.jaas.config` when it has a password), and any other key of the Kafka
+/// clients' that holds one (`ssl.keystore.password`, `…client.secret`, the schema registry's
+/// `basic.auth.user.info`); an empty value is no secret.
+fn secret_in(chunk: &str) -> Option<(&'static str, String)> {
+    let mut line = String::new();
+    for next in chunk.lines() {
+        line.push_str(next.trim_start());
+        if (line.len() - line.trim_end_matches('\\').len()) % 2 == 0 {
+            break;
+        }
+        line.pop();
+    }
+    // Java's key terminator: the first `=`, `:` or whitespace.
+    let end = line.find(|c: char| c == '=' || c == ':' || c.is_whitespace()).unwrap_or(line.len());
+    let (key, rest) = line.split_at(end);
+    let rest = rest.trim_start();
+    let value = rest.strip_prefix(['=', ':']).unwrap_or(rest).trim();
+    if value.is_empty() {
+        return None;
+    }
+    let what = match key {
+        "sasl.jaas.config" if !value.to_ascii_lowercase().contains("password") => return None,
+        "sasl.oauthbearer.token" => "a token",
+        "basic.auth.user.info" => "a password",
+        _ if SECRET_KEYS.contains(&key) || key.ends_with(".password") => "a password",
+        _ if key.ends_with(".secret") => "a secret",
+        _ => return None,
+    };
+    Some((what, key.to_string()))
+}
+
+/// The warning for `path`, which holds `what`, when its group or others may read it.
+#[cfg(unix)]
+fn exposed_secret(path: &Path, what: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o7777;
+    let by = match (mode & 0o040 != 0, mode & 0o004 != 0) {
+        (_, true) => "others",
+        (true, false) => "its group",
+        (false, false) => return None,
+    };
+    let path = path.display();
+    Some(format!("{path} holds {what} and is readable by {by} (mode {mode:04o}); chmod 600 {path}"))
+}
+
+/// File modes say nothing of who may read a file here.
+#[cfg(not(unix))]
+fn exposed_secret(_path: &Path, _what: &str) -> Option<String> {
+    None
 }

@@ -35,6 +35,17 @@ impl Scratch {
         path
     }
 
+    /// [`Scratch::file`] with these permission bits, whatever the umask.
+    #[cfg(unix)]
+    fn file_with_mode(&self, name: &str, content: impl AsRef<[u8]>, mode: u32) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.0.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
     /// `stagger metadata` with one pass, a short deadline and this directory as its world.
     fn metadata(&self) -> Command {
         let mut cmd = Command::cargo_bin("stagger").unwrap();
@@ -231,17 +242,20 @@ fn flags_beat_x_which_beats_f_files_in_order_which_beat_the_default_file() {
 }
 
 #[test]
-fn unknown_keys_are_one_warning_line_each_on_stderr() {
+#[cfg(unix)]
+fn unknown_keys_are_one_warning_line_each_on_stderr_naming_the_line() {
     let s = Scratch::new("unknown");
-    let file = s.file("client.properties", "group.id=g\nssl.keystore.password=keystore-pass\n");
+    let text = "group.id=g\n# a comment\n\nssl.keystore.password=keystore-pass\ngroup.id=again\n";
+    let file = s.file_with_mode("client.properties", text, 0o600);
     let (_, _, err) = run(s.metadata().args(["-b", &closed_port(), "-X", "foo=1", "-F"]).arg(&file));
     let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("stagger: warning: ")).collect();
     let f = file.display();
     assert_eq!(
         warnings,
         [
-            format!("stagger: warning: {f}: unknown key \"group.id\" (ignored)"),
-            format!("stagger: warning: {f}: unknown key \"ssl.keystore.password\" (ignored)"),
+            format!("stagger: warning: {f}:1: unknown key \"group.id\" (ignored)"),
+            format!("stagger: warning: {f}:4: unknown key \"ssl.keystore.password\" (ignored)"),
+            format!("stagger: warning: {f}:5: unknown key \"group.id\" (ignored)"),
             "stagger: warning: -X: unknown key \"foo\" (ignored)".to_string(),
         ],
         "{err}"
@@ -258,7 +272,7 @@ fn a_bad_value_is_a_usage_error_naming_the_key_and_the_value() {
         (vec!["-X".into(), "security.protocol=TLS".into()], r#"-X: security.protocol = "TLS": expected"#.into()),
         (
             vec!["-F".into(), file.display().to_string()],
-            format!(r#"{}: socket.connection.setup.timeout.ms = "soon""#, file.display()),
+            format!(r#"{}:1: socket.connection.setup.timeout.ms = "soon""#, file.display()),
         ),
         (vec!["-F".into(), missing.display().to_string()], format!("could not read {}", missing.display())),
         (
@@ -363,4 +377,433 @@ fn cert_and_key_reach_the_tls_setup_from_flags_and_from_files() {
     let (code, _, err) = run(s.metadata().args(["-b", "h:1", "--cert", &missing("c.pem")]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("set ssl.key.location too"), "{err}");
+}
+
+// ---- line numbers, hostile files, secrets at rest ------------------------------------------------
+
+/// The first error line of a run's stderr.
+fn error_line(err: &str) -> &str {
+    err.lines().find(|l| l.starts_with("error: ")).unwrap_or("")
+}
+
+#[test]
+fn a_bad_value_in_a_file_names_the_file_the_line_and_the_key() {
+    let s = Scratch::new("lines");
+    let cases: [(&str, &[u8], &str); 6] = [
+        (
+            "comments and blank lines count",
+            b"bootstrap.servers=h:1\n\n! bang comment\nsocket.connection.setup.timeout.ms : soon\n",
+            r#":4: socket.connection.setup.timeout.ms = "soon": expected milliseconds"#,
+        ),
+        (
+            "a continued line is named by its first line",
+            b"# kcat\nsasl.mechanism = \\\n   GSSAPI\nsecurity.protocol=SASL_SSL\r\n",
+            r#":2: sasl.mechanism = "GSSAPI": GSSAPI (Kerberos) is not supported"#,
+        ),
+        (
+            "a byte-order mark and CRLF",
+            "\u{feff}security.protocol=TLS\r\n".as_bytes(),
+            r#":1: security.protocol = "TLS""#,
+        ),
+        (
+            "the later of two settings",
+            b"security.protocol=SSL\nsecurity.protocol=bogus\n",
+            r#":2: security.protocol = "bogus""#,
+        ),
+        (
+            "a secret's line, not its value",
+            b"security.protocol=SSL\nssl.key.password=pw-0f-the-key\n",
+            ":2: ssl.key.password: encrypted private keys are not supported",
+        ),
+        ("text that is not UTF-8", b"client.id=a\nclient.id=\xff\xfe\n", ":2: not UTF-8 (byte 22 of the file)"),
+    ];
+    for (what, content, needle) in cases {
+        let file = s.0.join("client.properties");
+        std::fs::write(&file, content).unwrap();
+        let (code, _, err) = run(s.metadata().args(["-b", "h:1", "-F"]).arg(&file));
+        assert_eq!(code, Some(2), "{what}: {err}");
+        let expected = format!("{}{needle}", file.display());
+        assert!(error_line(&err).contains(&expected), "{what}: expected {expected:?} in\n{err}");
+        assert!(!err.contains("pw-0f-the-key") && !err.contains("panicked"), "{what}: {err}");
+    }
+}
+
+/// A small xorshift generator: the cases below are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+/// Put where a secret goes, and only there: an error or a `Debug` showing it leaks one.
+const MARKER: &str = "Zq9-marker-Secret";
+
+/// Every key the parser knows, some it does not, and near misses.
+const KEYS: [&str; 26] = [
+    "bootstrap.servers",
+    "metadata.broker.list",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.mechanisms",
+    "sasl.username",
+    "sasl.password",
+    "sasl.jaas.config",
+    "sasl.oauthbearer.token",
+    "sasl.oauthbearer.token.file",
+    "ssl.ca.location",
+    "ssl.truststore.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+    "socket.connection.setup.timeout.ms",
+    "client.id",
+    "ssl.keystore.password",
+    "group.id",
+    "acks",
+    "SASL.PASSWORD",
+    "sasl.password ",
+    "bootstrap.servers\\",
+    "é",
+    "",
+];
+
+const SECRET: [&str; 4] = ["sasl.password", "sasl.jaas.config", "ssl.key.password", "sasl.oauthbearer.token"];
+
+const VALUES: [&str; 30] = [
+    "",
+    "SASL_SSL",
+    "sasl_plaintext",
+    "PLAINTEXT",
+    "SSL",
+    "TLS",
+    "PLAIN",
+    "scram-sha-512",
+    "SCRAM-SHA-256",
+    "OAUTHBEARER",
+    "GSSAPI",
+    "10000",
+    "0",
+    "-1",
+    "99999999999",
+    "soon",
+    "h:1,h:2",
+    ",",
+    "SASL_SSL://h:1",
+    "[::1]:9092",
+    "probe",
+    "/x/ca.jks",
+    "/x/ca.pem",
+    "https",
+    "none",
+    "u",
+    "é\u{0}\u{7f}",
+    "\\",
+    "a\\tb",
+    "=:",
+];
+
+/// Values for the secret keys, all holding the marker, JAAS lines good and broken among them.
+fn secret_value(rng: &mut Rng) -> String {
+    let jaas = ["x.PlainLoginModule required", "x.ScramLoginModule", "", "x required username=\"u\""];
+    match rng.below(6) {
+        0 => MARKER.to_string(),
+        1 => format!("{} username=\"u\" password=\"{MARKER}\";", rng.pick(&jaas)),
+        2 => format!("{} password=\"{MARKER}", rng.pick(&jaas)),
+        3 => format!("{} password={MARKER} ; extra", rng.pick(&jaas)),
+        4 => format!("x required password=\"{MARKER}\\\"\";"),
+        _ => format!("  {MARKER}  "),
+    }
+}
+
+/// A client properties file of the kind people write, and of the kind nobody should.
+fn random_file(rng: &mut Rng) -> String {
+    let mut text = String::new();
+    if rng.below(10) == 0 {
+        text.push('\u{feff}');
+    }
+    for _ in 0..rng.below(14) {
+        match rng.below(10) {
+            0 => text.push_str(rng.pick(&["# comment", "! bang", "  # indented", "#"])),
+            1 => text.push_str(rng.pick(&["", "   ", "\t"])),
+            2 => {
+                let junk = ["\\", "=", ":", " ", "\t", "\"", ";", "é", "\u{0}", "\u{feff}", "\r", "k", "v", "1"];
+                for _ in 0..rng.below(12) {
+                    text.push_str(rng.pick(&junk));
+                }
+            }
+            _ => {
+                let key = rng.pick(&KEYS);
+                text.push_str(rng.pick(&["", " ", "\t"]));
+                text.push_str(key);
+                text.push_str(rng.pick(&["=", " = ", ":", " : ", " ", "\t=", "=="]));
+                match SECRET.contains(&key) {
+                    true => text.push_str(&secret_value(rng)),
+                    false => text.push_str(rng.pick(&VALUES)),
+                }
+            }
+        }
+        text.push_str(rng.pick(&["\n", "\n", "\n", "\r\n", "\\\n", "\\\\\n", "\\\r\n"]));
+    }
+    text
+}
+
+/// Whether `text` can put the marker where a secret is not: a continuation or a lost
+/// separator can make it part of another key's value, or of a key.
+fn marker_may_leak_legitimately(properties: &stagger_tokio::properties::ClientProperties) -> bool {
+    KEYS.iter().any(|k| properties.get(k).is_some_and(|v| v.contains(MARKER)))
+        || properties.warnings().iter().any(|w| w.key.contains(MARKER))
+}
+
+/// The parser behind `-F`, `-X` and the default file, on thousands of generated files (and
+/// `-X` pairs): it never panics, every error is a sentence naming the key at fault (or the
+/// key to set), and no error and no `Debug` of the properties, the settings or the error
+/// shows a secret.
+#[test]
+fn the_properties_parser_takes_any_text_and_its_errors_name_a_key_and_no_secret() {
+    use stagger_tokio::properties::ClientProperties;
+    let mut rng = Rng(0x5eed_cafe_f00d);
+    let (mut errors, mut resolved, mut secrets_checked) = (0, 0, 0);
+    for case in 0..3000 {
+        let text = random_file(&mut rng);
+        let mut pairs: Vec<String> = Vec::new();
+        for _ in 0..rng.below(3) {
+            pairs.push(format!("{}={}", rng.pick(&KEYS), rng.pick(&VALUES)));
+        }
+        if rng.below(8) == 0 {
+            pairs.push(rng.pick(&VALUES).to_string()); // no `=`
+        }
+        let outcome = std::panic::catch_unwind(|| {
+            let mut properties = ClientProperties::parse_file_text(&text, "f.properties");
+            let pair_error = pairs.iter().find_map(|p| properties.set_pair(p).err());
+            // The token file is read by `resolve`: never let a generated path name a real file.
+            if properties.get("sasl.oauthbearer.token.file").is_some() {
+                properties.set("sasl.oauthbearer.token.file", "/nonexistent/stagger-test/token");
+            }
+            let resolved = properties.resolve();
+            (properties, pair_error, resolved)
+        });
+        let (properties, pair_error, result) = outcome.unwrap_or_else(|_| panic!("case {case}: a panic on {text:?}"));
+        let check_marker = !marker_may_leak_legitimately(&properties);
+        let mut shown = format!("{properties:?}");
+        for error in pair_error.iter().chain(result.as_ref().err()) {
+            errors += 1;
+            let message = error.to_string();
+            assert!(!message.trim().is_empty(), "case {case}: an empty error for {text:?}");
+            if let Some(key) = error.key() {
+                assert!(message.contains(key), "case {case}: {message:?} does not name {key:?}; {text:?}");
+            }
+            let names_a_key = KEYS[..18].iter().any(|k| message.contains(k)) || message.contains("-X");
+            assert!(names_a_key, "case {case}: {message:?} names no key; {text:?}");
+            shown += &format!("{message} {error:?}");
+        }
+        if let Ok(settings) = &result {
+            resolved += 1;
+            shown += &format!("{settings:?}");
+        }
+        if check_marker {
+            assert!(!shown.contains(MARKER), "case {case}: a secret is shown: {shown}\nfor {text:?}");
+            secrets_checked += usize::from(text.contains(MARKER));
+        }
+    }
+    // Every end is reached: not all errors, not all valid files, secrets in many of them.
+    assert!(errors > 300 && resolved > 300, "{errors} errors, {resolved} resolved");
+    assert!(secrets_checked > 1000, "only {secrets_checked} files with a secret were checked");
+}
+
+/// The key a warning or error names at `line` (1-based) of `text`, read as a properties
+/// parser reads the logical line that starts there.
+fn logical_key_at(text: &str, line: usize) -> String {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.lines().skip(line - 1);
+    let first = lines.next().unwrap_or_default();
+    let mut logical = first.strip_prefix('\u{feff}').unwrap_or(first).trim_start().to_string();
+    while (logical.len() - logical.trim_end_matches('\\').len()) % 2 == 1 {
+        logical.pop();
+        match lines.next() {
+            Some(next) => logical.push_str(next.trim_start()),
+            None => break,
+        }
+    }
+    let end = logical.find(|c: char| c == '=' || c == ':' || c.is_whitespace()).unwrap_or(logical.len());
+    logical[..end].to_string()
+}
+
+/// `stagger metadata -F FILE` on generated files, some of them not UTF-8: it never panics
+/// (exit 0, 1 or 2), and every warning and every error that names a line of the file names
+/// the line where the key it names is set.
+#[test]
+fn the_cli_reads_any_file_and_names_the_right_line() {
+    let s = Scratch::new("random-files");
+    let mut rng = Rng(0xf11e_5eed);
+    let mut named = 0;
+    for case in 0..24 {
+        let mut bytes = random_file(&mut rng).into_bytes();
+        if case % 6 == 5 {
+            let at = rng.below(bytes.len() + 1);
+            bytes.insert(at, 0xff);
+        }
+        let file = s.0.join(format!("random-{case}.properties"));
+        std::fs::write(&file, &bytes).unwrap();
+        let (code, _, err) = run(s.metadata().args(["-b", &closed_port(), "-F"]).arg(&file));
+        assert!(matches!(code, Some(0..=2)), "case {case}: exit {code:?}: {err}\n{bytes:?}");
+        assert!(!err.contains("panicked"), "case {case}: {err}");
+        let prefix = format!("{}:", file.display());
+        for line in err.lines() {
+            let Some(at) = line.find(&prefix) else { continue };
+            let rest = &line[at + prefix.len()..];
+            let (number, said) = rest.split_once(": ").expect("FILE:LINE: what");
+            let number: usize = number.parse().unwrap_or_else(|_| panic!("case {case}: no line number in {line:?}"));
+            named += 1;
+            let text = String::from_utf8_lossy(&bytes);
+            if let Some(byte) = said.strip_prefix("not UTF-8 (byte ").and_then(|r| r.split(' ').next()) {
+                let byte: usize = byte.parse().unwrap();
+                assert_eq!(bytes[byte], 0xff, "case {case}: {line}");
+                assert_eq!(number, 1 + bytes[..byte].iter().filter(|&&b| b == b'\n').count(), "case {case}: {line}");
+                continue;
+            }
+            let key = logical_key_at(&text, number);
+            let quoted = format!("unknown key {key:?} (ignored)");
+            let named_key =
+                said == quoted || said.starts_with(&format!("{key} = ")) || said.starts_with(&format!("{key}: "));
+            assert!(named_key, "case {case}: line {number} sets {key:?}, but the CLI says {line:?}\n{text:?}");
+        }
+    }
+    assert!(named > 20, "only {named} lines were named: the generator misses the point");
+}
+
+/// ssh's rule for private keys, for client files: one that holds a password, a token or a
+/// secret and that its group or others can read gets a warning naming the file, the key, its
+/// line and the mode, and how to fix it; 0600 and 0400, or no secret, get none.
+#[test]
+#[cfg(unix)]
+fn a_file_holding_a_secret_warns_when_others_can_read_it() {
+    let s = Scratch::new("modes");
+    let port = closed_port();
+    let warnings = |args: Vec<std::ffi::OsString>, env: Option<(&str, &PathBuf)>| {
+        let mut cmd = s.metadata();
+        cmd.args(["-b", &port]).args(args);
+        if let Some((key, value)) = env {
+            cmd.env(key, value);
+        }
+        let (code, out, err) = run(&mut cmd);
+        assert!(matches!(code, Some(1 | 2)), "{err}");
+        assert!(!out.contains(PASSWORD) && !err.contains(PASSWORD), "{err}");
+        err.lines().filter(|l| l.contains("holds a")).map(String::from).collect::<Vec<_>>()
+    };
+    let f = |path: &PathBuf| path.as_os_str().to_owned();
+    let password = format!("client.id=c\nsasl.password={PASSWORD}\n");
+    for (mode, by) in
+        [(0o644, Some("others")), (0o604, Some("others")), (0o640, Some("its group")), (0o600, None), (0o400, None)]
+    {
+        let file = s.file_with_mode(&format!("password-{mode:o}.properties"), &password, mode);
+        let expected: Vec<String> = by
+            .map(|by| {
+                let p = file.display();
+                format!("stagger: warning: {p} holds a password (sasl.password on line 2) and is readable by {by} (mode {mode:04o}); chmod 600 {p}")
+            })
+            .into_iter()
+            .collect();
+        assert_eq!(warnings(vec!["-F".into(), f(&file)], None), expected, "mode {mode:o}");
+    }
+    let readable = |name: &str, text: &str| s.file_with_mode(name, text, 0o644);
+    let cases: Vec<(PathBuf, Option<&str>)> = vec![
+        (readable("no-secret.properties", "client.id=c\nsasl.username=u\ngroup.id=g\n"), None),
+        (readable("empty-password.properties", "sasl.password=\nssl.key.password =\n"), None),
+        (readable("jaas-no-password.properties", "sasl.jaas.config=x.OAuthBearerLoginModule required;\n"), None),
+        (
+            readable("jaas.properties", &format!("# Java\nsasl.jaas.config=x.ScramLoginModule required \\\n  username=\"u\" password=\"{PASSWORD}\";\n")),
+            Some("a password (sasl.jaas.config on line 2)"),
+        ),
+        (readable("keystore.properties", "ssl.keystore.password=changeit\n"), Some("a password (ssl.keystore.password on line 1)")),
+        (readable("key.properties", &format!("ssl.key.password={PASSWORD}\n")), Some("a password (ssl.key.password on line 1)")),
+        (readable("token.properties", &format!("\n\nsasl.oauthbearer.token={PASSWORD}\n")), Some("a token (sasl.oauthbearer.token on line 3)")),
+        (
+            readable("client-secret.properties", "sasl.oauthbearer.client.credentials.client.secret=s3\n"),
+            Some("a secret (sasl.oauthbearer.client.credentials.client.secret on line 1)"),
+        ),
+    ];
+    for (file, what) in cases {
+        let expected: Vec<String> = what
+            .map(|what| {
+                let p = file.display();
+                format!("stagger: warning: {p} holds {what} and is readable by others (mode 0644); chmod 600 {p}")
+            })
+            .into_iter()
+            .collect();
+        assert_eq!(warnings(vec!["-F".into(), f(&file)], None), expected, "{}", file.display());
+    }
+    // The other files that hold secrets: the default file, $STAGGER_CONFIG, a password file.
+    let default = s.file_with_mode("xdg/stagger/stagger.conf", &password, 0o640);
+    let warned = warnings(vec![], None);
+    assert!(warned.len() == 1 && warned[0].contains(&format!("{} holds a password", default.display())), "{warned:?}");
+    std::fs::remove_file(&default).unwrap();
+    let named = s.file_with_mode("named.conf", &password, 0o644);
+    let warned = warnings(vec![], Some(("STAGGER_CONFIG", &named)));
+    assert!(warned.len() == 1 && warned[0].contains(&format!("{} holds a password", named.display())), "{warned:?}");
+    let password_file = s.file_with_mode("password", format!("{PASSWORD}\n"), 0o644);
+    let args = |file: &PathBuf| -> Vec<std::ffi::OsString> {
+        ["--sasl-mechanism", "PLAIN", "--sasl-username", "u", "--sasl-password-file"]
+            .map(Into::into)
+            .into_iter()
+            .chain([f(file)])
+            .collect()
+    };
+    let warned = warnings(args(&password_file), None);
+    let p = password_file.display();
+    assert_eq!(warned, [format!("stagger: warning: {p} holds a password (--sasl-password-file) and is readable by others (mode 0644); chmod 600 {p}")]);
+    let private = s.file_with_mode("private-password", format!("{PASSWORD}\n"), 0o600);
+    assert_eq!(warnings(args(&private), None), Vec::<String>::new());
+    // An OAUTHBEARER token file, once it is the token used.
+    let token = s.file_with_mode("token.jwt", "a.b.c\n", 0o644);
+    let oauth = s.file_with_mode(
+        "oauth.properties",
+        format!(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\nsasl.oauthbearer.token.file={}\n",
+            token.display()
+        ),
+        0o600,
+    );
+    let warned = warnings(vec!["-F".into(), f(&oauth)], None);
+    let t = token.display();
+    assert_eq!(warned, [format!("stagger: warning: {t} holds a token (sasl.oauthbearer.token.file) and is readable by others (mode 0644); chmod 600 {t}")]);
+}
+
+/// A file no client file could be — endless, huge, a directory — is refused at once,
+/// naming it, instead of being read without end.
+#[test]
+fn endless_huge_and_unreadable_files_are_refused_naming_them() {
+    let s = Scratch::new("huge");
+    let huge = s.file("huge.properties", &"group.id=g\n".repeat(200_000));
+    let dir = s.0.join("xdg");
+    let endless = PathBuf::from("/dev/zero");
+    for (path, says) in
+        [(&huge, "is larger than 1024 KiB"), (&endless, "is larger than 1024 KiB"), (&dir, "could not read")]
+    {
+        if !path.exists() {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let (code, _, err) = run(s.metadata().args(["-b", "h:1", "-F"]).arg(path));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(error_line(&err).contains(&format!("{}", path.display())) && err.contains(says), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+        let args = ["--sasl-mechanism", "PLAIN", "--sasl-username", "u", "--sasl-password-file"];
+        let (code, _, err) = run(s.metadata().args(["-b", "h:1"]).args(args).arg(path));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(error_line(&err).contains("--sasl-password-file") && err.contains(says), "{err}");
+    }
 }

@@ -59,6 +59,7 @@ impl Exchange {
             UNSUPPORTED_SASL_MECHANISM => {
                 let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
                 let enabled = if enabled.is_empty() { String::from("none") } else { enabled.join(", ") };
+                let enabled = crate::kafka::excerpt(&enabled);
                 Err(AttemptError::with_detail(
                     ErrorKind::BrokerError(UNSUPPORTED_SASL_MECHANISM),
                     format!("the broker does not enable {mechanism}; it enables: {enabled}"),

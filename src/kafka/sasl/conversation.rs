@@ -103,7 +103,7 @@ impl Conversation {
             State::Sent if matches!(self.sasl, Sasl::OAuthBearer { .. }) && !bytes.is_empty() => {
                 // RFC 7628: an error JSON, which the client acknowledges before the broker
                 // fails the authentication with its error code.
-                self.state = State::BearerRefused(String::from_utf8_lossy(bytes).into_owned());
+                self.state = State::BearerRefused(crate::kafka::excerpt_lossy(bytes));
                 Ok(Step::Send(alloc::vec![0x01]))
             }
             State::Sent => Ok(Step::Done),
@@ -128,6 +128,7 @@ impl Conversation {
 
     /// The broker answered a `SaslAuthenticate` with error `code` (and maybe a message).
     pub(in crate::kafka) fn refused(&mut self, code: i16, message: Option<&str>) -> AttemptError {
+        let message = message.map(crate::kafka::excerpt);
         let said = match (message, core::mem::replace(&mut self.state, State::Over)) {
             (Some(m), State::BearerRefused(json)) => format!(": {m} ({json})"),
             (None, State::BearerRefused(json)) => format!(": {json}"),

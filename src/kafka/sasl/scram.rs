@@ -17,6 +17,7 @@ use hmac::SimpleHmac;
 
 use super::ScramHash;
 use crate::error::{AttemptError, ErrorKind};
+use crate::kafka::excerpt;
 
 /// The most PBKDF2 iterations a broker may ask for: Kafka's own maximum for SCRAM
 /// credentials (16,384). A broker asking for more is broken or hostile, and each iteration
@@ -63,7 +64,10 @@ pub(super) fn client_final(
             Some(("s", value)) => salt = Some(value),
             Some(("i", value)) => iterations = Some(value),
             Some(_) => {} // an extension: ignored, as RFC 5802 asks
-            None => return Err(malformed(&format!("the server-first message has a bad attribute {attribute:?}"))),
+            None => {
+                let attribute = excerpt(attribute);
+                return Err(malformed(&format!("the server-first message has a bad attribute {attribute:?}")));
+            }
         }
     }
     let combined = combined.ok_or_else(|| malformed("the server-first message has no nonce (r=)"))?;
@@ -83,17 +87,22 @@ pub(super) fn client_final(
         Ok(n) if (1..=MAX_ITERATIONS).contains(&n) => n,
         _ => {
             return Err(malformed(&format!(
-                "the server asks for {iterations:?} iterations; this client accepts 1 to {MAX_ITERATIONS}"
+                "the server asks for {:?} iterations; this client accepts 1 to {MAX_ITERATIONS}",
+                excerpt(iterations)
             )))
         }
     };
     let without_proof = format!("c=biws,r={combined}");
-    let auth_message = format!("{},{text},{without_proof}", first.bare);
+    // RFC 5802's AuthMessage, `bare,server-first,without-proof`, is signed in parts: joined,
+    // it would hold the server's nonce twice, twice the frame it came in.
+    let auth_message = [first.bare.as_bytes(), b",", server_first, b",", without_proof.as_bytes()];
     let (proof, server_signature) = match hash {
         ScramHash::Sha256 => prove::<sha2::Sha256>(password, &salt, iterations, &auth_message),
         ScramHash::Sha512 => prove::<sha2::Sha512>(password, &salt, iterations, &auth_message),
     };
-    Ok(ClientFinal { message: format!("{without_proof},p={}", BASE64.encode(proof)), server_signature })
+    // Joined at its exact size (`format!` would reserve twice the broker's nonce).
+    let message = [without_proof.as_str(), ",p=", &BASE64.encode(proof)].concat();
+    Ok(ClientFinal { message, server_signature })
 }
 
 /// Checks the server's last message (`v=signature`, or `e=error`): a server that cannot sign
@@ -111,35 +120,40 @@ pub(super) fn verify_server_final(server_final: &[u8], expected: &[u8]) -> Resul
             Err(_) => Err(malformed("the server's signature is not base64")),
         },
         Some(("e", error)) => {
+            let error = excerpt(error);
             Err(AttemptError::with_detail(ErrorKind::Authentication, format!("the broker refused the proof: {error}")))
         }
         _ => Err(malformed("the server-final message has neither a signature (v=) nor an error (e=)")),
     }
 }
 
-/// RFC 5802's key derivation: the client proof and the server signature of `auth_message`.
+/// RFC 5802's key derivation: the client proof and the server signature of `auth_message`
+/// (the concatenation of its parts).
 fn prove<D: Digest + BlockSizeUser + Clone + Sync>(
     password: &str,
     salt: &[u8],
     iterations: u32,
-    auth_message: &str,
+    auth_message: &[&[u8]],
 ) -> (Vec<u8>, Vec<u8>) {
     let mut salted = alloc::vec![0u8; <D as Digest>::output_size()];
     // HMAC takes keys of every length, so PBKDF2 over it cannot fail.
     let _ = pbkdf2::pbkdf2::<SimpleHmac<D>>(password.as_bytes(), salt, iterations, &mut salted);
-    let client_key = hmac::<D>(&salted, b"Client Key");
+    let client_key = hmac::<D>(&salted, &[b"Client Key"]);
     let stored_key = D::digest(&client_key);
-    let client_signature = hmac::<D>(&stored_key, auth_message.as_bytes());
+    let client_signature = hmac::<D>(&stored_key, auth_message);
     let proof = client_key.iter().zip(&client_signature).map(|(k, s)| k ^ s).collect();
-    let server_key = hmac::<D>(&salted, b"Server Key");
-    (proof, hmac::<D>(&server_key, auth_message.as_bytes()))
+    let server_key = hmac::<D>(&salted, &[b"Server Key"]);
+    (proof, hmac::<D>(&server_key, auth_message))
 }
 
-fn hmac<D: Digest + BlockSizeUser + Clone>(key: &[u8], data: &[u8]) -> Vec<u8> {
+/// The HMAC of the concatenation of `data`.
+fn hmac<D: Digest + BlockSizeUser + Clone>(key: &[u8], data: &[&[u8]]) -> Vec<u8> {
     // `SimpleHmac` accepts any key length; the fallback (an empty MAC) is unreachable.
     match <SimpleHmac<D> as KeyInit>::new_from_slice(key) {
         Ok(mut mac) => {
-            Update::update(&mut mac, data);
+            for part in data {
+                Update::update(&mut mac, part);
+            }
             mac.finalize_fixed().to_vec()
         }
         Err(_) => Vec::new(),
