@@ -80,7 +80,7 @@ const MECHANISM_CHOICE: &str = "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEAR
 
 /// A key this module does not know, and where it was set: reported, then ignored, because
 /// real client files also carry producer, consumer and schema-registry settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct UnknownKey {
     /// The key as written (its value is not kept: it may be a credential).
     pub key: String,
@@ -164,6 +164,8 @@ impl Setting {
 pub struct ClientProperties {
     settings: BTreeMap<&'static str, Setting>,
     unknown: Vec<UnknownKey>,
+    /// The same keys, to report each once per source without a quadratic search.
+    seen: std::collections::HashSet<UnknownKey>,
     next: u64,
 }
 
@@ -225,7 +227,7 @@ impl ClientProperties {
     pub fn set_from(&mut self, source: &str, key: &str, value: &str) {
         let Some(&(_, canonical)) = KEYS.iter().find(|(written, _)| *written == key) else {
             let unknown = UnknownKey { key: key.to_string(), source: source.to_string() };
-            if !self.unknown.contains(&unknown) {
+            if self.seen.insert(unknown.clone()) {
                 self.unknown.push(unknown);
             }
             return;
