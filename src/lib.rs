@@ -186,3 +186,8 @@ pub use trace::{Divergence, Recorder, Trace, TraceEvent, TRACE_VERSION};
 pub mod test_util {
     pub use crate::brokers::numbered_seeds;
 }
+
+/// The README's code samples, compiled by `cargo test --doc` so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

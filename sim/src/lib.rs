@@ -311,3 +311,8 @@ impl core::fmt::Display for SimError {
         }
     }
 }
+
+/// The README's code samples, compiled by `cargo test --doc` so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -145,7 +145,7 @@ fn list(commands: &[(Instant, Cmd)], row: Instant) -> String {
 /// Whole milliseconds as `500 ms`, anything else as `2100 µs`.
 fn show(t: Instant) -> String {
     let us = t.as_micros();
-    if us % 1000 == 0 {
+    if us.is_multiple_of(1000) {
         format!("{} ms", us / 1000)
     } else {
         format!("{us} µs")

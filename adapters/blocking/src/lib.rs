@@ -64,3 +64,8 @@ pub use stagger;
 /// The exchange settings every attempt uses (client id, topics, maximum frame size).
 pub use stagger::kafka::sasl::TokenSource;
 pub use stagger::kafka::ExchangeConfig;
+
+/// The README's code samples, compiled by `cargo test --doc` so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

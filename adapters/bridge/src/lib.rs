@@ -774,3 +774,13 @@ async fn target_to_client(
         }
     }
 }
+
+/// The README's code samples, compiled by `cargo test --doc` so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// The browser adapter's README shows this crate too; its samples compile here.
+#[cfg(doctest)]
+#[doc = include_str!("../../browser/README.md")]
+pub struct BrowserReadmeDoctests;

@@ -135,7 +135,7 @@ struct BridgeArgs {
 #[derive(Args)]
 #[command(next_help_heading = "Bridge access")]
 struct BridgeAccessArgs {
-    /// Let web pages of ORIGIN (scheme://host[:port], e.g. http://127.0.0.1:8080) connect
+    /// Let web pages of ORIGIN (scheme://host or scheme://host:port, e.g. http://127.0.0.1:8080) connect
     /// (repeatable). No page may by default: a page of any other origin gets HTTP 403.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,

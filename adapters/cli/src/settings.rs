@@ -290,7 +290,7 @@ fn secret_in(chunk: &str) -> Option<(&'static str, String)> {
     let mut line = String::new();
     for next in chunk.lines() {
         line.push_str(next.trim_start());
-        if (line.len() - line.trim_end_matches('\\').len()) % 2 == 0 {
+        if (line.len() - line.trim_end_matches('\\').len()).is_multiple_of(2) {
             break;
         }
         line.pop();

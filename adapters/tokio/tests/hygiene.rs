@@ -33,7 +33,7 @@ async fn settles(what: &str, target: usize, count: impl Fn() -> usize) -> usize 
             return now;
         }
         rounds += 1;
-        if rounds % 1000 == 0 {
+        if rounds.is_multiple_of(1000) {
             eprintln!("{what}: {now}, waiting for {target}");
         }
         if rounds < 100 {
@@ -110,7 +110,7 @@ impl Lab {
         config.attempt_timeout = Duration::from_secs(5);
         config.retry.retries = 0;
         let [hung, a, b] = self.brokers(fakes);
-        let healthy = if i % 2 == 0 { a } else { b };
+        let healthy = if i.is_multiple_of(2) { a } else { b };
         let (seeds, succeeds) = match i % 10 {
             8 => (vec![self.unanswered.address.clone(), healthy], true),
             9 => {

@@ -8,6 +8,7 @@
 //!
 //! `cargo run --release -p stagger-chaos --example soak` runs it for ten minutes;
 //! `tests/soak.rs` runs a 60-second version with fixed counts and asserts the bounds.
+#![warn(missing_docs)]
 
 mod chaos;
 mod clients;

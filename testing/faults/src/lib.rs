@@ -15,6 +15,7 @@
 //!
 //! The proxy and the fake broker serve on tokio. Tests of an adapter that runs no runtime
 //! start them on [`background`], a runtime of their own.
+#![warn(missing_docs)]
 // Fixtures start things (sockets, listeners, PKI files) in `new`: a `Default` would hide that.
 #![allow(clippy::new_without_default)]
 

@@ -22,30 +22,49 @@ use crate::sockets::{sockets_to, Refusing, Unanswered};
 /// One row of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Fault {
+    /// Nothing listens: the connection is refused (RST).
     Refused,
+    /// The accept queue is full: the handshake never completes.
     ConnectNeverAnswered,
+    /// Accepted, then nothing is ever sent back (a hung broker).
     AcceptedButSilent,
+    /// ApiVersions answered, then silence (hung after the first answer).
     ApiVersionsThenSilent,
+    /// The connection is closed as soon as it is accepted.
     ClosesAtOnce,
+    /// The connection is closed in the middle of a response frame.
     ClosesMidFrame,
+    /// Bytes that are not a Kafka response.
     Garbage,
+    /// A length prefix above the maximum frame size.
     OversizeLength,
+    /// A response sent a byte at a time, too slowly to finish in time.
     SlowDrip,
+    /// A response to another request (wrong correlation id).
     WrongCorrelationId,
+    /// ApiVersions answered with an error code.
     ApiVersionsError,
+    /// Metadata that lists no brokers.
     NoBrokers,
+    /// Metadata with a top-level error (REBOOTSTRAP_REQUIRED).
     MetadataTopLevelError,
+    /// SASL authentication refused (fatal for the refresh).
     AuthenticationFailure,
+    /// Not authorised to describe the cluster (fatal for the refresh).
     AuthorizationFailure,
 }
 
-/// Kafka error codes the fake broker answers with.
+/// Kafka's UNKNOWN_SERVER_ERROR, what the fake broker's ApiVersions error answers.
 pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+/// Kafka's REBOOTSTRAP_REQUIRED (KIP-1102), the fake's top-level Metadata error.
 pub const REBOOTSTRAP_REQUIRED: i16 = 129;
+/// Kafka's SASL_AUTHENTICATION_FAILED.
 pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
+/// Kafka's CLUSTER_AUTHORIZATION_FAILED.
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 
 impl Fault {
+    /// Every row, in the order of `docs/faults.md`.
     pub const ALL: [Fault; 15] = [
         Fault::Refused,
         Fault::ConnectNeverAnswered,
@@ -103,6 +122,7 @@ impl Fault {
         }
     }
 
+    /// Whether the fault ends the whole refresh (credentials, permissions).
     pub fn fatal(self) -> bool {
         self.expected().is_fatal()
     }
@@ -134,11 +154,13 @@ impl Fault {
 
 /// A two-broker mock cluster: broker 1 hung (accepts, reads, never answers), broker 2 healthy.
 pub struct Lab {
+    /// The mock cluster itself.
     pub mock: Mock,
 }
 
 /// A faulty broker and whatever keeps it alive.
 pub struct Faulty {
+    /// Where the faulty broker listens.
     pub address: String,
     /// Sockets of ours to its port before any refresh (the full queue of a never-answering
     /// listener is made of our own connections).
@@ -148,16 +170,19 @@ pub struct Faulty {
 }
 
 impl Lab {
+    /// Starts the mock cluster, broker 1 hung.
     pub fn start() -> Lab {
         let mock = Mock::start(2, &[("alpha", 2)]);
         mock.hang(1);
         Lab { mock }
     }
 
+    /// The healthy broker's address.
     pub fn healthy(&self) -> String {
         self.mock.address(2)
     }
 
+    /// A broker with `fault`, in front of (or instead of) the healthy one.
     pub async fn faulty(&self, fault: Fault) -> Faulty {
         let upstream = self.mock.address(2);
         let proxy = |f| Proxy::start(&upstream, f);
@@ -202,6 +227,7 @@ fn keep_fake(f: FakeBroker) -> (String, Option<Box<dyn std::any::Any>>) {
     (f.address.clone(), keep(f))
 }
 
+/// The port of a `host:port` address.
 pub fn port(address: &str) -> u16 {
     address.rsplit_once(':').unwrap().1.parse().unwrap()
 }

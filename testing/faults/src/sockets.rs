@@ -129,6 +129,7 @@ pub struct Refusing {
 }
 
 impl Refusing {
+    /// Binds a port on 127.0.0.1 without listening on it.
     pub fn new() -> Refusing {
         use socket2::{Domain, Socket, Type};
         let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
@@ -156,6 +157,7 @@ pub struct Unanswered {
 }
 
 impl Unanswered {
+    /// A listener on 127.0.0.1 whose accept queue is already full.
     pub fn new() -> Unanswered {
         use socket2::{Domain, Socket, Type};
         use std::net::{SocketAddr, TcpStream};

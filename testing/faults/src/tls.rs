@@ -37,6 +37,7 @@ pub struct TestPki {
 }
 
 impl TestPki {
+    /// A fresh CA and every certificate the tests use, written to a temporary directory.
     pub fn new() -> TestPki {
         let (issuer, ca_cert) = new_ca("stagger test CA");
         let ca_file = temp_file("ca", &ca_cert.pem());

@@ -16,7 +16,14 @@ pub enum Fault {
     Clear,
     /// A slow, lossy path: each packet to the host waits `delay` ± `jitter` (uniform), and
     /// `loss_percent` of the packets either way are dropped.
-    Path { delay: Duration, jitter: Duration, loss_percent: u8 },
+    Path {
+        /// How long each packet to the host waits, on average.
+        delay: Duration,
+        /// How far each packet's wait may be from `delay`, either way.
+        jitter: Duration,
+        /// The share of packets dropped, 0–100.
+        loss_percent: u8,
+    },
     /// Every packet either way vanishes: SYNs go unanswered, established connections stall
     /// (a dead host, a firewall that drops, a partition).
     Blackhole,

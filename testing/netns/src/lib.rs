@@ -14,6 +14,7 @@
 //! binaries running side by side do not collide and a crashed run's leftovers are
 //! recognisable (`ip netns list | grep stg`). Needs root, iproute2 and iptables;
 //! [`NetHost::unavailable`] says why a machine cannot, in one line.
+#![warn(missing_docs)]
 
 mod command;
 mod delay;

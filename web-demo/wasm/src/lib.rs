@@ -6,6 +6,7 @@
 //! the whole binding, and the native tests below exercise exactly what the browser runs.
 //! Every function answers with JSON, never a panic or a thrown exception: a bad input comes
 //! back as `{"error": "…"}` and the page shows it.
+#![warn(missing_docs)]
 
 mod describe;
 mod replay;
