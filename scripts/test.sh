@@ -24,6 +24,9 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 bash adapters/browser/build.sh
 cargo build -p stagger-bridge --example testbed
 (cd adapters/browser && node --test tests/)
+# The npm package: packed, installed from its tarball into a scratch project, and used from
+# Node and from Chromium (adapters/browser/npm/test.sh).
+bash adapters/browser/npm/test.sh
 # Web demo: build the static site (web-demo/dist), then drive it in headless Chromium.
 bash web-demo/build.sh
 (cd web-demo && node --test tests/)

@@ -33,11 +33,13 @@ wasm="$target_dir/wasm32-unknown-unknown/wasm-release/stagger_web.wasm"
 rm -rf "$here/pkg"
 # Function names are for debugging; the package ships without them.
 wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir "$here/pkg" "$wasm"
-# Make pkg/ an npm package (ES module + TypeScript definitions) that pages can import.
+# Make pkg/ importable by the tests' pages (ES module + TypeScript definitions). Private:
+# the package users install is assembled from it by npm/pack.sh.
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$here/Cargo.toml" | head -1)"
 cat >"$here/pkg/package.json" <<EOF
 {
   "name": "stagger-web",
+  "private": true,
   "version": "$version",
   "description": "Staggered Kafka metadata refresh in the browser, over WebSocket bridges",
   "license": "MIT OR Apache-2.0",
