@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# What a release needs, checked on every CI run:
+# 1. every publishable crate packages and its package builds alone (`cargo publish --dry-run`,
+#    in dependency order, the unpublished workspace crates overlaid as a local registry);
+# 2. `cargo deny check licenses bans sources` (deny.toml);
+# 3. the third-party licences the CLI and the browser adapter's wasm bundle
+#    (docs/third-party-licenses.md) are what cargo-deny lists for today's Cargo.lock.
+# Advisories are not checked: cargo-deny fetches its advisory database from a git host this
+# project's machines cannot reach. Run `cargo deny check advisories` where it can.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+crates=(stagger stagger-sim stagger-tokio stagger-blocking stagger-web stagger-bridge stagger-cli)
+deny_version=0.20.2
+
+args=()
+for c in "${crates[@]}"; do args+=(-p "$c"); done
+# Build outputs of the other steps (web-demo/dist, adapters/browser/pkg) are not in any
+# package's include list, but cargo still sees an uncommitted tree after them.
+cargo publish --dry-run --allow-dirty "${args[@]}" 2>&1 | grep -Ev '^warning: (ignoring (test|benchmark|example)|aborting upload)' >&2
+
+if [ "$(cargo deny --version 2>/dev/null | awk '{ print $2 }')" != "$deny_version" ]; then
+  cargo install --locked cargo-deny --version "$deny_version"
+fi
+cargo deny check --hide-inclusion-graph licenses bans sources
+
+want="$(mktemp)"
+trap 'rm -f "$want"' EXIT
+bash scripts/third-party-licenses.sh >"$want"
+if ! diff -u docs/third-party-licenses.md "$want" >&2; then
+  echo "release-check: docs/third-party-licenses.md is stale; run bash scripts/third-party-licenses.sh > docs/third-party-licenses.md" >&2
+  exit 1
+fi
+echo "release-check: ${#crates[@]} crates package, licences and sources allowed, third-party list current"
