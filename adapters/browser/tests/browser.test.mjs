@@ -13,13 +13,13 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:http";
 import { createConnection } from "node:net";
-import { createInterface } from "node:readline";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, extname, join, normalize, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { freePort, realKafka, staggerBridge } from "../../../testing/js/real_kafka.mjs";
+import { buildTestbed, openSockets, Testbed } from "../../../testing/js/testbed.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const browserDir = resolve(here, "..");
@@ -35,77 +35,8 @@ let page;
 let userDataDir;
 let testbedBinary;
 
-/** Builds the testbed example (a no-op when up to date) and returns its path. */
-function buildTestbed() {
-  if (process.env.STAGGER_TESTBED) return process.env.STAGGER_TESTBED;
-  const out = spawnSync(
-    "cargo",
-    ["build", "-q", "-p", "stagger-bridge", "--example", "testbed", "--message-format=json-render-diagnostics"],
-    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 64 << 20 },
-  );
-  assert.equal(out.status, 0, "cargo build of the testbed example failed");
-  const artifact = out.stdout
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line))
-    .find((m) => m.reason === "compiler-artifact" && m.target?.name === "testbed" && m.executable);
-  assert.ok(artifact, "cargo reported no testbed executable");
-  return artifact.executable;
-}
-
-/** One running fixture: a mock cluster and its bridges; `stats()` asks for bridge counters.
- *  The bridges allow the test page's origin (they refuse every page they are not told of);
- *  `allowOrigin` names another one instead. */
-class Testbed {
-  static async start(args, { allowOrigin = origin } = {}) {
-    const bed = new Testbed();
-    const all = [...args, "--allow-origin", allowOrigin];
-    bed.child = spawn(testbedBinary, all, { cwd: root, stdio: ["pipe", "pipe", "inherit"] });
-    bed.exited = new Promise((resolve) => bed.child.once("exit", resolve));
-    bed.lines = createInterface({ input: bed.child.stdout })[Symbol.asyncIterator]();
-    bed.info = await bed.nextLine(30_000);
-    return bed;
-  }
-
-  async nextLine(ms = 10_000) {
-    let timer;
-    const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`testbed said nothing for ${ms} ms`)), ms);
-    });
-    try {
-      const { value, done } = await Promise.race([this.lines.next(), timeout]);
-      assert.ok(!done, "testbed exited early");
-      return JSON.parse(value);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Every bridge's counters, in broker order. */
-  async stats() {
-    this.child.stdin.write("stats\n");
-    return (await this.nextLine()).stats;
-  }
-
-  /** Polls the counters until `check` holds, for at most `ms`. */
-  async until(check, ms, what) {
-    const deadline = Date.now() + ms;
-    let stats;
-    while (Date.now() < deadline) {
-      stats = await this.stats();
-      if (check(stats)) return stats;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    assert.fail(`${what} within ${ms} ms; last bridge stats: ${JSON.stringify(stats)}`);
-  }
-
-  async stop() {
-    this.child.stdin.end();
-    const killer = setTimeout(() => this.child.kill("SIGKILL"), 5_000);
-    await this.exited;
-    clearTimeout(killer);
-  }
-}
+/** The testbed, allowing the test page's origin unless told another. */
+const startTestbed = (args, { allowOrigin = origin } = {}) => Testbed.start(testbedBinary, args, allowOrigin);
 
 /** Serves the built package and the test page on 127.0.0.1. */
 function serve() {
@@ -122,7 +53,6 @@ function serve() {
   });
 }
 
-const openSockets = (stats) => stats.reduce((n, s) => n + s.open, 0);
 /** An attempt id (`{epoch, number}`) as one comparable string, `undefined` for none. */
 const key = (a) => (a == null ? undefined : `${a.epoch}.${a.number}`);
 // Each with `id`: its attempt's key.
@@ -160,7 +90,7 @@ after(async () => {
 });
 
 test("metadata past a hung first broker and a refused second one; the hung attempt is overtaken", { timeout: TEST_TIMEOUT }, async () => {
-  const bed = await Testbed.start(["--brokers", "4", "--hung", "1", "--down", "1"]);
+  const bed = await startTestbed(["--brokers", "4", "--hung", "1", "--down", "1"]);
   try {
     const [hung, down, healthy] = bed.info.brokers;
     assert.deepEqual([hung.state, down.state, healthy.state], ["hung", "down", "healthy"]);
@@ -260,7 +190,7 @@ test("metadata past a hung first broker and a refused second one; the hung attem
 });
 
 test("rejects with every broker's error when all are down", { timeout: TEST_TIMEOUT }, async () => {
-  const bed = await Testbed.start(["--brokers", "3", "--down", "3"]);
+  const bed = await startTestbed(["--brokers", "3", "--down", "3"]);
   try {
     const bootstrap = bed.info.brokers.map((b) => b.ws);
     const config = await page.evaluate(() => window.helpers().defaultConfig);
@@ -294,7 +224,7 @@ test("rejects with every broker's error when all are down", { timeout: TEST_TIME
 });
 
 test("abort closes every socket and rejects with an AbortError", { timeout: TEST_TIMEOUT }, async () => {
-  const bed = await Testbed.start(["--brokers", "3", "--hung", "3"]);
+  const bed = await startTestbed(["--brokers", "3", "--hung", "3"]);
   try {
     const bootstrap = bed.info.brokers.map((b) => b.ws);
     await page.evaluate((o) => window.startAbortable(o), { bootstrap, config: "all-at-once" });
@@ -370,7 +300,7 @@ async function websockify(target) {
 }
 
 test("works unchanged through websockify: hung first broker, healthy second", { timeout: TEST_TIMEOUT, skip: spawnSync("websockify", ["--help"]).error ? "websockify is not installed" : false }, async () => {
-  const bed = await Testbed.start(["--brokers", "3", "--hung", "1"]);
+  const bed = await startTestbed(["--brokers", "3", "--hung", "1"]);
   const proxies = [];
   try {
     const [hung, healthy] = bed.info.brokers;
@@ -391,7 +321,7 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
 
 test("the bridges refuse a page from another origin: every attempt is refused, the brokers never contacted", { timeout: TEST_TIMEOUT }, async () => {
   // The page comes from `origin`; these bridges only allow another port of the same host.
-  const bed = await Testbed.start(["--brokers", "2"], { allowOrigin: "http://127.0.0.1:1" });
+  const bed = await startTestbed(["--brokers", "2"], { allowOrigin: "http://127.0.0.1:1" });
   try {
     const bootstrap = bed.info.brokers.map((b) => b.ws);
     const config = await page.evaluate(() => window.helpers().defaultConfig);
@@ -410,7 +340,7 @@ test("the bridges refuse a page from another origin: every attempt is refused, t
 });
 
 test("an allowed page still cannot send anything but metadata requests: Produce closes the socket (1008)", { timeout: TEST_TIMEOUT }, async () => {
-  const bed = await Testbed.start(["--brokers", "1"]);
+  const bed = await startTestbed(["--brokers", "1"]);
   try {
     const closed = await page.evaluate(async (url) => {
       const ws = new WebSocket(url);
@@ -442,7 +372,7 @@ test("an allowed page still cannot send anything but metadata requests: Produce 
 });
 
 test("`stagger bridge --token` refuses a page without the token and serves it with the token in the URL", { timeout: TEST_TIMEOUT }, async () => {
-  const bed = await Testbed.start(["--brokers", "1"]);
+  const bed = await startTestbed(["--brokers", "1"]);
   const token = "browser-test-token-0123456789";
   const bridge = await staggerBridge(bed.info.brokers[0].tcp, { allowOrigins: [origin], args: ["--token", token] });
   try {

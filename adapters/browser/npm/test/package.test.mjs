@@ -10,11 +10,11 @@ import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:http";
-import { createInterface } from "node:readline";
 import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
+import { buildTestbed, openSockets, Testbed, within } from "../../../../testing/js/testbed.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../../../..");
@@ -31,80 +31,6 @@ let testbedBinary;
 /** The node flag that gives this Node a global WebSocket, if it needs one (Node 20). */
 let websocketFlags = [];
 
-/** Builds the testbed example (a no-op when up to date) and returns its path. */
-function buildTestbed() {
-  if (process.env.STAGGER_TESTBED) return process.env.STAGGER_TESTBED;
-  const out = spawnSync(
-    "cargo",
-    ["build", "-q", "-p", "stagger-bridge", "--example", "testbed", "--message-format=json-render-diagnostics"],
-    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 64 << 20 },
-  );
-  assert.equal(out.status, 0, "cargo build of the testbed example failed");
-  const artifact = out.stdout
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line))
-    .find((m) => m.reason === "compiler-artifact" && m.target?.name === "testbed" && m.executable);
-  assert.ok(artifact, "cargo reported no testbed executable");
-  return artifact.executable;
-}
-
-/** Resolves within `ms` or rejects saying `what`. */
-function within(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** A mock cluster with a bridge per broker, allowing the pages of `allowOrigin`. */
-class Testbed {
-  static async start(args, allowOrigin) {
-    const bed = new Testbed();
-    bed.child = spawn(testbedBinary, [...args, "--allow-origin", allowOrigin], { cwd: root, stdio: ["pipe", "pipe", "inherit"] });
-    bed.exited = new Promise((r) => bed.child.once("exit", r));
-    bed.lines = createInterface({ input: bed.child.stdout })[Symbol.asyncIterator]();
-    try {
-      bed.info = await bed.nextLine(30_000);
-    } catch (e) {
-      await bed.stop();
-      throw e;
-    }
-    return bed;
-  }
-
-  async nextLine(ms = 10_000) {
-    const { value, done } = await within(this.lines.next(), ms, "testbed output");
-    assert.ok(!done, "testbed exited early");
-    return JSON.parse(value);
-  }
-
-  async stats() {
-    this.child.stdin.write("stats\n");
-    return (await this.nextLine()).stats;
-  }
-
-  async until(check, ms, what) {
-    const deadline = Date.now() + ms;
-    let stats;
-    while (Date.now() < deadline) {
-      stats = await this.stats();
-      if (check(stats)) return stats;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    assert.fail(`${what} within ${ms} ms; last bridge stats: ${JSON.stringify(stats)}`);
-  }
-
-  /** Ends stdin (the testbed's signal to stop); SIGKILL by pid after 5 s. */
-  async stop() {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.stdin.end();
-    const killer = setTimeout(() => this.child.kill("SIGKILL"), 5_000);
-    await this.exited;
-    clearTimeout(killer);
-  }
-}
 
 /** Runs the scratch project's node-consumer.mjs; resolves to its JSON and exit status. The
  *  process must exit by itself (no socket or timer left behind) within `ms`, else it is killed. */
@@ -123,7 +49,6 @@ async function consumer(args, { flags = [], ms = 30_000 } = {}) {
   return { out: JSON.parse(stdout.trim().split("\n").at(-1)), stderr };
 }
 
-const openSockets = (stats) => stats.reduce((n, s) => n + s.open, 0);
 const key = (a) => (a == null ? undefined : `${a.epoch}.${a.number}`);
 
 /** What the fixture's cluster must look like in `metadata`, and the story of a refresh past a
@@ -206,7 +131,7 @@ test("Node: `import … from \"stagger-web\"`, init() reads the .wasm from disk,
   }
   // Node's WebSocket sends no Origin header, which the bridge lets through; the allowed origin
   // is one no page here has.
-  const bed = await Testbed.start(["--brokers", "3", "--hung", "1", "--down", "1"], "http://127.0.0.1:1");
+  const bed = await Testbed.start(testbedBinary, ["--brokers", "3", "--hung", "1", "--down", "1"], "http://127.0.0.1:1");
   try {
     assert.deepEqual(bed.info.brokers.map((b) => b.state), ["hung", "down", "healthy"]);
     const { out } = await consumer(["refresh", JSON.stringify(bed.info.brokers.map((b) => b.ws))], { flags: websocketFlags });
@@ -270,7 +195,7 @@ test("Chromium: the page imports stagger-web from node_modules through an import
   let browserServer;
   let browser;
   try {
-    bed = await Testbed.start(["--brokers", "3", "--hung", "1", "--down", "1"], origin);
+    bed = await Testbed.start(testbedBinary, ["--brokers", "3", "--hung", "1", "--down", "1"], origin);
     browserServer = await chromium.launchServer({
       executablePath: CHROMIUM,
       headless: true,
