@@ -805,36 +805,19 @@ use stagger::BrokerIdentity;
 
 /// The fields of an ApiVersions v5 request body, read back by hand (`kafka-protocol` stops at v4).
 fn read_v5_body(body: &[u8]) -> Option<(String, String, Option<String>, i32, usize)> {
-    fn uvarint(b: &mut &[u8]) -> Option<u32> {
-        let mut value = 0u32;
-        for i in 0..5 {
-            let (&byte, rest) = b.split_first()?;
-            *b = rest;
-            value |= u32::from(byte & 0x7f) << (7 * i);
-            if byte < 0x80 {
-                return Some(value);
-            }
+    let string = |b: &mut &[u8]| -> Option<Option<String>> {
+        match wire::read_compact_string(b)? {
+            None => Some(None),
+            Some(text) => Some(Some(String::from_utf8(text.to_vec()).ok()?)),
         }
-        None
-    }
-    fn string(b: &mut &[u8]) -> Option<Option<String>> {
-        match uvarint(b)? {
-            0 => Some(None),
-            n => {
-                let n = n as usize - 1;
-                let text = String::from_utf8(b.get(..n)?.to_vec()).ok()?;
-                *b = &b[n..];
-                Some(Some(text))
-            }
-        }
-    }
+    };
     let mut b = body;
     let name = string(&mut b)??;
     let version = string(&mut b)??;
     let cluster = string(&mut b)?;
     let node = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
     b = &b[4..];
-    let tags = uvarint(&mut b)? as usize;
+    let tags = wire::read_uvarint(&mut b)? as usize;
     Some((name, version, cluster, node, tags + b.len()))
 }
 

@@ -13,7 +13,10 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use libfuzzer_sys::fuzz_target;
 use stagger::kafka::{Exchange, ExchangeConfig};
 use stagger::BrokerIdentity;
-use stagger_fuzz::{api_versions, config, drive_exchange_and_check, framed, interleave, response, split, try_response};
+use stagger_fuzz::{
+    api_versions, config, drive_exchange_and_check, framed, interleave, read_compact_string, response, split,
+    try_response,
+};
 
 #[derive(Arbitrary, Debug)]
 enum Answer {
@@ -49,32 +52,6 @@ fn answer(correlation_id: i32, answer: &Answer, version: i16) -> Vec<u8> {
     }
 }
 
-/// Reads an unsigned varint off `b`.
-fn uvarint(b: &mut &[u8]) -> Option<u32> {
-    let mut value = 0u32;
-    for i in 0..5 {
-        let (&byte, rest) = b.split_first()?;
-        *b = rest;
-        value |= u32::from(byte & 0x7f) << (7 * i);
-        if byte < 0x80 {
-            return Some(value);
-        }
-    }
-    None
-}
-
-/// Reads a compact nullable string off `b`.
-fn string<'a>(b: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
-    match uvarint(b)? {
-        0 => Some(None),
-        n => {
-            let text = b.get(..n as usize - 1)?;
-            *b = &b[text.len()..];
-            Some(Some(text))
-        }
-    }
-}
-
 fuzz_target!(|input: Input| {
     let identity = BrokerIdentity { cluster_id: input.cluster_id.clone(), node_id: input.node_id };
     let config = ExchangeConfig { client_id: input.client_id.clone(), ..config(input.max_frame) };
@@ -89,9 +66,9 @@ fuzz_target!(|input: Input| {
         assert_eq!(header.client_id.as_deref(), Some(input.client_id.as_str()));
         if version == 5 {
             let mut b = &body[..];
-            assert_eq!(string(&mut b).unwrap(), Some(&b"stagger"[..]));
-            assert!(string(&mut b).unwrap().is_some());
-            assert_eq!(string(&mut b).unwrap(), Some(identity.cluster_id.as_bytes()));
+            assert_eq!(read_compact_string(&mut b).unwrap(), Some(&b"stagger"[..]));
+            assert!(read_compact_string(&mut b).unwrap().is_some());
+            assert_eq!(read_compact_string(&mut b).unwrap(), Some(identity.cluster_id.as_bytes()));
             assert_eq!(b.get(..4).map(|n| i32::from_be_bytes(n.try_into().unwrap())), Some(identity.node_id));
             assert_eq!(&b[4..], [0], "the empty tag buffer, and nothing after it");
         }

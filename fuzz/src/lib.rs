@@ -9,7 +9,7 @@ use stagger::kafka::{Exchange, ExchangeConfig};
 // The allocator probe and the well-formed frames, shared with the workspace's CI proptest.
 #[path = "../../tests/support/wire.rs"]
 mod wire;
-pub use wire::{api_versions, framed, response, try_response};
+pub use wire::{api_versions, framed, read_compact_string, read_uvarint, response, try_response};
 
 /// One call on the exchange.
 #[derive(Arbitrary, Clone, Debug)]

@@ -81,3 +81,30 @@ pub fn api_versions(max: i16) -> ApiVersionsResponse {
         ApiVersion::default().with_api_key(ApiKey::ApiVersions as i16).with_max_version(3),
     ])
 }
+
+/// Reads an unsigned varint off `b` (Kafka's flexible versions), advancing it.
+pub fn read_uvarint(b: &mut &[u8]) -> Option<u32> {
+    let mut value = 0u32;
+    for i in 0..5 {
+        let (&byte, rest) = b.split_first()?;
+        *b = rest;
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Reads a compact nullable string off `b` (length + 1 as a varint, 0 for null), advancing
+/// it: the hand-encoded ApiVersions v5 fields read back independently of the encoder.
+pub fn read_compact_string<'a>(b: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
+    match read_uvarint(b)? {
+        0 => Some(None),
+        n => {
+            let text = b.get(..n as usize - 1)?;
+            *b = &b[text.len()..];
+            Some(Some(text))
+        }
+    }
+}
