@@ -143,6 +143,12 @@ impl AttemptError {
     pub fn with_detail(kind: ErrorKind, detail: impl Into<Cow<'static, str>>) -> Self {
         AttemptError { kind, detail: detail.into() }
     }
+
+    /// A lookup the attempt timeout cut off: what the core records, so an adapter's report of
+    /// the same attempt says the same (does not allocate).
+    pub fn resolver_timed_out() -> Self {
+        AttemptError::with_detail(ErrorKind::Dns, "no answer from the resolver within the attempt timeout")
+    }
 }
 
 impl fmt::Display for AttemptError {

@@ -42,8 +42,6 @@ pub const FIRST_ADDRESS_FAMILY_COUNT: usize = 1;
 
 /// Error detail of a name that resolved to no address.
 const NO_ADDRESSES: &str = "the name resolved to no address";
-/// Error detail of a resolution that did not finish within the attempt timeout.
-const RESOLVER_TIMEOUT: &str = "no answer from the resolver within the attempt timeout";
 
 /// Addresses of one answer, on the stack.
 type Answer = SmallVec<[SocketAddr; MAX_RESOLVED_ADDRESSES]>;
@@ -204,7 +202,7 @@ impl Refresh {
     /// The error of attempt `n` timing out.
     pub(super) fn timeout_error(&self, n: u32) -> AttemptError {
         if self.is_resolving(n) {
-            AttemptError::with_detail(ErrorKind::Dns, RESOLVER_TIMEOUT)
+            AttemptError::resolver_timed_out()
         } else {
             AttemptError::new(self.attempts.timeout_kind(n))
         }

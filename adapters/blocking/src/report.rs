@@ -95,7 +95,7 @@ impl Reports {
             r.cancelled = Some(reason);
             r.error = match reason {
                 CancelReason::Rejected => rejection,
-                CancelReason::TimedOut if refresh.resolves(attempt) => Some(AttemptError::new(ErrorKind::Dns)),
+                CancelReason::TimedOut if refresh.resolves(attempt) => Some(AttemptError::resolver_timed_out()),
                 CancelReason::TimedOut => Some(AttemptError::new(match connected {
                     Some(_) => ErrorKind::ResponseTimeout,
                     None => ErrorKind::ConnectTimeout,
