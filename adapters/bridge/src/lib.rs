@@ -233,8 +233,9 @@ struct Counters {
     requests_refused: AtomicU64,
 }
 
-/// A snapshot of a bridge's counters.
+/// A snapshot of a bridge's counters. Non-exhaustive: a new counter is not a breaking change.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// TCP connections accepted from clients so far.
     pub accepted: u64,
