@@ -58,6 +58,17 @@ fn print(soak: &Soak, r: &Report) {
     println!("| attempts per refresh | {:.2} |", r.attempts as f64 / r.refreshes.max(1) as f64);
     println!("| resources at start | {} |", r.start);
     println!("| resources at end | {} |", r.end);
+    let half = r.rss_samples.len() / 2;
+    let mean = |s: &[(Duration, u64)]| s.iter().map(|(_, k)| *k as f64).sum::<f64>() / s.len().max(1) as f64 / 1024.0;
+    let (low, high) = r.rss_samples.iter().fold((u64::MAX, 0), |(lo, hi), (_, k)| (lo.min(*k), hi.max(*k)));
+    println!(
+        "| RSS during the chaos ({} samples) | {:.1}–{:.1} MiB; mean {:.1} MiB in the first half, {:.1} MiB in the second |",
+        r.rss_samples.len(),
+        low as f64 / 1024.0,
+        high as f64 / 1024.0,
+        mean(&r.rss_samples[..half]),
+        mean(&r.rss_samples[half..])
+    );
     for (i, e) in r.give_ups.iter().enumerate().take(5) {
         println!("\ngive-up {}: {e}", i + 1);
     }

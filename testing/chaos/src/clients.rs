@@ -108,7 +108,21 @@ pub(crate) fn run(soak: &Soak, cluster: &NetCluster) -> Report {
     let start = Resources::now(tasks());
 
     let began = Instant::now();
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (sampling, step) = (Arc::clone(&sampling), soak.step);
+        std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while sampling.load(Ordering::Relaxed) {
+                samples.push((began.elapsed(), Resources::now(0).rss_kib));
+                std::thread::sleep(step);
+            }
+            samples
+        })
+    };
     let actions = chaos::run(cluster, soak.seed, soak.step, soak.duration, began);
+    sampling.store(false, Ordering::Relaxed);
+    let rss_samples = sampler.join().expect("RSS sampler");
 
     // Healed: every client reads fresh metadata again (a refresh may need a retry while a
     // restarted broker settles).
@@ -157,5 +171,6 @@ pub(crate) fn run(soak: &Soak, cluster: &NetCluster) -> Report {
         failed_reads: tally.failed_reads,
         start,
         end,
+        rss_samples,
     }
 }

@@ -37,7 +37,8 @@ pub struct Soak {
     pub poll: Duration,
     /// Time between chaos actions.
     pub step: Duration,
-    /// Seed of the chaos loop (same seed, same actions in the same order).
+    /// Seed of the chaos loop: same seed, same actions in the same order (how many fit in
+    /// the duration depends on how long the restarts take).
     pub seed: u64,
 }
 
@@ -76,6 +77,8 @@ pub struct Report {
     pub start: Resources,
     /// Measured after the chaos healed and every client read fresh metadata again.
     pub end: Resources,
+    /// Resident set size (KiB) once per chaos step, with when: a trend, not two points.
+    pub rss_samples: Vec<(Duration, u64)>,
 }
 
 impl Report {
