@@ -13,13 +13,14 @@ use stagger_bridge::{ApiPolicy, Bridge, BridgeOptions, RunningBridge, Stats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
+use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-use tokio_tungstenite::{connect_async, MaybeTlsStream, WebSocketStream};
 
-type Client = WebSocketStream<MaybeTlsStream<TcpStream>>;
+mod common;
+use common::{read_bytes, Client};
 
 const LOOPBACK: &str = "127.0.0.1:0";
 
@@ -78,18 +79,6 @@ async fn start_tunnel(target: SocketAddr) -> RunningBridge {
 
 async fn connect(bridge: &RunningBridge) -> Client {
     connect_async(bridge.url()).await.expect("upgrade").0
-}
-
-/// Reads binary messages until `n` bytes arrived (message boundaries carry no meaning).
-async fn read_bytes(ws: &mut Client, n: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    while out.len() < n {
-        match ws.next().await.expect("stream ended").expect("ws error") {
-            Message::Binary(data) => out.extend_from_slice(&data),
-            other => panic!("unexpected message {other:?}"),
-        }
-    }
-    out
 }
 
 /// The close code the bridge sends next (skipping nothing else: it must be a close).

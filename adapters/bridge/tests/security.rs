@@ -19,16 +19,17 @@ use stagger_bridge::{
     ApiPolicy, Bridge, BridgeEvent, BridgeOptions, EventSink, OriginPolicy, Refusal, RunningBridge, Token, Violation,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-use tokio_tungstenite::{connect_async, MaybeTlsStream, WebSocketStream};
 
-type Client = WebSocketStream<MaybeTlsStream<TcpStream>>;
+mod common;
+use common::{read_bytes, Client};
 
 const PAGE: &str = "http://127.0.0.1:8080";
 
@@ -154,18 +155,6 @@ fn refused(result: Result<Client, WsError>) -> (u16, String) {
         Err(other) => panic!("expected an HTTP refusal, got {other:?}"),
         Ok(_) => panic!("expected an HTTP refusal, the upgrade succeeded"),
     }
-}
-
-/// Reads binary messages until `n` bytes arrived.
-async fn read_bytes(ws: &mut Client, n: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    while out.len() < n {
-        match ws.next().await.expect("stream ended").expect("ws error") {
-            Message::Binary(data) => out.extend_from_slice(&data),
-            other => panic!("unexpected message {other:?}"),
-        }
-    }
-    out
 }
 
 /// The close frame the bridge sends next, skipping echoed bytes.
