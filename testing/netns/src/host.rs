@@ -2,7 +2,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::command::{quietly, run};
@@ -45,7 +45,15 @@ pub struct NetHost {
 
 impl NetHost {
     /// `None` when this machine can make hosts; otherwise why not, in one line.
+    ///
+    /// The answer is worked out once per process: tests of one binary ask at the same time,
+    /// and one probe namespace per process keeps them from tripping over each other's.
     pub fn unavailable() -> Option<String> {
+        static ANSWER: OnceLock<Option<String>> = OnceLock::new();
+        ANSWER.get_or_init(Self::probe).clone()
+    }
+
+    fn probe() -> Option<String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Some("network namespaces need root".into());
