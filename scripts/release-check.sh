@@ -14,6 +14,17 @@ deny_version=0.20.2
 
 args=()
 for c in "${crates[@]}"; do args+=(-p "$c"); done
+# The dry-run unpacks each overlaid package under Cargo's home, in a directory named after the
+# overlay's path, and builds it in this workspace's target directory; Cargo takes a registry
+# package as never changing, so a second run from the same checkout would reuse the first
+# run's sources and builds. Remove both, and only those of this workspace's crates.
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)"
+for c in "${crates[@]}"; do rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$c-$version"; done
+target="${CARGO_TARGET_DIR:-target}"
+for built in $(grep -l "registry/src/-[0-9a-f]*/stagger" "$target"/debug/deps/*.d 2>/dev/null); do
+  hash="${built##*-}"
+  rm -rf "$target"/debug/.fingerprint/*-"${hash%.d}"
+done
 # Build outputs of the other steps (web-demo/dist, adapters/browser/pkg) are not in any
 # package's include list, but cargo still sees an uncommitted tree after them.
 cargo publish --dry-run --allow-dirty "${args[@]}" 2>&1 | grep -Ev '^warning: (ignoring (test|benchmark|example)|aborting upload)' >&2

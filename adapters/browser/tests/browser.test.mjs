@@ -116,53 +116,57 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     assert.deepEqual(events[0].brokers.map((b) => b.url), bootstrap);
     const connects = commands(events, "connect");
     assert.deepEqual(connects.slice(0, 3).map((c) => c.url), [hung.ws, down.ws, healthy.ws]);
-    const [first, second, third] = connects.map((c) => c.id);
+    const [first, second] = connects.map((c) => c.id);
     assert.deepEqual(connects[0].attempt, { epoch: 0, number: 0 }, "attempt ids are {epoch, number}");
     assert.ok(inputs(events, "connected").some((i) => i.id === first), "the hung broker's socket opened");
-    // The default policy starts two attempts per stagger tick: the down broker on the tick,
-    // and the healthy one either with it (on a network too slow to spread the tick), at the
-    // down broker's refusal (next on failure), or half the delay later as the spread tick's
-    // partner — whichever comes first.
-    const timerAt = (timer, at) => events.some((e) => e.type === "timeout" && e.timer === timer && e.at_ms === at);
-    const staggerAt = (at) => timerAt("stagger", at);
-    assert.ok(staggerAt(connects[1].at_ms), "the down broker starts on the tick");
-    const refusedAt = inputs(events, "failed").find((i) => i.id === connects[1].id)?.at_ms;
-    assert.ok(
-      connects[2].at_ms === connects[1].at_ms ||
-        connects[2].at_ms === refusedAt ||
-        staggerAt(connects[2].at_ms) ||
-        timerAt("spread", connects[2].at_ms),
-      `the healthy broker's start is explained: ${JSON.stringify({ connects: connects.map((c) => c.at_ms), refusedAt })}`,
-    );
-    // So the down broker's bridge refusing (502) races the healthy broker's connection and
-    // first answer: its attempt fails as refused if the refusal comes first, and is otherwise
+    // Staggered, not fanned out: the next broker starts only after the first had a stagger
+    // delay to answer. (Which timer or input starts each later attempt depends on how fast
+    // this machine opens sockets, which feeds the adaptive delay; the simulator's tests pin
+    // that schedule in virtual time.)
+    const timeline = JSON.stringify(connects.map((c) => [c.id, c.at_ms]));
+    assert.ok(connects[1].at_ms > connects[0].at_ms, `the second attempt waits for a stagger delay: ${timeline}`);
+    assert.ok(!inputs(events, "failed").some((i) => i.id === first), "the hung broker never fails: it is silent");
+    // The down broker's bridge refusing (502) races the healthy brokers' connections and
+    // first answers: its attempt fails as refused if the refusal comes first, and is otherwise
     // cancelled. (The all-down test below checks the refusal itself deterministically.)
     const refused = inputs(events, "failed").find((i) => i.id === second);
     const downCancel = commands(events, "cancel").find((c) => c.id === second);
-    if (refused) {
-      assert.equal(refused.error.kind.kind, "refused", JSON.stringify(refused));
-      assert.equal(downCancel, undefined, "a failed attempt is not also cancelled");
-    } else {
-      // Overtaken by that answer, or outrun by the healthy broker's socket opening while the
+    if (refused) assert.equal(refused.error.kind.kind, "refused", JSON.stringify(refused));
+    if (downCancel) {
+      // Overtaken by that answer, or outrun by a healthy broker's socket opening while the
       // refused upgrade was still pending, or (on a slow machine) superseded by the next tick.
       const reasons = ["overtaken", "outrun", "superseded"];
-      assert.ok(reasons.includes(downCancel?.reason), `the down broker's attempt: ${JSON.stringify(downCancel)}`);
+      assert.ok(reasons.includes(downCancel.reason), `the down broker's attempt: ${JSON.stringify(downCancel)}`);
+      // A refusal after that is stale. Both can come in one step: timers due by an input's
+      // time fire before the input is applied, so a tick due just before the refusal ends
+      // the attempt first.
+      assert.ok(!refused || downCancel.at_ms <= refused.at_ms, `a failed attempt is not cancelled afterwards: ${JSON.stringify([refused, downCancel])}`);
+    } else {
+      assert.ok(refused, "the down broker's attempt is refused or cancelled");
     }
-    assert.ok(inputs(events, "response").some((i) => i.id === third), "the healthy broker answered");
+    // One healthy broker wins: the first healthy one normally, the second when a loaded machine
+    // keeps the first's socket from opening before the next tick supersedes it.
     const done = commands(events, "done");
     assert.equal(done.length, 1);
-    assert.equal(done[0].id, third);
+    const winner = done[0].id;
+    const healthyUrls = bed.info.brokers.filter((b) => b.state === "healthy").map((b) => b.ws);
+    assert.ok(healthyUrls.includes(connects.find((c) => c.id === winner)?.url), `the winner is a healthy broker: ${winner}`);
+    assert.ok(inputs(events, "response").some((i) => i.id === winner), "the winner answered");
+    for (const c of connects.filter((c) => c.id !== winner && healthyUrls.includes(c.url))) {
+      const why = commands(events, "cancel").find((x) => x.id === c.id)?.reason;
+      assert.ok(["superseded", "overtaken", "outrun"].includes(why), `a losing healthy attempt is cancelled: ${c.id} ${why}`);
+    }
 
     // The adapter reports FirstFrame once per attempt, when the exchange's first complete frame
     // (the ApiVersions response) arrives: the winner's comes after its socket opened and
     // before its metadata, and the hung and the refused broker never answer.
     const indexOf = (pred) => events.findIndex(pred);
     const answered = events.filter((e) => e.type === "input" && e.input.first_frame);
-    assert.equal(answered.filter((e) => key(e.input.first_frame.attempt) === third).length, 1, "the winner answered exactly once");
+    assert.equal(answered.filter((e) => key(e.input.first_frame.attempt) === winner).length, 1, "the winner answered exactly once");
     assert.ok(!answered.some((e) => [first, second].includes(key(e.input.first_frame.attempt))), JSON.stringify(answered));
-    const opened = indexOf((e) => key(e.input?.connected?.attempt) === third);
-    const answer = indexOf((e) => key(e.input?.first_frame?.attempt) === third);
-    const response = indexOf((e) => key(e.input?.response?.attempt) === third);
+    const opened = indexOf((e) => key(e.input?.connected?.attempt) === winner);
+    const answer = indexOf((e) => key(e.input?.first_frame?.attempt) === winner);
+    const response = indexOf((e) => key(e.input?.response?.attempt) === winner);
     const won = indexOf((e) => e.command?.done);
     assert.ok(opened >= 0 && opened < answer && answer < response && response < won,
       `connected (${opened}) < answered (${answer}) < response (${response}) < done (${won})`);
@@ -178,7 +182,7 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     }
     assert.ok(!events.some((e) => e.type === "timeout" && e.timer === "attempt_timeout"), "no attempt had to time out");
     assert.ok(events.every((e, i) => i === 0 || e.at_ms >= events[i - 1].at_ms), "event times never go back");
-    assert.equal(key(events.at(-1).command?.done?.attempt), third, "Done is the last event");
+    assert.equal(key(events.at(-1).command?.done?.attempt), winner, "Done is the last event");
     console.log(`metadata after ${done[0].at_ms.toFixed(1)} ms (hedge at ${connects[1].at_ms.toFixed(1)} ms)`);
 
     // Cancel and Done closed every socket: the bridges see no connection left.
