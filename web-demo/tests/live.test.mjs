@@ -92,21 +92,23 @@ for (const [w, h] of [[1280, 800], [390, 844]]) {
     assert.ok(won.answered > won.start && won.answered <= won.end, `answering phase drawn: ${JSON.stringify(won)}`);
     assert.deepEqual([lane(0)[0].outcome, lane(0)[0].reason], ["cancelled", "overtaken"], "the hung broker's attempt is abandoned");
     assert.equal(lane(0)[0].end, won.answered, "at the winner's first answer");
-    // The tick starts the down broker's attempt with the next one (two per tick): its refusal
-    // races that broker's first answer, so it fails as refused or, if the answer came
-    // first, is overtaken too (the adapter's own Chromium tests check the refusal itself).
-    // On a slow machine the refusal (a 502 from the bridge) can even arrive after the next
-    // tick, which then supersedes the attempt, or after a later attempt's handshake, which
-    // outruns it (`fanout.tuning.cancel_outrun`).
+    // The down broker's refusal races the healthy brokers' first answers, so its attempt fails
+    // as refused or, if an answer came first, is overtaken too (the adapter's own Chromium
+    // tests check the refusal itself). On a slow machine the refusal (a 502 from the bridge)
+    // can even arrive after the next tick, which then supersedes the attempt, or after a
+    // later attempt's handshake, which outruns it (`fanout.tuning.cancel_outrun`).
     const down = lane(1)[0];
     const cancelled = down.outcome === "cancelled" && ["overtaken", "superseded", "outrun"].includes(down.reason);
     assert.ok(down.outcome === "failed" || cancelled, JSON.stringify(down));
+    // Staggered past the silent hung broker: the second attempt waits a stagger delay after
+    // the first and starts before anybody answered. Which timer or input starts it depends on
+    // how fast this machine opens sockets (a tick overdue when an input arrives fires inside
+    // that input's step, without a tick of its own), so tick marks are only checked to come
+    // after the first start.
+    assert.ok(lane(1)[0].start > lane(0)[0].start && lane(1)[0].start < won.answered, `staggered: ${JSON.stringify([lane(0)[0], lane(1)[0]])}`);
     const ticks = await page.$$eval("#live-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at)));
-    assert.ok(ticks.length >= 1, "the stagger delay moved past the hung broker");
-    assert.equal(lane(1)[0].start, ticks[0], "the second attempt started on the stagger tick");
-    // The third starts with it, or — when the handshakes show a network fast enough for a
-    // spread tick (`fanout.tuning.spread_ticks`) — as its partner a share of the delay later.
-    assert.ok(lane(2)[0].start >= ticks[0], `the third on the tick or after it: ${JSON.stringify(lane(2)[0])}`);
+    assert.ok(ticks.every((at) => at > lane(0)[0].start), `every stagger tick comes after the first start: ${ticks}`);
+    assert.ok(lane(2)[0].start >= lane(1)[0].start, `the third on the second's tick or after it: ${JSON.stringify(lane(2)[0])}`);
     assert.match(await page.innerText("#live-summary .headline"), /Metadata in/);
     await screenshot(page, `live-${w}x${h}`);
     // Chromium logs the down broker's refused WebSocket upgrade (502) on the console: expected.
