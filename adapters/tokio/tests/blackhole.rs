@@ -34,9 +34,12 @@ async fn a_one_shot_refresh_outruns_a_blackholed_first_seed() {
         assert!(second.started < SECOND_ATTEMPT_BY, "second attempt at {:?}", second.started);
         assert!(second.connected.is_some());
         // The partner of the cold tick is dropped once the second broker answers: one
-        // conversation, as a one-at-a-time client would have.
+        // conversation, as a one-at-a-time client would have. On a loaded machine the answer
+        // can come after the partner went out, which then connects too; the exact schedule is
+        // pinned in virtual time (`a_blackholed_broker_first_is_outrun_by_the_next_one_connecting`
+        // in tests/scenarios.rs).
         let reached = outcome.attempts.iter().filter(|a| a.connected.is_some()).count();
-        assert_eq!(reached, 1, "{:#?}", outcome.attempts);
+        assert!((1..=2).contains(&reached), "{:#?}", outcome.attempts);
         assert_eq!(outcome.attempts.iter().filter(|a| a.outcome == AttemptOutcome::Won).count(), 1);
     })
     .await;
@@ -57,8 +60,10 @@ async fn a_clients_first_refresh_outruns_a_blackholed_first_seed() {
         let took = started.elapsed();
         assert_eq!(metadata.brokers.len(), 3);
         let stats = client.stats();
-        assert_eq!(stats.attempts, 2, "the blackhole and one broker: {stats:?}");
-        assert_eq!(stats.connections_opened, 1, "{stats:?}");
+        // The blackhole and one broker, and on a loaded machine the cold tick's partner too
+        // (see the one-shot test above).
+        assert!((2..=3).contains(&stats.attempts), "the blackhole and one broker: {stats:?}");
+        assert!((1..=2).contains(&stats.connections_opened), "{stats:?}");
         // The cold delay (at most 40 ms) and a loopback answer; the old 200–250 ms cold delay
         // alone would cross this.
         assert!(took < Duration::from_millis(190), "{took:?}");
