@@ -144,10 +144,17 @@ impl AttemptError {
         AttemptError { kind, detail: detail.into() }
     }
 
-    /// A lookup the attempt timeout cut off: what the core records, so an adapter's report of
-    /// the same attempt says the same (does not allocate).
-    pub fn resolver_timed_out() -> Self {
-        AttemptError::with_detail(ErrorKind::Dns, "no answer from the resolver within the attempt timeout")
+    /// An attempt the attempt timeout cut off while its name was still `resolving`, or its
+    /// connection not yet `connected`, or its request unanswered. The core records this, and
+    /// the adapters' attempt reports use it too, so both say the same (does not allocate).
+    pub fn timed_out(resolving: bool, connected: bool) -> Self {
+        match (resolving, connected) {
+            (true, _) => {
+                AttemptError::with_detail(ErrorKind::Dns, "no answer from the resolver within the attempt timeout")
+            }
+            (false, true) => AttemptError::new(ErrorKind::ResponseTimeout),
+            (false, false) => AttemptError::new(ErrorKind::ConnectTimeout),
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::config::RefreshConfig;
-use crate::error::{ConfigError, ErrorKind};
+use crate::error::ConfigError;
 use crate::time::Instant;
 
 use super::contract::{AttemptInfo, AttemptState};
@@ -165,12 +165,10 @@ impl AttemptTable {
         self.in_flight.iter()
     }
 
-    /// What timing out attempt `n` means: it never connected, or its broker never answered.
-    pub(super) fn timeout_kind(&self, n: u32) -> ErrorKind {
-        match self.slots[n as usize].info.connected_at {
-            Some(_) => ErrorKind::ResponseTimeout,
-            None => ErrorKind::ConnectTimeout,
-        }
+    /// Whether attempt `n`'s connection came up (what its timing out means: a connect that
+    /// never completed, or a broker that never answered).
+    pub(super) fn is_connected(&self, n: u32) -> bool {
+        self.slots[n as usize].info.connected_at.is_some()
     }
 
     /// The shortest start → first answer among answering attempts: what an answer takes on

@@ -192,20 +192,12 @@ impl Refresh {
     /// cancelled with a detail): a lookup that did not finish, a connection that did not
     /// come up, or a broker that did not answer.
     pub(super) fn pending_kind(&self, n: u32) -> ErrorKind {
-        if self.is_resolving(n) {
-            ErrorKind::Dns
-        } else {
-            self.attempts.timeout_kind(n)
-        }
+        self.timeout_error(n).kind
     }
 
     /// The error of attempt `n` timing out.
     pub(super) fn timeout_error(&self, n: u32) -> AttemptError {
-        if self.is_resolving(n) {
-            AttemptError::resolver_timed_out()
-        } else {
-            AttemptError::new(self.attempts.timeout_kind(n))
-        }
+        AttemptError::timed_out(self.is_resolving(n), self.attempts.is_connected(n))
     }
 
     /// `Some(Unexpected)` when `input` does not fit attempt `n`'s phase.

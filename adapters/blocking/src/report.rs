@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use stagger::{
-    AttemptError, AttemptId, AttemptInfo, BrokerBook, CancelReason, ErrorKind, Input, Instant, Metadata, Refresh,
-    RefreshError,
+    AttemptError, AttemptId, AttemptInfo, BrokerBook, CancelReason, Input, Instant, Metadata, Refresh, RefreshError,
 };
 
 /// One attempt of a refresh, start to end.
@@ -95,11 +94,7 @@ impl Reports {
             r.cancelled = Some(reason);
             r.error = match reason {
                 CancelReason::Rejected => rejection,
-                CancelReason::TimedOut if refresh.resolves(attempt) => Some(AttemptError::resolver_timed_out()),
-                CancelReason::TimedOut => Some(AttemptError::new(match connected {
-                    Some(_) => ErrorKind::ResponseTimeout,
-                    None => ErrorKind::ConnectTimeout,
-                })),
+                CancelReason::TimedOut => Some(AttemptError::timed_out(refresh.resolves(attempt), connected.is_some())),
                 _ => r.error.take(),
             };
         }

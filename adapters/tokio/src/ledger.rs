@@ -193,11 +193,7 @@ impl Ledger {
                 // connection is closed); lost, superseded, overtaken, deadline and fatal
                 // ones were *cancelled*.
                 let failure = match reason {
-                    CancelReason::TimedOut if resolving => Some(AttemptError::resolver_timed_out()),
-                    CancelReason::TimedOut => Some(AttemptError::new(match r.connected {
-                        Some(_) => ErrorKind::ResponseTimeout,
-                        None => ErrorKind::ConnectTimeout,
-                    })),
+                    CancelReason::TimedOut => Some(AttemptError::timed_out(resolving, r.connected.is_some())),
                     CancelReason::Rejected => Some(
                         rejection.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Protocol, "answer rejected")),
                     ),
