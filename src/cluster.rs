@@ -16,6 +16,9 @@ use crate::refresh::{
 };
 use crate::time::Instant;
 
+mod cause;
+pub use cause::RefreshCause;
+
 /// What the cluster view asks of the adapter or tells the application.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -110,6 +113,9 @@ pub struct Cluster {
     /// The window of recent handshake times of fresh connections: stand in for a kept
     /// connection's.
     handshake_times: Estimator,
+    /// The window of recent first answers on fresh connections (handshake → the broker's
+    /// first answer): the broker pace of the adaptive stagger's silent phase.
+    first_answer_times: Estimator,
     /// Whether an attempt of the running refresh failed with REBOOTSTRAP_REQUIRED.
     rebootstrap_required: bool,
 }
@@ -134,6 +140,7 @@ impl Cluster {
             events: VecDeque::with_capacity(16),
             response_times: Estimator::new(),
             handshake_times: Estimator::new(),
+            first_answer_times: Estimator::new(),
             rebootstrap_required: false,
         })
     }
@@ -142,12 +149,25 @@ impl Cluster {
     /// (single-flight); otherwise one starts now. Returns the epoch of the refresh that will
     /// answer: wait for `Refreshed` or `RefreshFailed` with that epoch.
     pub fn request_refresh(&mut self, now: Instant) -> u32 {
+        self.request_refresh_because(now, RefreshCause::Requested, None)
+    }
+
+    /// Asks for fresh metadata and says why, which the policy reads ([`RefreshCause`]): a
+    /// cause every client sees at once (a refused or reset connection, stale metadata) makes
+    /// the refresh gentle. `broker`, the broker the trouble came from when the caller knows,
+    /// counts as failed: tried last, no longer preferred for a kept connection (a request
+    /// that joins a running refresh still marks it). Returns the epoch, as
+    /// [`Cluster::request_refresh`].
+    pub fn request_refresh_because(&mut self, now: Instant, cause: RefreshCause, broker: Option<BrokerIndex>) -> u32 {
         // Settle whatever is due first: a refresh whose deadline has passed must not be joined.
         self.handle_timeout(now);
+        if let Some(broker) = broker {
+            self.book.record_failure(broker, self.now);
+        }
         if let Some(r) = &self.current {
             return r.epoch();
         }
-        self.start(self.now)
+        self.start(self.now, cause)
     }
 
     /// Feeds an I/O result for an attempt and says what became of it, as
@@ -199,7 +219,7 @@ impl Cluster {
             self.pump();
         }
         if self.current.is_none() && self.now >= self.next_periodic {
-            self.start(self.now);
+            self.start(self.now, RefreshCause::Periodic);
         }
     }
 
@@ -271,24 +291,29 @@ impl Cluster {
         }
     }
 
-    fn start(&mut self, now: Instant) -> u32 {
+    fn start(&mut self, now: Instant, cause: RefreshCause) -> u32 {
+        // Without metadata, whatever the caller says, this is a bootstrap.
+        let cause = if self.metadata.is_none() && !cause.storm_likely() { RefreshCause::Bootstrap } else { cause };
         self.epoch = self.epoch.wrapping_add(1);
         self.rebootstrap_required = false;
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
-        let (recent_response_time, handshake_hint) = match config.fanout.stagger {
+        let (recent_response_time, handshake_hint, first_answer_hint) = match config.fanout.stagger {
             Stagger::Adaptive(_) => {
                 let q = self.config.window_quantile;
-                (self.response_times.quantile(q), self.handshake_times.quantile(q))
+                let first_answers = self.first_answer_times.quantile(q);
+                (self.response_times.quantile(q), self.handshake_times.quantile(q), first_answers)
             }
-            Stagger::Fixed(_) => (None, None),
+            Stagger::Fixed(_) => (None, None, None),
         };
         let ctx = RefreshContext {
             epoch: self.epoch,
             hedge_tokens: self.hedge_tokens(),
             recent_response_time,
             handshake_hint,
+            first_answer_hint,
+            cause,
             fit_candidates: true,
         };
         // The config was validated in `new` and the book is never empty, so this succeeds;
@@ -356,6 +381,9 @@ impl Cluster {
             }
             if let (false, Some(up)) = (a.reused_connection, a.connected_at) {
                 self.handshake_times.observe(up.saturating_since(a.started_at));
+                if let Some(first) = a.first_frame_at {
+                    self.first_answer_times.observe(first.saturating_since(up));
+                }
             }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());
             discovered_tried += discovered as u32;

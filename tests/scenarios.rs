@@ -176,17 +176,30 @@ fn ticks(out: &[(Instant, Command)]) -> Vec<(Instant, BrokerIndex)> {
 }
 
 #[test]
-fn adaptive_hedges_a_silent_broker_two_handshakes_after_a_1ms_handshake() {
+fn adaptive_hedges_a_silent_broker_twice_the_silent_pace_after_a_1ms_handshake() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
     run.input(ms(1), Input::Connected { attempt: a0 });
-    // Silent after connecting: clamp(2 × 1 ms, 2 ms, 2 s) = 2 ms after the handshake, and
-    // the tick starts two brokers (growth Linear(2)) at once: on a network with 1 ms
-    // handshakes the first could not answer within half of those 2 ms, so spreading the
-    // tick would only delay the second.
-    assert!(run.advance(us(2_999)).is_empty());
+    // Silent after connecting, and no first answer seen yet: the broker pace is the 12 ms
+    // `silent` knob, longer than the 1 ms handshake, so the tick comes 2 × 12 ms = 24 ms
+    // after the handshake. It starts two brokers (growth Linear(2)), spread: two 1 ms
+    // handshakes fit well within half of those 24 ms, so the second follows 12 ms later.
+    assert!(run.advance(us(24_999)).is_empty());
     let out = run.advance(ms(100));
-    assert_eq!(ticks(&out)[..2], [(ms(3), BrokerIndex(1)), (ms(3), BrokerIndex(2))], "{out:?}");
+    assert_eq!(ticks(&out)[..2], [(ms(25), BrokerIndex(1)), (ms(37), BrokerIndex(2))], "{out:?}");
+}
+
+#[test]
+fn adaptive_hedges_a_silent_broker_on_a_slow_path_two_handshakes_after_it() {
+    let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
+    let a0 = run.attempt(0);
+    run.input(ms(30), Input::Connected { attempt: a0 });
+    // A 30 ms handshake is longer than the 12 ms silent pace: the round trip itself counts,
+    // 2 × 30 ms after the handshake. The tick starts both its brokers at once: a fresh broker
+    // answers about two handshakes (60 ms) after its start, not within half the delay.
+    assert!(run.advance(us(89_999)).is_empty());
+    let out = run.advance(ms(100));
+    assert_eq!(ticks(&out)[..2], [(ms(90), BrokerIndex(1)), (ms(90), BrokerIndex(2))], "{out:?}");
 }
 
 /// On a fast network the tick's first fresh broker answers before its partner is due:
@@ -196,19 +209,65 @@ fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
     run.input(us(100), Input::Connected { attempt: a0 });
-    // Silent: the tick at 2.1 ms (the 2 ms floor) starts one broker; its partner would be
-    // due half the delay later, but no sooner than the floor: at 4.1 ms.
-    let out = run.advance(us(2_100));
-    assert_eq!(ticks(&out), [(us(2_100), BrokerIndex(1))], "{out:?}");
+    // Silent: the tick at 24.1 ms (2 × the 12 ms silent pace after the handshake) starts
+    // one broker; its partner is due half the delay later (no sooner than the 10 ms floor):
+    // at 36.1 ms.
+    assert!(run.advance(us(24_099)).is_empty());
+    let out = run.advance(us(24_100));
+    assert_eq!(ticks(&out), [(us(24_100), BrokerIndex(1))], "{out:?}");
+    assert_eq!(run.refresh.next_timer(), Some((us(36_100), stagger::TimerKind::Spread)));
     let a1 = run.attempt(1);
     assert!(!run.refresh.attempt(a1).unwrap().partner, "the tick's first attempt is no partner");
-    run.input(us(2_200), Input::Connected { attempt: a1 });
-    run.input(us(2_400), Input::FirstFrame { attempt: a1 });
+    run.input(us(24_200), Input::Connected { attempt: a1 });
+    run.input(us(25_000), Input::FirstFrame { attempt: a1 });
     assert_eq!(run.refresh.in_flight(), 1, "the answer overtook the silent first broker");
-    assert!(ticks(&run.advance(us(4_500))).is_empty(), "no partner once a broker answered");
-    let out = run.input(us(4_600), response(a1));
+    // Answering, broker 1 gets patience: 16 × its 0.9 ms to the first answer, from its start.
+    assert_eq!(run.refresh.next_timer(), Some((us(38_500), stagger::TimerKind::Stagger)));
+    assert!(ticks(&run.advance(us(36_500))).is_empty(), "no partner once a broker answered");
+    let out = run.input(us(36_600), response(a1));
     assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
     assert_eq!(run.connects().len(), 2);
+}
+
+/// A healthy broker's first answer after a loopback handshake takes a few milliseconds (it
+/// has to read and answer ApiVersions): within the 24 ms a silent broker is given, so it
+/// costs no second connection.
+#[test]
+fn a_healthy_broker_answering_15ms_after_a_loopback_handshake_is_not_hedged() {
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 3);
+    let a0 = run.attempt(0);
+    run.input(us(100), Input::Connected { attempt: a0 });
+    assert!(run.advance(ms(15)).is_empty(), "suspected only at 24.1 ms");
+    assert!(run.input(ms(15), Input::FirstFrame { attempt: a0 }).is_empty());
+    let out = run.input(ms(16), response(a0));
+    assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a0), "{out:?}");
+    assert_eq!(run.connects().len(), 1);
+}
+
+/// A stopped broker's kernel still completes the handshake; only its silence gives it away,
+/// 24 ms after the handshake (2 × the 12 ms silent pace). On a loopback network the next
+/// broker answers before the tick's partner is due, so the stopped broker costs one more
+/// connection.
+#[test]
+fn a_stopped_broker_first_costs_one_more_connection_24ms_after_its_handshake() {
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 3);
+    let a0 = run.attempt(0);
+    run.input(us(100), Input::Connected { attempt: a0 });
+    assert!(run.advance(us(24_099)).is_empty());
+    let out = run.advance(us(24_100));
+    assert_eq!(ticks(&out), [(us(24_100), BrokerIndex(1))], "{out:?}");
+    // The partner (broker 2) is due half the 24 ms later: 36.1 ms.
+    assert_eq!(run.refresh.next_timer(), Some((us(36_100), stagger::TimerKind::Spread)));
+    let a1 = run.attempt(1);
+    run.input(us(24_200), Input::Connected { attempt: a1 });
+    assert_eq!(run.refresh.next_timer(), Some((us(36_100), stagger::TimerKind::Spread)));
+    let out = run.input(ms(25), Input::FirstFrame { attempt: a1 });
+    assert_eq!(out, [Command::Cancel { attempt: a0, reason: CancelReason::Overtaken }]);
+    assert!(run.advance(ms(37)).is_empty(), "the partner was dropped");
+    let out = run.input(ms(37), response(a1));
+    assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a1), "{out:?}");
+    assert_eq!(run.connects().len(), 2);
+    assert!(run.refresh.poll_timeout().is_none());
 }
 
 /// When the tick's first broker is silent too, the partner follows; the next tick still
@@ -216,12 +275,15 @@ fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
 /// yet a suspect the throttle may supersede.
 #[test]
 fn a_spread_partner_follows_a_silent_first_attempt_and_is_spared_until_suspected() {
+    // A silent pace of 500 µs and a 1 ms floor: ticks 1 ms after a loopback handshake.
     let mut c = no_jitter(RefreshConfig::adaptive());
-    c.fanout.stagger = Stagger::Adaptive(stagger::Adaptive { floor: Duration::from_millis(1), ..Default::default() });
+    let (silent, floor) = (Duration::from_micros(500), Duration::from_millis(1));
+    c.fanout.stagger = Stagger::Adaptive(stagger::Adaptive { silent, floor, ..Default::default() });
     let mut run = Run::new(c, 6);
     let a0 = run.attempt(0);
     run.input(us(100), Input::Connected { attempt: a0 });
-    // Silent: 2 × 100 µs, clamped to the 1 ms floor: the tick at 1.1 ms starts one broker.
+    // Silent: 2 × the 500 µs pace (longer than the 100 µs handshake) = 1 ms: the tick at
+    // 1.1 ms starts one broker.
     run.advance(us(1_100));
     let a1 = run.attempt(1);
     run.input(us(1_150), Input::Connected { attempt: a1 });
@@ -253,7 +315,9 @@ fn without_spreading_a_tick_starts_its_attempts_together() {
     let rows = [
         (ms(0), Start, vec![Connect(0, 0)]),
         (us(100), Connected(0), vec![]),
-        (us(2_100), Timeout, vec![Connect(1, 1), Connect(2, 2)]),
+        // 2 × the 12 ms silent pace after the handshake; both of the tick's brokers at once.
+        (us(24_099), Timeout, vec![]),
+        (us(24_100), Timeout, vec![Connect(1, 1), Connect(2, 2)]),
     ];
     table::run(&mut r, &rows);
 }
@@ -317,8 +381,9 @@ fn past_a_long_run_of_hung_brokers_the_silent_wait_doubles_only_up_to_the_pace()
     c.fanout.growth = Growth::Linear(1);
     c.fanout.max_in_flight = 1;
     let mut r = Refresh::new(&c, &book(12), Instant::ZERO).unwrap();
-    // Every broker connects in 1 ms and stays silent: each tick (2 ms after the handshake)
-    // replaces it and doubles the next wait — 2, 4, 8 … ms — until the 100 ms pace.
+    // Every broker connects in 1 ms and stays silent: each tick (first 2 × the 12 ms silent
+    // pace after the handshake) replaces it and doubles the next wait — 24, 48, 96 ms —
+    // until the 100 ms pace.
     let mut now = Instant::ZERO;
     let mut waits = Vec::new();
     let drain = |r: &mut Refresh| while r.poll_command().is_some() {};
@@ -333,22 +398,25 @@ fn past_a_long_run_of_hung_brokers_the_silent_wait_doubles_only_up_to_the_pace()
         drain(&mut r);
         now = tick;
     }
-    assert_eq!(waits, [2, 4, 8, 16, 32, 64, 100, 100, 100, 100]);
+    assert_eq!(waits, [24, 48, 96, 100, 100, 100, 100, 100, 100, 100]);
 }
 
 #[test]
 fn a_late_first_answer_stretches_the_silent_waits_that_follow() {
     let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
     // Broker 0 connects in 1 ms and answers ApiVersions only 30 ms later: it was queueing,
-    // long after its 2 ms wait. When its Metadata then fails, the next attempt's silent wait
-    // is 2 × those 30 ms, not 2 × its own 1 ms handshake.
+    // past its 24 ms wait (2 × the 12 ms silent pace), which started broker 1 at 25 ms. The
+    // answer overtakes broker 1 before the tick's partner is due (37 ms). When broker 0's
+    // Metadata then fails, broker 1 is tried again at once, and its silent wait is 2 × those
+    // 30 ms, not the 24 ms of the silent pace.
     let rows = [
         (ms(0), Start, vec![Connect(0, 0)]),
         (ms(1), Connected(0), vec![]),
-        (ms(3), Timeout, vec![Connect(1, 1), Connect(2, 2)]),
-        (ms(31), Answered(0), vec![Cancel(1, CancelReason::Overtaken), Cancel(2, CancelReason::Overtaken)]),
-        (ms(32), Failed(0, ErrorKind::Protocol), vec![Connect(3, 1)]),
-        (ms(33), Connected(3), vec![]),
+        (us(24_999), Timeout, vec![]),
+        (ms(25), Timeout, vec![Connect(1, 1)]),
+        (ms(31), Answered(0), vec![Cancel(1, CancelReason::Overtaken)]),
+        (ms(32), Failed(0, ErrorKind::Protocol), vec![Connect(2, 1)]),
+        (ms(33), Connected(2), vec![]),
     ];
     table::run(&mut r, &rows);
     assert_eq!(r.poll_timeout(), Some(ms(93)));
@@ -377,7 +445,7 @@ fn adaptive_is_patient_with_an_answering_broker() {
         (ms(1), Connected(0), vec![]),
         (ms(2), Answered(0), vec![]),
         // Alive and working on the request: no window yet, so patience (16) × its 2 ms to
-        // the first answer, from its start — not the 3 ms a silent broker would get.
+        // the first answer, from its start — not the 25 ms a silent broker would get.
         (us(31_999), Timeout, vec![]), // no hedge while the broker is answering
         (ms(32), Timeout, vec![Connect(1, 1)]),
         // The tick's second attempt follows half the delay later (a 1 ms handshake network
@@ -408,13 +476,18 @@ fn an_answer_overtakes_every_silent_attempt() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
     run.input(ms(1), Input::Connected { attempt: a0 });
-    run.advance(ms(3));
-    let (a1, a2) = (run.attempt(1), run.attempt(2));
-    run.input(ms(4), Input::Connected { attempt: a1 });
-    run.input(ms(4), Input::Connected { attempt: a2 });
+    // The tick 24 ms after the handshake starts broker 1; broker 1 connects but says nothing
+    // either, so the tick's partner, broker 2, follows 12 ms later.
+    run.advance(ms(25));
+    let a1 = run.attempt(1);
+    run.input(ms(26), Input::Connected { attempt: a1 });
+    run.advance(ms(37));
+    let a2 = run.attempt(2);
+    assert_eq!(run.connects().iter().map(|c| c.0).collect::<Vec<_>>(), [ms(0), ms(25), ms(37)]);
+    run.input(ms(38), Input::Connected { attempt: a2 });
     // Broker 1 answers first: the hung broker 0 and the still silent broker 2 are cancelled,
     // so only one metadata request is ever sent.
-    let out = run.input(ms(5), Input::FirstFrame { attempt: a1 });
+    let out = run.input(ms(39), Input::FirstFrame { attempt: a1 });
     assert_eq!(
         out,
         [
@@ -423,8 +496,8 @@ fn an_answer_overtakes_every_silent_attempt() {
         ]
     );
     assert_eq!(run.refresh.in_flight(), 1);
-    assert_eq!(run.refresh.attempt(a1).unwrap().first_frame_at, Some(ms(5)));
-    let out = run.input(ms(6), response(a1));
+    assert_eq!(run.refresh.attempt(a1).unwrap().first_frame_at, Some(ms(39)));
+    let out = run.input(ms(40), response(a1));
     assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a1), "{out:?}");
 }
 
@@ -437,33 +510,42 @@ fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
     run.input(ms(1), Input::Connected { attempt: a0 });
-    run.advance(ms(3));
-    let (a1, a2) = (run.attempt(1), run.attempt(2));
-    run.input(ms(4), Input::Connected { attempt: a2 });
-    run.input(ms(5), Input::FirstFrame { attempt: a2 });
+    // Broker 0 is silent: the tick at 25 ms starts broker 1, which connects and is silent
+    // too, and its partner broker 2 follows at 37 ms.
+    run.advance(ms(25));
+    let a1 = run.attempt(1);
+    run.input(ms(26), Input::Connected { attempt: a1 });
+    run.advance(ms(37));
+    let a2 = run.attempt(2);
+    assert_eq!(run.connects().iter().map(|c| c.0).collect::<Vec<_>>(), [ms(0), ms(25), ms(37)]);
+    run.input(ms(38), Input::Connected { attempt: a2 });
+    run.input(ms(39), Input::FirstFrame { attempt: a2 });
     assert_eq!(run.refresh.in_flight(), 1, "brokers 0 and 1 overtaken");
-    let out = run.input(ms(6), failed(a2, ErrorKind::BrokerError(129)));
+    let out = run.input(ms(40), failed(a2, ErrorKind::BrokerError(129)));
     let [Command::Connect { attempt: a3, broker }] = out[..] else { panic!("one retry at once: {out:?}") };
     assert_eq!(broker, run.refresh.attempt(a0).unwrap().broker, "the earliest overtaken first");
     assert_eq!(run.refresh.attempt(a3).unwrap().pass, 0, "in the same pass");
     // The other overtaken broker (1) comes next, before the untried brokers 3 and 4.
-    let out = run.input(ms(7), failed(a3, ErrorKind::Refused));
+    let out = run.input(ms(41), failed(a3, ErrorKind::Refused));
     let [Command::Connect { attempt: a4, broker }] = out[..] else { panic!("{out:?}") };
     assert_eq!(broker, run.refresh.attempt(a1).unwrap().broker);
 
     // Once per pass: overtaken again by a broker that fails again, broker 1 is not retried a
-    // second time; the tick's other broker, overtaken for the first time, is.
-    run.input(ms(8), Input::Connected { attempt: a4 });
-    run.advance(ms(60));
+    // second time; the tick's other broker, overtaken for the first time, is. Broker 1 is
+    // silent after its handshake at 42 ms: the tick at 66 ms starts broker 3, and its
+    // partner broker 4 follows at 78 ms.
+    run.input(ms(42), Input::Connected { attempt: a4 });
+    run.advance(ms(78));
+    let tick: Vec<_> = run.connects()[5..].iter().map(|&(t, _, b)| (t, b)).collect();
+    assert_eq!(tick, [(ms(66), BrokerIndex(3)), (ms(78), BrokerIndex(4))]);
     let a5 = run.connects().last().unwrap().1;
-    assert_ne!(a5, a4, "a stagger tick started another broker");
-    run.input(ms(61), Input::FirstFrame { attempt: a5 });
+    run.input(ms(79), Input::FirstFrame { attempt: a5 });
     assert!(run.refresh.attempt(a4).unwrap().ended_at.is_some(), "overtaken again");
-    let partner = run.connects()[run.connects().len() - 2];
-    assert!(run.refresh.attempt(partner.1).unwrap().ended_at.is_some(), "the tick's other attempt, overtaken too");
-    let out = run.input(ms(62), failed(a5, ErrorKind::BrokerError(129)));
+    let other = run.connects()[run.connects().len() - 2];
+    assert!(run.refresh.attempt(other.1).unwrap().ended_at.is_some(), "the tick's other attempt, overtaken too");
+    let out = run.input(ms(80), failed(a5, ErrorKind::BrokerError(129)));
     let [Command::Connect { broker, .. }] = out[..] else { panic!("{out:?}") };
-    assert_eq!(broker, partner.2, "not broker 1 again");
+    assert_eq!(broker, other.2, "not broker 1 again");
 }
 
 /// An input names an attempt that a timer due in the same call is about to issue: nobody has
@@ -493,11 +575,13 @@ fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
     let mut run = Run::new(c, 5);
     let a0 = run.attempt(0);
     run.input(ms(1), Input::Connected { attempt: a0 });
-    run.advance(ms(3));
+    // Broker 0 is silent: the tick at 25 ms starts broker 1, and its partner broker 2 at 37 ms.
+    run.advance(ms(37));
+    assert_eq!(run.connects().iter().map(|c| c.0).collect::<Vec<_>>(), [ms(0), ms(25), ms(37)]);
     let a1 = run.attempt(1);
-    assert!(run.input(ms(5), Input::FirstFrame { attempt: a1 }).is_empty());
+    assert!(run.input(ms(38), Input::FirstFrame { attempt: a1 }).is_empty());
     assert_eq!(run.refresh.in_flight(), 3);
-    let out = run.input(ms(6), response(a1));
+    let out = run.input(ms(39), response(a1));
     assert_eq!(out.iter().filter(|c| matches!(c, Command::Cancel { reason: CancelReason::Lost, .. })).count(), 2);
 }
 
@@ -926,12 +1010,14 @@ fn adaptive_default_gets_past_three_silent_brokers_without_exceeding_the_throttl
             let (started, a3, _) = connects[3];
             let out = run.input(started.saturating_add(Duration::from_millis(1)), response(a3));
             assert!(matches!(out.last(), Some(Command::Done { .. })), "{out:?}");
-            // The first broker was silent 2 ms after its 0.1 ms handshake (the floor): at
-            // 2.1 ms the tick started the second, and its partner the third at 4.1 ms (the
-            // floor later: on this fast network a healthy broker would have answered by
-            // then); the next tick counts from the tick's first attempt, so at 4.2 ms it
-            // started the fourth broker.
-            assert_eq!(started, us(4_200));
+            // The first broker was silent 24 ms after its 0.1 ms handshake (2 × the 12 ms
+            // silent pace): at 24.1 ms the tick started the second, and its partner the third
+            // at 36.1 ms (half the delay later: on this fast network a healthy broker would
+            // have answered by then); the next tick counts from the tick's first attempt, 24 ms
+            // after its handshake at 24.2 ms, so at 48.2 ms it started the fourth broker.
+            let times: Vec<_> = connects.iter().map(|c| c.0).collect();
+            assert_eq!(times, [us(0), us(24_100), us(36_100), us(48_200)]);
+            assert_eq!(started, us(48_200));
             return;
         }
         t = run.refresh.poll_timeout().unwrap();
@@ -962,21 +1048,59 @@ fn error_kind_names_match_their_serde_tags() {
 fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
-    // First refresh: a fresh connection whose handshake takes 5 ms.
+    // First refresh: a fresh connection whose handshake takes 8 ms, and whose broker answers
+    // 1 ms after it.
     cluster.request_refresh(ms(0));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
-    cluster.handle_input(ms(5), Input::Connected { attempt });
-    cluster.handle_input(ms(10), Input::FirstFrame { attempt });
-    cluster.handle_input(ms(11), response(attempt));
+    cluster.handle_input(ms(8), Input::Connected { attempt });
+    cluster.handle_input(ms(9), Input::FirstFrame { attempt });
+    cluster.handle_input(ms(10), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
     // Second refresh: the kept connection is "up" at once, so its handshake measures
-    // nothing; the cluster's recent 5 ms stands in: suspected 2 × 5 ms after connecting,
-    // not at the 2 ms floor.
+    // nothing; the cluster's recent 8 ms stands in, longer than the 1 ms broker pace:
+    // suspected 2 × 8 ms after connecting, not at the 10 ms floor (2 × 1 ms).
     cluster.request_refresh(ms(1_000));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
     assert!(cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
     cluster.handle_input(ms(1_000), Input::Connected { attempt });
-    assert_eq!(cluster.poll_timeout(), Some(ms(1_010)), "{:?}", cluster.current().unwrap().next_timer());
+    assert_eq!(cluster.poll_timeout(), Some(ms(1_016)), "{:?}", cluster.current().unwrap().next_timer());
+}
+
+/// A long-lived cluster learns its brokers' pace from the first answers on fresh
+/// connections: where they answer 3 ms after the handshake, a connected, silent broker is
+/// suspected 2 × 3 ms after its handshake — up to the 10 ms floor — instead of the 24 ms a
+/// one-shot refresh, which has seen no first answer, allows.
+#[test]
+fn a_cluster_that_has_seen_fast_first_answers_suspects_sooner_than_a_one_shot_refresh() {
+    let refresh = no_jitter(RefreshConfig::adaptive());
+    let mut one_shot = Run::new(refresh, 3);
+    let a0 = one_shot.attempt(0);
+    one_shot.input(us(100), Input::Connected { attempt: a0 });
+    assert_eq!(one_shot.refresh.poll_timeout(), Some(us(24_100)), "2 × the 12 ms silent pace");
+
+    let config = ClusterConfig { refresh, ..ClusterConfig::default() };
+    let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
+    // First refresh: a fresh connection, up in 100 µs; its broker answers 3 ms later.
+    cluster.request_refresh(ms(0));
+    let [ClusterEvent::Connect { attempt, broker }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    cluster.handle_input(us(100), Input::Connected { attempt });
+    cluster.handle_input(us(3_100), Input::FirstFrame { attempt });
+    cluster.handle_input(us(3_500), response(attempt));
+    assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+    // Its connection is closed: the next refresh connects afresh.
+    cluster.connection_closed(broker);
+    cluster.request_refresh(ms(1_000));
+    let [ClusterEvent::Connect { attempt, broker: first }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+    assert!(!cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
+    // Silent: suspected 10 ms after its handshake, and the next broker starts.
+    let next = cluster.current().unwrap().next_timer();
+    assert_eq!(next, Some((us(1_010_100), stagger::TimerKind::Stagger)));
+    cluster.handle_timeout(us(1_010_099));
+    assert!(events(&mut cluster).is_empty());
+    cluster.handle_timeout(us(1_010_100));
+    let [ClusterEvent::Connect { broker: next, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    assert_ne!(next, first);
 }
 
 #[test]
@@ -993,11 +1117,20 @@ fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
     let mut attempt = connect(&events(&mut cluster));
     // Each silent broker connects 1 ms after its start; with no budget the tick replaces it
     // (in flight stays 1) instead of adding a hedge, and each replacement doubles the next
-    // wait: 2 ms after the first handshake, then 4 ms, then 8 ms.
+    // wait: 24 ms after the first handshake (2 × the 12 ms silent pace), then 48 ms, then
+    // 96 ms. Each tick's spread partner is due half the delay that ran out after it (12 ms
+    // after the 25 ms tick, 24 ms after the 74 ms one), and out of budget starts nothing: a
+    // partner never replaces in place.
     let mut start = 0;
-    for (k, wait) in [2, 4, 8].into_iter().enumerate() {
+    for (k, (wait, partner)) in [(24, None), (48, Some(37)), (96, Some(98))].into_iter().enumerate() {
         cluster.handle_input(ms(start + 1), Input::Connected { attempt });
         let tick = start + 1 + wait;
+        if let Some(partner) = partner {
+            let next = cluster.current().unwrap().next_timer();
+            assert_eq!(next, Some((ms(partner), stagger::TimerKind::Spread)), "replacement {k}");
+            cluster.handle_timeout(ms(partner));
+            assert!(events(&mut cluster).is_empty(), "replacement {k}: no partner without budget");
+        }
         assert_eq!(cluster.poll_timeout(), Some(ms(tick)), "replacement {k}");
         cluster.handle_timeout(ms(tick));
         let ev = events(&mut cluster);
@@ -1016,4 +1149,77 @@ fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
     assert_eq!(cluster.current().unwrap().next_timer().map(|(_, k)| k), Some(stagger::TimerKind::AttemptTimeout));
     cluster.handle_input(ms(start + 3), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+}
+
+/// A `Cluster` with one refresh behind it, won on a fresh connection whose broker answered
+/// 3 ms after a 100 µs handshake; returns the broker its metadata listed (the discovered one,
+/// tried first by the next refresh unless a cause moves it).
+fn warmed_cluster(brokers: usize) -> (Cluster, BrokerIndex) {
+    let refresh = no_jitter(RefreshConfig::adaptive());
+    let mut cluster =
+        Cluster::new(ClusterConfig { refresh, ..ClusterConfig::default() }, book(brokers), Instant::ZERO).unwrap();
+    cluster.request_refresh(ms(0));
+    assert_eq!(cluster.current().unwrap().cause(), stagger::RefreshCause::Bootstrap, "no metadata yet");
+    let [ClusterEvent::Connect { attempt, broker }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    cluster.handle_input(us(100), Input::Connected { attempt });
+    cluster.handle_input(us(3_100), Input::FirstFrame { attempt });
+    cluster.handle_input(us(3_500), response(attempt));
+    assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+    cluster.connection_closed(broker);
+    let discovered = cluster.book().iter().find(|(_, e)| e.is_discovered()).map(|(i, _)| i).unwrap();
+    (cluster, discovered)
+}
+
+#[test]
+fn after_a_lost_connection_a_silent_broker_is_suspected_only_after_the_pace_and_one_broker_starts_per_tick() {
+    let (mut cluster, lost) = warmed_cluster(4);
+    let cause = stagger::RefreshCause::ConnectionLost;
+    cluster.request_refresh_because(ms(1_000), cause, Some(lost));
+    assert_eq!(cluster.current().unwrap().cause(), cause);
+    let [ClusterEvent::Connect { attempt, broker: first }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    assert_ne!(first, lost, "the broker that was lost is tried last");
+    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+    // A failover: every client of the lost broker refreshes now, and the brokers left are
+    // queued. Not 10 ms (2 × the 3 ms pace, floored) but the 100 ms pace, then one broker.
+    let next = cluster.current().unwrap().next_timer();
+    assert_eq!(next, Some((us(1_100_100), stagger::TimerKind::Stagger)));
+    cluster.handle_timeout(us(1_100_099));
+    assert!(events(&mut cluster).is_empty());
+    cluster.handle_timeout(us(1_100_100));
+    let [ClusterEvent::Connect { broker: second, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    assert!(second != first && second != lost);
+    let next = cluster.current().unwrap().next_timer();
+    assert!(!matches!(next, Some((_, stagger::TimerKind::Spread))), "no partner: {next:?}");
+}
+
+#[test]
+fn stale_metadata_is_gentle_too_but_a_request_timeout_keeps_the_refresh_quick_and_skips_its_broker() {
+    let (mut cluster, _) = warmed_cluster(4);
+    cluster.request_refresh_because(ms(1_000), stagger::RefreshCause::StaleMetadata, None);
+    let [ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+    assert_eq!(cluster.current().unwrap().next_timer(), Some((us(1_100_100), stagger::TimerKind::Stagger)));
+
+    let (mut cluster, hung) = warmed_cluster(4);
+    cluster.request_refresh_because(ms(1_000), stagger::RefreshCause::RequestTimedOut, Some(hung));
+    let [ClusterEvent::Connect { attempt, broker }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    assert_ne!(broker, hung, "the broker that timed out is tried last");
+    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+    // One client's evidence of a hung broker: as quick as ever (2 × the 3 ms pace, floored).
+    assert_eq!(cluster.current().unwrap().next_timer(), Some((us(1_010_100), stagger::TimerKind::Stagger)));
+}
+
+#[test]
+fn a_periodic_refresh_says_so_and_a_cause_joining_a_running_refresh_still_marks_its_broker() {
+    let (mut cluster, discovered) = warmed_cluster(3);
+    let interval = cluster.config().refresh_interval;
+    let due = Instant::from_micros(3_500 + interval.as_micros() as u64);
+    cluster.handle_timeout(due);
+    assert_eq!(cluster.current().unwrap().cause(), stagger::RefreshCause::Periodic);
+    let epoch = cluster.current().unwrap().epoch();
+    let joined = cluster.request_refresh_because(due, stagger::RefreshCause::RequestTimedOut, Some(discovered));
+    assert_eq!(joined, epoch, "single-flight");
+    assert!(!cluster.book().get(discovered).unwrap().connected);
+    let order = cluster.book().candidates(due, 0);
+    assert_eq!(order.last(), Some(&discovered), "tried last from now on: {order:?}");
 }

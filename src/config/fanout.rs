@@ -13,7 +13,8 @@ pub enum Stagger {
     Adaptive(Adaptive),
 }
 
-/// Adaptive stagger: hedge against *silence*, not against slowness.
+/// Adaptive stagger: hedge against *silence*, not against slowness — and judge silence by the
+/// broker's own pace, never by the kernel's.
 ///
 /// An attempt goes through three phases, and each has its own evidence:
 ///
@@ -24,20 +25,23 @@ pub enum Stagger {
 ///    Being bold here is cheap: a connect that has not completed cost the cluster one SYN,
 ///    and the first attempt to connect cancels the older ones still connecting
 ///    ([`Tuning::cancel_outrun`]), so the bold connects never turn into extra requests.
-/// 2. **Connected, silent.** The handshake took `h`, which measures this path's round trip.
-///    The broker's first answer (ApiVersions for Kafka) needs one more round trip and almost
-///    no broker work, so a broker still silent `clamp(multiple · h, floor, ceiling)` after
-///    its handshake is probably hung: that is when the next attempt starts (Happy Eyeballs
-///    v3's idea, measured from the handshake rather than the start).
-/// 3. **Answering.** The broker answered something ([`crate::Input::FirstFrame`]): it is
-///    alive and working on our request; what remains is queueing and broker work. Another
-///    broker would most likely queue us just the same — on a loaded cluster a hedge only
-///    adds load — so the next attempt waits `patience` times what an answer normally takes
-///    (the recent response time, or this attempt's time to its first answer), from its
-///    start.
+/// 2. **Connected, silent.** The TCP handshake is done, but it was the peer's *kernel* that
+///    answered it: a stopped broker's kernel completes handshakes just as fast. What says the
+///    broker is hung is a first answer later than this cluster's brokers give one. So the
+///    next attempt starts `multiple` × the broker pace after the handshake: the pace is the
+///    [`ClusterConfig::window_quantile`](crate::ClusterConfig::window_quantile) of the first
+///    answers a long-lived [`crate::Cluster`] has seen on fresh connections, or `silent`
+///    while none has been seen (a one-shot refresh). On a slow path the round trip itself
+///    counts: never sooner than `multiple` × the handshake.
+/// 3. **Answering.** The broker showed its process runs: the end of a TLS handshake, or its
+///    first Kafka frame ([`crate::Input::FirstFrame`]). It is alive and working on our
+///    request; what remains is queueing and broker work. Another broker would most likely
+///    queue us just the same — on a loaded cluster a hedge only adds load — so the next
+///    attempt waits `patience` times what an answer normally takes (the recent response
+///    time, or this attempt's time to its first answer), from its start.
 ///
 /// A reused connection (`kept`) has no handshake to learn from; the cluster's recent
-/// handshake times stand in for `h`.
+/// handshake times stand in for its handshake.
 ///
 /// Two pieces of evidence stretch the waits while every broker in flight is silent:
 ///
@@ -49,6 +53,15 @@ pub enum Stagger {
 ///   (later than phase 2's wait) was queueing, not hung — the evidence of an overload. For
 ///   the rest of the refresh no silent broker is suspected before `multiple` times that
 ///   wait, and patience counts from it too.
+///
+/// **Why the refresh runs** ([`crate::RefreshCause`]) moves the silent waits too: a cause every
+/// client sees at once (a refused or reset connection, stale metadata: a failover) makes the
+/// refresh gentle — no silent broker is suspected before `pace`, and each tick starts one
+/// broker — because then the brokers left are queued behind a storm of refreshes, and a
+/// hedge would only add a connection and an ApiVersions to every queue.
+///
+/// The defaults of `silent`, `multiple` and `floor` come from first answers measured on real
+/// Kafka: `docs/performance/gentleness.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Adaptive {
@@ -57,12 +70,17 @@ pub struct Adaptive {
     /// connections; RFC 8305 allows down to 10 ms, and its 250 ms is for paths where every
     /// extra connect is a cost, which here it is not: see [`Tuning::cancel_outrun`]).
     pub cold: Duration,
-    /// A connected broker silent for `multiple` × its handshake time is suspected (default 2:
-    /// its first answer needs one round trip and almost no broker work; the fleet
-    /// simulation's tuning is in `docs/performance/tuning.md`).
+    /// A connected broker silent for `multiple` × the broker pace (or × its handshake time,
+    /// on a path slower than that) is suspected (default 2: twice what this cluster's first
+    /// answers take, so ordinary broker jitter never looks like a hang).
     pub multiple: u32,
-    /// Lower clamp on every wait (default 2 ms): loopback handshakes take microseconds, and
-    /// a broker's first answer is never that fast.
+    /// The broker pace while no first answer has been seen (default 12 ms, so a connected
+    /// broker is suspected 24 ms after its handshake: above every first answer of a healthy
+    /// Kafka 4.4 broker measured in `docs/performance/gentleness.md`, and well inside
+    /// librdkafka's ~50 ms per broker past a hung one).
+    pub silent: Duration,
+    /// Lower clamp on every wait (default 10 ms, RFC 8305's minimum Connection Attempt
+    /// Delay): no wait is shorter, whatever the pace windows hold.
     pub floor: Duration,
     /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long.
     pub ceiling: Duration,
@@ -83,7 +101,8 @@ impl Default for Adaptive {
         Adaptive {
             cold: Duration::from_millis(40),
             multiple: 2,
-            floor: Duration::from_millis(2),
+            silent: Duration::from_millis(12),
+            floor: Duration::from_millis(10),
             ceiling: Duration::from_secs(2),
             patience: 16,
             pace: Duration::from_millis(100),
@@ -105,10 +124,18 @@ impl Adaptive {
         }
     }
 
-    /// Phase 2: the wait, from the end of its handshake, for the first answer of an attempt
-    /// whose handshake took `handshake`.
+    /// `multiple` round trips of a handshake that took `handshake`: how long a connect may
+    /// lag behind one that completed before it counts as lost ([`Tuning::cancel_outrun`]).
     pub fn after_handshake(&self, handshake: Duration) -> Duration {
         self.clamp(handshake.saturating_mul(self.multiple))
+    }
+
+    /// Phase 2: the wait, from the end of its handshake, for the first answer of an attempt
+    /// whose handshake took `handshake`, given the broker pace (a quantile of the first
+    /// answers seen on fresh connections; `silent` when none was).
+    pub fn while_connected(&self, handshake: Duration, broker_pace: Option<Duration>) -> Duration {
+        let pace = broker_pace.unwrap_or(self.silent);
+        self.clamp(pace.max(handshake).saturating_mul(self.multiple))
     }
 
     /// Phase 3: the wait, from its start, for an attempt whose broker is answering, given
@@ -127,8 +154,8 @@ impl Adaptive {
 
     /// Whether a first answer `wait` after a handshake of `handshake` is late: it came only
     /// after phase 2 had suspected its broker, so the broker was queueing, not hung.
-    pub fn is_late(&self, wait: Duration, handshake: Duration) -> bool {
-        wait > self.after_handshake(handshake)
+    pub fn is_late(&self, wait: Duration, handshake: Duration, broker_pace: Option<Duration>) -> bool {
+        wait > self.while_connected(handshake, broker_pace)
     }
 }
 

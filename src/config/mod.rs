@@ -258,13 +258,33 @@ mod tests {
     #[test]
     fn adaptive_clamps_the_handshake_multiple() {
         let a = Adaptive::default();
-        assert_eq!(a.after_handshake(Duration::from_micros(100)), Duration::from_millis(2), "floor");
+        assert_eq!(a.after_handshake(Duration::from_micros(100)), Duration::from_millis(10), "floor");
         assert_eq!(a.after_handshake(Duration::from_millis(20)), Duration::from_millis(40));
         assert_eq!(a.after_handshake(Duration::from_secs(5)), Duration::from_secs(2), "ceiling");
         assert_eq!(a.before_connect(None), Duration::from_millis(40), "cold");
-        assert_eq!(a.before_connect(Some(Duration::from_millis(8))), Duration::from_millis(8));
+        assert_eq!(a.before_connect(Some(Duration::from_millis(8))), Duration::from_millis(10), "floor");
+        assert_eq!(a.before_connect(Some(Duration::from_millis(15))), Duration::from_millis(15));
         assert_eq!(a.while_answering(Duration::from_millis(8)), Duration::from_millis(128));
         assert_eq!(a.while_answering(Duration::from_secs(1)), Duration::from_secs(2), "ceiling");
+    }
+
+    #[test]
+    fn a_connected_broker_is_judged_by_the_broker_pace_not_the_tcp_handshake() {
+        let a = Adaptive::default();
+        let ms = Duration::from_millis;
+        let loopback = Duration::from_micros(100);
+        // (handshake, broker pace seen) -> wait after the handshake
+        let table = [
+            (loopback, None, ms(24)),         // nothing seen yet: 2 × silent
+            (loopback, Some(ms(3)), ms(10)),  // a fast cluster: 2 × 3 ms, up to the floor
+            (loopback, Some(ms(30)), ms(60)), // a queued one: 2 × its pace
+            (ms(40), Some(ms(3)), ms(80)),    // a slow path: 2 × the round trip
+            (ms(40), None, ms(80)),
+            (loopback, Some(ms(5000)), ms(2000)), // the ceiling
+        ];
+        for (handshake, pace, want) in table {
+            assert_eq!(a.while_connected(handshake, pace), want, "{handshake:?} {pace:?}");
+        }
     }
 
     #[test]
@@ -284,7 +304,8 @@ mod tests {
         for (delay, supersedes, queueing, want) in table {
             assert_eq!(a.while_silent(delay, supersedes, queueing), want, "{delay:?} {supersedes} {queueing:?}");
         }
-        assert!(a.is_late(ms(5), ms(1)), "after the phase-2 wait (2 ms floor, 2 × 1 ms)");
-        assert!(!a.is_late(ms(2), ms(1)), "within it");
+        assert!(a.is_late(ms(25), ms(1), None), "after the phase-2 wait (2 × the 12 ms silent pace)");
+        assert!(!a.is_late(ms(20), ms(1), None), "within it");
+        assert!(a.is_late(ms(11), ms(1), Some(ms(1))), "after 2 × a 1 ms pace, floored at 10 ms");
     }
 }

@@ -31,8 +31,14 @@ pub(super) const KNOBS: &[Knob] = &[
     Knob::refresh(
         "fanout.stagger.adaptive.multiple",
         KnobKind::U32,
-        "suspect a connected, silent broker this many handshake times after its handshake",
+        "suspect a connected, silent broker this many broker paces (or handshakes, if longer) after its handshake",
         |c| adaptive(c).map(|a| Slot::U32(&mut a.multiple)),
+    ),
+    Knob::refresh(
+        "fanout.stagger.adaptive.silent",
+        KnobKind::Duration,
+        "broker pace (handshake to first answer) assumed until a first answer is seen",
+        |c| adaptive(c).map(|a| Slot::Duration(&mut a.silent)),
     ),
     Knob::refresh("fanout.stagger.adaptive.floor", KnobKind::Duration, "lower clamp of every adaptive wait", |c| {
         adaptive(c).map(|a| Slot::Duration(&mut a.floor))

@@ -12,6 +12,7 @@
 //! |---|---|---|
 //! | [`KafkaAttempt::new`] | an attempt starts; its first request is ready to write once the transport is | — |
 //! | [`KafkaAttempt::handle_connected`] | the transport is up | `Connected` |
+//! | [`KafkaAttempt::handle_secured`] | the TLS handshake completed | `FirstFrame` (the broker process runs) |
 //! | [`KafkaAttempt::handle_bytes`] | bytes arrived | `Answered`, then `Response` or `Failed` |
 //! | [`KafkaAttempt::handle_closed`] | the peer closed the stream | `Failed` (`Closed`, or `Tls`) |
 //! | [`KafkaAttempt::handle_error`] | the transport failed | `Failed` with that error |
@@ -120,6 +121,16 @@ impl KafkaAttempt {
     /// the TCP handshake, before TLS) and may report it itself instead.
     pub fn handle_connected(&mut self) {
         self.connected.earn();
+    }
+
+    /// The TLS handshake completed: the broker's *process* answered (a stopped broker's kernel
+    /// accepts TCP, but only the broker completes TLS), so `Input::FirstFrame` is due now
+    /// rather than at the first Kafka frame. The adaptive stagger then treats the broker as
+    /// alive and answering, and TLS time counts as the broker's, never as the network's.
+    pub fn handle_secured(&mut self) {
+        if matches!(self.end, End::Running) {
+            self.answered.earn();
+        }
     }
 
     /// The next complete request frame to write, if any.
@@ -304,6 +315,22 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(a.metadata_version(), Some(13));
+    }
+
+    #[test]
+    fn a_completed_tls_handshake_is_the_brokers_first_answer_and_is_reported_once() {
+        let mut a = KafkaAttempt::new(AttemptId(3), &ExchangeConfig::default(), None, false);
+        a.handle_connected();
+        assert_eq!(inputs(&mut a), [Input::Connected { attempt: AttemptId(3) }]);
+        a.handle_secured();
+        assert_eq!(inputs(&mut a), [Input::FirstFrame { attempt: AttemptId(3) }], "the broker process runs");
+        a.handle_secured();
+        assert!(inputs(&mut a).is_empty(), "once, however often the host says so");
+        a.handle_closed();
+        let [Input::Failed { error, .. }] = &inputs(&mut a)[..] else { panic!() };
+        assert_eq!(error.kind, ErrorKind::Closed, "an answer still follows; only the first frame moved");
+        a.handle_secured();
+        assert!(inputs(&mut a).is_empty(), "nothing after the end");
     }
 
     #[test]

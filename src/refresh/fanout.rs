@@ -107,6 +107,8 @@ impl Refresh {
                 (self.ticks.size as u32).max(1)
             }
         };
+        // A gentle refresh (a failover: every client refreshing at once) adds one at a time.
+        let want = if self.cause.storm_likely() { 1 } else { want };
         let gap = self.spread_gap_for_tick(want);
         // Attempts from this tick are not suspects yet: never supersede them.
         let suspects = self.attempts.len();
@@ -274,7 +276,7 @@ impl Refresh {
         let info = self.attempts.info(n);
         let Some(connected_at) = info.connected_at else { return };
         let wait = now.saturating_since(connected_at);
-        if a.is_late(wait, self.handshake_of(info, connected_at)) {
+        if a.is_late(wait, self.handshake_of(info, connected_at), self.first_answer_hint) {
             self.ticks.queueing = self.ticks.queueing.max(wait);
         }
     }
@@ -384,10 +386,12 @@ impl Refresh {
             }
             Stagger::Adaptive(a) => {
                 let (from, delay) = match info.connected_at {
-                    Some(at) => (at, a.after_handshake(self.handshake_of(info, at))),
+                    Some(at) => (at, a.while_connected(self.handshake_of(info, at), self.first_answer_hint)),
                     None => (info.started_at, a.before_connect(self.recent_response_time)),
                 };
-                (from, a.while_silent(delay, slot.superseded_before, queueing))
+                let delay = a.while_silent(delay, slot.superseded_before, queueing);
+                // Gentle: in a failover the survivors' queues make live brokers look silent.
+                (from, if self.cause.storm_likely() { delay.max(a.pace) } else { delay })
             }
         };
         (from, scale_duration(delay, slot.jitter))

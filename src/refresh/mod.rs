@@ -15,6 +15,7 @@ use core::time::Duration;
 use smallvec::SmallVec;
 
 use crate::brokers::{BrokerBook, BrokerIndex};
+use crate::cluster::RefreshCause;
 use crate::config::RefreshConfig;
 use crate::error::{AttemptError, BrokerFailure, ConfigError};
 use crate::rng::Rng;
@@ -44,6 +45,11 @@ pub(crate) struct RefreshContext {
     /// A high quantile of recent fresh handshakes: stands in for the handshake of a kept
     /// connection in the adaptive stagger.
     pub(crate) handshake_hint: Option<Duration>,
+    /// The broker pace: a quantile of recent first answers on fresh connections (handshake →
+    /// first answer), the adaptive stagger's measure of how long a live broker stays silent.
+    pub(crate) first_answer_hint: Option<Duration>,
+    /// Why the refresh runs: a storm-likely cause makes it gentle (see [`RefreshCause`]).
+    pub(crate) cause: RefreshCause,
     /// Try only as many candidates as the attempt table can hold instead of refusing a
     /// larger book: a cluster's book grows from broker answers, which no config foresees.
     pub(crate) fit_candidates: bool,
@@ -56,6 +62,8 @@ impl Default for RefreshContext {
             hedge_tokens: u32::MAX,
             recent_response_time: None,
             handshake_hint: None,
+            first_answer_hint: None,
+            cause: RefreshCause::Bootstrap,
             fit_candidates: false,
         }
     }
@@ -139,6 +147,8 @@ pub struct Refresh {
     hedge_tokens: u32,
     recent_response_time: Option<Duration>,
     handshake_hint: Option<Duration>,
+    first_answer_hint: Option<Duration>,
+    cause: RefreshCause,
     /// The latest failure: its attempt and candidate position (the error itself lives in
     /// `outcomes`, so recording a failure never copies it).
     last_failure: Option<(u32, usize)>,
@@ -231,6 +241,8 @@ impl Refresh {
             hedge_tokens: ctx.hedge_tokens,
             recent_response_time: ctx.recent_response_time,
             handshake_hint: ctx.handshake_hint,
+            first_answer_hint: ctx.first_answer_hint,
+            cause: ctx.cause,
             last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),
             stats: RefreshStats::default(),
@@ -317,6 +329,11 @@ impl Refresh {
     /// Attempts currently in flight.
     pub fn in_flight(&self) -> u32 {
         self.attempts.in_flight()
+    }
+
+    /// Why this refresh runs ([`RefreshCause::Bootstrap`] for a one-shot refresh).
+    pub fn cause(&self) -> RefreshCause {
+        self.cause
     }
 
     /// Counters so far.

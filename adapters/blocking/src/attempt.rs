@@ -212,6 +212,7 @@ impl Attempt {
     /// would block (the poll is edge-triggered) or the conversation ends.
     fn pump(&mut self, registry: &Registry, buf: &mut [u8], step: &mut Step) {
         let Phase::Open { transport, kafka, out } = &mut self.phase else { return };
+        let securing = transport.is_handshaking();
         loop {
             while let Some(frame) = kafka.poll_transmit() {
                 out.extend_from_slice(&frame);
@@ -233,6 +234,10 @@ impl Attempt {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => kafka.handle_error(io_error(transport, &e)),
             }
+        }
+        if securing && !transport.is_handshaking() {
+            // The broker process completed TLS: its first answer (`KafkaAttempt::handle_secured`).
+            kafka.handle_secured();
         }
         let mut answered = false;
         while let Some(input) = kafka.poll_input() {

@@ -21,7 +21,7 @@ use mio::Waker;
 use stagger::kafka::validate;
 use stagger::{
     AttemptId, BrokerBook, BrokerIndex, ClientStats, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, Instant,
-    Metadata,
+    Metadata, RefreshCause,
 };
 
 use crate::attempt::{tls_name, Context};
@@ -65,7 +65,8 @@ type Reply = Sender<Result<Arc<Metadata>, Error>>;
 
 #[derive(Debug)]
 enum Request {
-    Refresh(Reply),
+    /// Fresh metadata, why, and the `host:port` of the broker the trouble came from.
+    Refresh(Reply, RefreshCause, Option<String>),
     Close,
 }
 
@@ -101,6 +102,7 @@ impl Client {
             clock,
             attempts,
             kept: None,
+            lost: None,
             waiters: HashMap::new(),
             answered: None,
             shared: shared.clone(),
@@ -127,8 +129,17 @@ impl Client {
     /// Fresh metadata now, blocking until it comes. Concurrent callers (on other threads)
     /// share one refresh: the core coalesces them.
     pub fn refresh(&self) -> Result<Arc<Metadata>, Error> {
+        self.refresh_because(RefreshCause::Requested, None)
+    }
+
+    /// Fresh metadata now, saying why, so the policy can read it ([`RefreshCause`]): after a
+    /// refused or reset connection or NOT_LEADER-style errors (a failover, seen by every
+    /// client at once) the refresh is gentle; `broker`, the `host:port` the trouble came
+    /// from when known (a request that timed out there, say), is tried last. Shares a
+    /// running refresh as [`Client::refresh`] does.
+    pub fn refresh_because(&self, cause: RefreshCause, broker: Option<&str>) -> Result<Arc<Metadata>, Error> {
         let (reply, answer) = mpsc::channel();
-        self.send(Request::Refresh(reply))?;
+        self.send(Request::Refresh(reply, cause, broker.map(str::to_owned)))?;
         answer.recv().unwrap_or(Err(Error::Closed))
     }
 
@@ -167,6 +178,8 @@ struct Background {
     attempts: Attempts,
     /// The broker whose connection `attempts` keeps.
     kept: Option<BrokerIndex>,
+    /// The broker that reset the kept connection since the last refresh request, if one did.
+    lost: Option<BrokerIndex>,
     /// Callers waiting, by refresh epoch.
     waiters: HashMap<u32, Vec<Reply>>,
     /// The attempt whose metadata answer was fed last, until the core says whether it won.
@@ -190,17 +203,24 @@ impl Background {
             if self.attempts.take_woken() {
                 loop {
                     match inbox.try_recv() {
-                        Ok(Request::Refresh(reply)) => self.request(now, reply),
+                        Ok(Request::Refresh(reply, cause, broker)) => self.request(now, reply, cause, broker),
                         Ok(Request::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
                         Err(mpsc::TryRecvError::Empty) => break,
                     }
                 }
             }
             if self.attempts.kept_stirred() {
-                // The broker closed (or wrote to) an idle kept connection: forget it.
-                self.attempts.unkeep();
+                // The broker closed (or wrote to) an idle kept connection: forget it. A reset
+                // is a lost connection the next plain refresh says it follows; a clean close
+                // is what brokers do to idle connections.
+                let reset = self.attempts.unkeep().is_some_and(|mut t| {
+                    t.read(&mut [0u8; 1]).is_err_and(|e| {
+                        !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted)
+                    })
+                });
                 if let Some(broker) = self.kept.take() {
                     self.cluster.connection_closed(broker);
+                    self.lost = reset.then_some(broker);
                 }
             }
             match self.attempts.poll_input() {
@@ -215,8 +235,13 @@ impl Background {
         }
     }
 
-    fn request(&mut self, at: Instant, reply: Reply) {
-        let epoch = self.cluster.request_refresh(at);
+    fn request(&mut self, at: Instant, reply: Reply, cause: RefreshCause, broker: Option<String>) {
+        let broker = broker.and_then(|b| self.cluster.book().find(&b));
+        let (cause, broker) = match (cause, self.lost.take()) {
+            (RefreshCause::Requested, Some(lost)) => (RefreshCause::ConnectionLost, Some(lost)),
+            _ => (cause, broker),
+        };
+        let epoch = self.cluster.request_refresh_because(at, cause, broker);
         if self.cluster.current().map(|r| r.epoch()) == Some(epoch) {
             self.waiters.entry(epoch).or_default().push(reply);
         } else {

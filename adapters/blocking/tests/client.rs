@@ -170,3 +170,22 @@ fn a_client_can_be_shared_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Client>();
 }
+
+#[test]
+fn a_refresh_because_a_request_timed_out_on_the_kept_broker_asks_another_broker_afresh() {
+    bounded_blocking(|| {
+        let mock = Mock::start(3, &[("alpha", 1)]);
+        let client = Client::new(config(), &mock.seeds(&[1, 2, 3]), ClientOptions::default()).unwrap();
+        client.refresh().expect("refresh");
+        let before = client.stats();
+        let hung = before.kept.clone().expect("the winner's connection is kept");
+        client.refresh_because(stagger::RefreshCause::RequestTimedOut, Some(&hung)).expect("refresh");
+        let after = client.stats();
+        assert_eq!(after.refreshes, 2);
+        assert_ne!(after.kept.as_deref(), Some(hung.as_str()), "the suspect is tried last: {after:?}");
+        assert_eq!(after.connections_reused, before.connections_reused, "its kept connection is not reused");
+        assert_eq!(after.connections_opened, before.connections_opened + 1, "{after:?}");
+        client.refresh_because(stagger::RefreshCause::StaleMetadata, None).expect("refresh");
+        assert_eq!(client.stats().connections_reused, before.connections_reused + 1);
+    });
+}

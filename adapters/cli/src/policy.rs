@@ -54,10 +54,14 @@ pub struct PolicyArgs {
     /// from the clock, unless the policy file or `--set seed=` gives one.
     #[arg(long, value_name = "N")]
     pub seed: Option<String>,
-    /// Adaptive: suspect a connected, silent broker after N × its handshake time.
+    /// Adaptive: suspect a connected, silent broker after N × the broker pace (or × its
+    /// handshake time, if longer).
     #[arg(long, value_name = "N")]
     pub multiple: Option<String>,
-    /// Adaptive: lower bound on every wait (e.g. 2ms).
+    /// Adaptive: the broker pace (handshake to first answer) assumed until one is seen (e.g. 12ms).
+    #[arg(long, value_name = "DURATION")]
+    pub silent: Option<String>,
+    /// Adaptive: lower bound on every wait (e.g. 10ms).
     #[arg(long, value_name = "DURATION")]
     pub floor: Option<String>,
     /// Adaptive: upper bound on every wait (e.g. 2s).
@@ -156,6 +160,7 @@ impl PolicyArgs {
             ("--retries", "retry.retries", self.retries.clone()),
             ("--seed", "seed", self.seed.clone()),
             ("--multiple", "fanout.stagger.adaptive.multiple", self.multiple.clone()),
+            ("--silent", "fanout.stagger.adaptive.silent", self.silent.clone()),
             ("--floor", "fanout.stagger.adaptive.floor", self.floor.clone()),
             ("--ceiling", "fanout.stagger.adaptive.ceiling", self.ceiling.clone()),
             ("--cold", "fanout.stagger.adaptive.cold", self.cold.clone()),

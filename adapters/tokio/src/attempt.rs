@@ -291,6 +291,7 @@ async fn converse(
     conn: Conn,
     expected: Option<&BrokerIdentity>,
 ) -> Step {
+    let secured = matches!(conn, Conn::Fresh(_)) && ctx.tls.is_some();
     let transport = match (conn, &ctx.tls) {
         (Conn::Kept(transport), _) => transport,
         (Conn::Fresh(tcp), None) => Transport::Tcp(tcp),
@@ -303,7 +304,12 @@ async fn converse(
         Ok(exchange) => exchange,
         Err(e) => return Step::Finished(Err(e)),
     };
-    Box::new(Conversation::new(attempt, transport, &exchange, expected)).until_answered().await
+    let mut conversation = Box::new(Conversation::new(attempt, transport, &exchange, expected));
+    if secured {
+        // The broker process completed TLS: that is its first answer (see `handle_secured`).
+        conversation.kafka.handle_secured();
+    }
+    conversation.until_answered().await
 }
 
 /// One attempt's Kafka conversation ([`KafkaAttempt`]) on a transport, resumable at the

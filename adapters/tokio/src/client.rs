@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use stagger::{
     AttemptId, BrokerBook, BrokerIndex, ClientStats, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input,
-    InputOutcome, Instant, Metadata,
+    InputOutcome, Instant, Metadata, RefreshCause,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
@@ -67,7 +67,8 @@ type Reply = oneshot::Sender<Result<Arc<Metadata>, Error>>;
 
 #[derive(Debug)]
 enum Request {
-    Refresh(Reply),
+    /// Fresh metadata, why, and the `host:port` of the broker the trouble came from.
+    Refresh(Reply, RefreshCause, Option<String>),
     Close,
 }
 
@@ -105,6 +106,7 @@ impl Client {
                 lookup: Lookup::new(&options.resolver)?,
             }),
             kept: None,
+            lost: None,
             waiters: HashMap::new(),
             ledgers: VecDeque::new(),
             answered: None,
@@ -133,8 +135,18 @@ impl Client {
     /// Fresh metadata now. Concurrent callers share one refresh (the core coalesces them),
     /// so a burst of "leader moved" errors in an application costs one refresh.
     pub async fn refresh(&self) -> Result<Arc<Metadata>, Error> {
+        self.refresh_because(RefreshCause::Requested, None).await
+    }
+
+    /// Fresh metadata now, saying why, so the policy can read it ([`RefreshCause`]): after a
+    /// refused or reset connection or NOT_LEADER-style errors (a failover, seen by every
+    /// client at once) the refresh is gentle; `broker`, the `host:port` the trouble came
+    /// from when known (a request that timed out there, say), is tried last. Shares a
+    /// running refresh as [`Client::refresh`] does.
+    pub async fn refresh_because(&self, cause: RefreshCause, broker: Option<&str>) -> Result<Arc<Metadata>, Error> {
         let (reply, answer) = oneshot::channel();
-        self.requests.send(Request::Refresh(reply)).map_err(|_| Error::Closed)?;
+        let request = Request::Refresh(reply, cause, broker.map(str::to_owned));
+        self.requests.send(request).map_err(|_| Error::Closed)?;
         answer.await.unwrap_or(Err(Error::Closed))
     }
 
@@ -178,6 +190,8 @@ struct Background {
     clock: Clock,
     attempts: AttemptSet,
     kept: Option<Kept>,
+    /// The broker that reset the kept connection since the last refresh request, if one did.
+    lost: Option<BrokerIndex>,
     /// Callers waiting, by refresh epoch.
     waiters: HashMap<u32, Vec<Reply>>,
     /// Reports of the running refresh and the one before, by epoch (newest last): a
@@ -201,7 +215,7 @@ impl Background {
                 request = inbox.recv() => {
                     at = self.clock.now();
                     match request {
-                        Some(Request::Refresh(reply)) => self.request(at, reply),
+                        Some(Request::Refresh(reply, cause, broker)) => self.request(at, reply, cause, broker),
                         Some(Request::Close) | None => return,
                     }
                 }
@@ -209,9 +223,12 @@ impl Background {
                     at = self.clock.now();
                     self.progress(at, attempt, progress);
                 }
-                broker = watch(&mut self.kept) => {
-                    // The broker closed (or wrote to) an idle kept connection: forget it.
+                (broker, reset) = watch(&mut self.kept) => {
+                    // The broker closed (or wrote to) an idle kept connection: forget it. A
+                    // reset is a lost connection the next plain refresh says it follows; a
+                    // clean close is what brokers do to idle connections.
                     self.kept = None;
+                    self.lost = reset.then_some(broker);
                     self.cluster.connection_closed(broker);
                     lock(&self.shared.stats).kept = None;
                 }
@@ -223,8 +240,13 @@ impl Background {
         }
     }
 
-    fn request(&mut self, at: Instant, reply: Reply) {
-        let epoch = self.cluster.request_refresh(at);
+    fn request(&mut self, at: Instant, reply: Reply, cause: RefreshCause, broker: Option<String>) {
+        let broker = broker.and_then(|b| self.cluster.book().find(&b));
+        let (cause, broker) = match (cause, self.lost.take()) {
+            (RefreshCause::Requested, Some(lost)) => (RefreshCause::ConnectionLost, Some(lost)),
+            _ => (cause, broker),
+        };
+        let epoch = self.cluster.request_refresh_because(at, cause, broker);
         if self.cluster.current().map(|r| r.epoch()) == Some(epoch) {
             self.waiters.entry(epoch).or_default().push(reply);
         } else {
@@ -386,12 +408,12 @@ impl Background {
 
 /// Completes when the kept connection (if any) is closed by the broker or misbehaves;
 /// pending forever otherwise. Cancel-safe: a read future holds no data when dropped.
-async fn watch(kept: &mut Option<Kept>) -> BrokerIndex {
+async fn watch(kept: &mut Option<Kept>) -> (BrokerIndex, bool) {
     match kept {
         Some(kept) => {
             let mut byte = [0u8; 1];
-            let _ = kept.transport.read(&mut byte).await;
-            kept.broker
+            let reset = kept.transport.read(&mut byte).await.is_err();
+            (kept.broker, reset)
         }
         None => pending().await,
     }

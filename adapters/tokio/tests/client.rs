@@ -151,3 +151,25 @@ async fn bad_seeds_are_refused_up_front() {
     let error = stagger_tokio::refresh(&stagger::RefreshConfig::default(), &Vec::<String>::new()).await.unwrap_err();
     assert!(matches!(error, Error::Config(_)), "{error}");
 }
+
+#[tokio::test]
+async fn a_refresh_because_a_request_timed_out_on_the_kept_broker_asks_another_broker_afresh() {
+    bounded(async {
+        let mock = Mock::start(3, &[("alpha", 1)]);
+        let client = Client::new(config(), &mock.seeds(&[1, 2, 3]), ClientOptions::default()).unwrap();
+        client.refresh().await.expect("refresh");
+        let before = client.stats();
+        let hung = before.kept.clone().expect("the winner's connection is kept");
+        client.refresh_because(stagger::RefreshCause::RequestTimedOut, Some(&hung)).await.expect("refresh");
+        let after = client.stats();
+        assert_eq!(after.refreshes, 2);
+        assert_ne!(after.kept.as_deref(), Some(hung.as_str()), "the suspect is tried last: {after:?}");
+        assert_eq!(after.connections_reused, before.connections_reused, "its kept connection is not reused");
+        assert_eq!(after.connections_opened, before.connections_opened + 1, "{after:?}");
+        // A plain refresh after it prefers the new kept connection again.
+        client.refresh_because(stagger::RefreshCause::StaleMetadata, None).await.expect("refresh");
+        assert_eq!(client.stats().connections_reused, before.connections_reused + 1);
+        client.close().await;
+    })
+    .await;
+}

@@ -1,0 +1,299 @@
+//! What one-shot refreshes cost a real Apache Kafka cluster, counted at the seeds.
+//!
+//! Starts a 5-broker Kafka 4.4 cluster (`scripts/kafka.sh`), puts a counting forwarder
+//! ([`stagger_lab::counting`]) in front of every broker's PLAINTEXT and SASL_SSL listener,
+//! and refreshes through them one refresh at a time: the library (`stagger_tokio::refresh_with`)
+//! and, with `--cli PATH`, the `stagger` binary (`metadata --json`, a fresh process each time).
+//! Each cell prints the share of refreshes that opened exactly one connection, the most any
+//! opened, the mean connections and broker answers (TLS or Kafka bytes sent back) per
+//! refresh, and p50 / p99 / max time to metadata; the policies take turns within each
+//! repetition, so ratios come from one run.
+//!
+//! Cases, faulty brokers first in the seed list:
+//! * `healthy`: every broker is up;
+//! * `k stopped`: the first k brokers are `SIGSTOP`ped (their kernels accept, nobody answers).
+//!
+//! ```text
+//! cargo run --release -p stagger-lab --bin gentleness -- --reps 100 --cli target/release/stagger --out docs/performance/gentleness.md
+//! ```
+
+use std::error::Error;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use stagger::kafka::sasl::{Sasl, Secret};
+use stagger::kafka::ExchangeConfig;
+use stagger::RefreshConfig;
+use stagger_kafka_fixture::{KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
+use stagger_lab::counting::{CountingForwarder, Snapshot};
+use stagger_lab::stats::{ms, quantile};
+use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions, TlsOptions};
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+/// Brokers in the cluster: three can be stopped with two left to answer.
+const BROKERS: u32 = 5;
+/// Refreshes before measuring, so the brokers' JIT has compiled their request paths.
+const WARM_UP: usize = 300;
+/// Time a refresh's cancelled connections get to reach the forwarders' counts.
+const SETTLE: Duration = Duration::from_millis(30);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Listener {
+    Plaintext,
+    SaslSsl,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Client {
+    Library,
+    Cli,
+}
+
+/// The policies compared; `--set` settings as the CLI takes them.
+fn policies(stopped: usize) -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    let mut p = vec![
+        ("adaptive (default)", vec![]),
+        // The silence rule this replaced: a connected broker suspected 2 × the TCP handshake
+        // after it, floored at 2 ms (the kernel's pace, not the broker's).
+        (
+            "kernel pace (silent 0, floor 2 ms)",
+            vec![("fanout.stagger.adaptive.silent", "0ms"), ("fanout.stagger.adaptive.floor", "2ms")],
+        ),
+    ];
+    if stopped == 0 {
+        p.push((
+            "sequential",
+            vec![
+                ("fanout.stagger", "fixed:10s"),
+                ("fanout.growth", "linear:1"),
+                ("fanout.max_in_flight", "1"),
+                ("fanout.tuning.replace_when_full", "false"),
+            ],
+        ));
+    }
+    p
+}
+
+#[derive(Default)]
+struct Cell {
+    times: Vec<Duration>,
+    connections: Vec<u64>,
+    answered: Vec<u64>,
+    /// The winner's first answer after its TCP handshake (TLS end or ApiVersions): the
+    /// broker pace a silent broker is judged by.
+    first_answers: Vec<Duration>,
+    failures: usize,
+}
+
+impl Cell {
+    fn row(&self, case: &str, client: &str, listener: &str, policy: &str) -> String {
+        let n = self.connections.len().max(1) as f64;
+        let one = self.connections.iter().filter(|&&c| c == 1).count() as f64 / n * 100.0;
+        let two = self.connections.iter().filter(|&&c| c <= 2).count() as f64 / n * 100.0;
+        let max = self.connections.iter().max().copied().unwrap_or(0);
+        let median = {
+            let mut c = self.connections.clone();
+            c.sort();
+            c.get(c.len() / 2).copied().unwrap_or(0)
+        };
+        let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / n;
+        format!(
+            "| {case} | {client} | {listener} | {policy} | {} | {one:.0} % | {two:.0} % | {median} | {max} | {:.2} | {:.2} | {} / {} / {} | {} | {} | {} | {} |",
+            self.connections.len(),
+            mean(&self.connections),
+            mean(&self.answered),
+            ms(quantile(&self.first_answers, 0.5)),
+            ms(quantile(&self.first_answers, 0.99)),
+            ms(quantile(&self.first_answers, 1.0)),
+            ms(quantile(&self.times, 0.5)),
+            ms(quantile(&self.times, 0.99)),
+            ms(quantile(&self.times, 1.0)),
+            self.failures,
+        )
+    }
+}
+
+struct Bench {
+    kafka: KafkaCluster,
+    plaintext: Vec<CountingForwarder>,
+    sasl_ssl: Vec<CountingForwarder>,
+    cli: Option<String>,
+}
+
+impl Bench {
+    fn forwarders(&self, listener: Listener) -> &[CountingForwarder] {
+        match listener {
+            Listener::Plaintext => &self.plaintext,
+            Listener::SaslSsl => &self.sasl_ssl,
+        }
+    }
+
+    fn counts(&self, listener: Listener) -> Snapshot {
+        self.forwarders(listener).iter().fold(Snapshot::default(), |a, f| a + f.snapshot())
+    }
+
+    fn seeds(&self, listener: Listener) -> Vec<String> {
+        self.forwarders(listener).iter().map(|f| f.address().to_owned()).collect()
+    }
+
+    async fn library(
+        &self,
+        listener: Listener,
+        settings: &[(&str, &str)],
+        seed: u64,
+    ) -> Res<(Duration, Option<Duration>)> {
+        let mut config = RefreshConfig::default().with_seed(seed);
+        for (path, value) in settings {
+            config.set(path, value)?;
+        }
+        let mut options = RefreshOptions { config, ..RefreshOptions::default() };
+        if listener == Listener::SaslSsl {
+            let sasl = Sasl::from_parts("SCRAM-SHA-512", SASL_USERNAME, Secret::new(SASL_PASSWORD))
+                .ok_or("no SCRAM-SHA-512")?;
+            options.exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
+            options.tls = Some(TlsOptions { ca_file: Some(self.kafka.ca()), ..TlsOptions::default() });
+        }
+        let outcome = refresh_with(&options, &self.seeds(listener), |_| {}).await?;
+        let winner = outcome.attempts.iter().find(|a| matches!(a.outcome, AttemptOutcome::Won));
+        let first = winner.and_then(|a| Some(a.answered?.saturating_sub(a.connected?)));
+        Ok((outcome.elapsed, first))
+    }
+
+    async fn cli(&self, listener: Listener, settings: &[(&str, &str)], seed: u64) -> Res<(Duration, Option<Duration>)> {
+        let Some(cli) = &self.cli else { return Err("no --cli".into()) };
+        let mut cmd = tokio::process::Command::new(cli);
+        cmd.args(["metadata", "--json", "-b", &self.seeds(listener).join(","), "--seed", &seed.to_string()]);
+        for (path, value) in settings {
+            cmd.args(["--set", &format!("{path}={value}")]);
+        }
+        if listener == Listener::SaslSsl {
+            cmd.arg("--ca").arg(self.kafka.ca());
+            for x in ["security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512"] {
+                cmd.args(["-X", x]);
+            }
+            cmd.args(["-X", &format!("sasl.username={SASL_USERNAME}")]);
+            cmd.args(["-X", &format!("sasl.password={SASL_PASSWORD}")]);
+        }
+        cmd.env("XDG_CONFIG_HOME", "/nonexistent");
+        let out = cmd.output().await?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
+        }
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let elapsed = json["refresh"]["elapsed_ms"].as_f64().ok_or("no refresh.elapsed_ms")?;
+        let attempts = json["refresh"]["attempts"].as_array().ok_or("no refresh.attempts")?;
+        let winner = attempts.iter().find(|a| a["outcome"] == "won");
+        let first = winner.and_then(|a| Some(a["answered_ms"].as_f64()? - a["connected_ms"].as_f64()?));
+        let first = first.map(|f| Duration::from_secs_f64(f.max(0.0) / 1e3));
+        Ok((Duration::from_secs_f64(elapsed / 1e3), first))
+    }
+
+    /// One cell-row of repetitions: every policy once per repetition, in turn.
+    async fn case(
+        &self,
+        out: &mut String,
+        case: &str,
+        client: Client,
+        listener: Listener,
+        stopped: usize,
+        reps: usize,
+    ) -> Res<()> {
+        let policies = policies(stopped);
+        let mut cells: Vec<Cell> = policies.iter().map(|_| Cell::default()).collect();
+        let _paused: Vec<_> = (1..=stopped as u32).map(|node| self.kafka.pause(node)).collect();
+        for rep in 0..reps {
+            for (i, (_, settings)) in policies.iter().enumerate() {
+                let before = self.counts(listener);
+                let seed = rep as u64 + 1;
+                let result = match client {
+                    Client::Library => self.library(listener, settings, seed).await,
+                    Client::Cli => self.cli(listener, settings, seed).await,
+                };
+                tokio::time::sleep(SETTLE).await;
+                let paid = self.counts(listener) - before;
+                match result {
+                    Ok((elapsed, first)) => {
+                        cells[i].times.push(elapsed);
+                        cells[i].first_answers.extend(first);
+                        cells[i].connections.push(paid.accepted);
+                        cells[i].answered.push(paid.answered);
+                    }
+                    Err(e) => {
+                        eprintln!("{case} {client:?} {listener:?} {}: {e}", policies[i].0);
+                        cells[i].failures += 1;
+                    }
+                }
+            }
+        }
+        // Stopped brokers continue here, then their abandoned connections drain.
+        drop(_paused);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let client = match client {
+            Client::Library => "library",
+            Client::Cli => "CLI",
+        };
+        let listener = match listener {
+            Listener::Plaintext => "PLAINTEXT",
+            Listener::SaslSsl => "SASL_SSL SCRAM-512",
+        };
+        for (cell, (policy, _)) in cells.iter().zip(&policies) {
+            let row = cell.row(case, client, listener, policy);
+            println!("{row}");
+            writeln!(out, "{row}")?;
+        }
+        Ok(())
+    }
+}
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Res<()> {
+    let reps: usize = arg("--reps").map_or(Ok(100), |r| r.parse())?;
+    let started = Instant::now();
+    let Some(kafka) = KafkaCluster::start(&Options { brokers: BROKERS, ..Options::default() }) else {
+        return Err("this machine cannot run Kafka (Java 17+ and Maven are needed)".into());
+    };
+    let mut plaintext = Vec::new();
+    let mut sasl_ssl = Vec::new();
+    for (p, s) in kafka.plaintext().iter().zip(kafka.sasl_ssl()) {
+        plaintext.push(CountingForwarder::start(p).await?);
+        sasl_ssl.push(CountingForwarder::start(&s).await?);
+    }
+    let bench = Bench { kafka, plaintext, sasl_ssl, cli: arg("--cli") };
+    eprintln!("warming up the brokers ({WARM_UP} refreshes per listener)");
+    for i in 0..WARM_UP {
+        for listener in [Listener::Plaintext, Listener::SaslSsl] {
+            bench.library(listener, &[("fanout.max_in_flight", "1")], i as u64).await?;
+        }
+    }
+    let mut out = String::new();
+    writeln!(out, "| case | client | listener | policy | refreshes | exactly 1 connection | at most 2 | median connections | most | connections per refresh | broker answers per refresh | winner's first answer after its handshake (p50 / p99 / max) | p50 | p99 | max | failed |")?;
+    writeln!(out, "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    println!("{out}");
+    let clients: &[Client] = if bench.cli.is_some() { &[Client::Library, Client::Cli] } else { &[Client::Library] };
+    for listener in [Listener::Plaintext, Listener::SaslSsl] {
+        for &client in clients {
+            bench.case(&mut out, "healthy", client, listener, 0, reps).await?;
+        }
+        for &client in clients {
+            bench.case(&mut out, "1 stopped first", client, listener, 1, reps / 2).await?;
+        }
+        bench.case(&mut out, "3 stopped first", Client::Library, listener, 3, reps / 4).await?;
+    }
+    writeln!(
+        out,
+        "\nKafka {}, {BROKERS} brokers, {reps} repetitions per healthy cell, {:.0} s in all.",
+        bench.kafka.version(),
+        started.elapsed().as_secs_f64()
+    )?;
+    if let Some(path) = arg("--out") {
+        std::fs::write(&path, &out)?;
+        eprintln!("wrote {path}");
+    }
+    Ok(())
+}

@@ -1,0 +1,7 @@
+//! Shared pieces of the measurement programs in `src/bin/`: a seed forwarder that counts what
+//! the cluster pays, and percentiles.
+//!
+//! Programs here measure; they are not product code and nothing depends on them.
+
+pub mod counting;
+pub mod stats;
