@@ -128,8 +128,9 @@
 //! [`ClusterEvent`]s out of `poll_event`). It caches the latest metadata, joins concurrent
 //! [`Cluster::request_refresh`] calls to the running refresh (single-flight), refreshes
 //! periodically, keeps the seeds apart from the brokers metadata discovered (connected and
-//! healthy brokers first, recently failed ones last), learns the cluster's response and
-//! handshake times for the adaptive stagger, spends and earns a hedge budget, and goes back
+//! healthy brokers first, recently failed ones last), learns the cluster's response,
+//! handshake and first-answer times for the adaptive stagger, reads why each refresh runs
+//! ([`RefreshCause`]: a failover's causes make it gentle), spends and earns a hedge budget, and goes back
 //! to the seeds (rebootstrap) when every discovered broker fails or one answers
 //! REBOOTSTRAP_REQUIRED. See [`Cluster`].
 //!

@@ -10,13 +10,15 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use crate::brokers::BrokerBook;
-use crate::config::RefreshConfig;
+use crate::config::{RefreshConfig, Stagger};
 use crate::error::ConfigError;
 use crate::refresh::{Command, Input, InputOutcome, Refresh, TimerKind};
 use crate::time::Instant;
 
-/// Format version of [`Trace`]; bumped on incompatible changes.
-pub const TRACE_VERSION: u32 = 1;
+/// Format version of [`Trace`]; bumped on incompatible changes. Version 2 added
+/// `fanout.stagger.adaptive.silent`: a version 1 trace was recorded when a connected broker
+/// was judged by its handshake alone, which is `silent` = 0 ([`Trace::policy`]).
+pub const TRACE_VERSION: u32 = 2;
 
 /// One timed step of a refresh.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -88,10 +90,27 @@ impl core::fmt::Display for Divergence {
 }
 
 impl Trace {
+    /// The policy the trace was recorded with, as this version of the core reads it: its
+    /// `config`, with the knobs added since its version set to what the recording core did
+    /// without them (so an old trace replays to its own commands).
+    pub fn policy(&self) -> RefreshConfig {
+        let mut config = self.config;
+        if let (true, Stagger::Adaptive(a)) = (self.version < 2, &mut config.fanout.stagger) {
+            a.silent = core::time::Duration::ZERO;
+        }
+        config
+    }
+
+    /// A fresh [`Refresh`] as the trace's started: its policy ([`Trace::policy`]), book,
+    /// start time and recent response time.
+    pub fn start(&self) -> Result<Refresh, ConfigError> {
+        Refresh::with_estimate(&self.policy(), &self.book, self.started_at, self.recent_response_time)
+    }
+
     /// Replays the trace's inputs and timeouts through a fresh [`Refresh`] and checks that
     /// it emits exactly the recorded commands. Returns the replayed commands on success.
     pub fn replay(&self) -> Result<Result<Vec<Command>, Divergence>, ConfigError> {
-        let mut refresh = Refresh::with_estimate(&self.config, &self.book, self.started_at, self.recent_response_time)?;
+        let mut refresh = self.start()?;
         let mut produced: Vec<Command> = Vec::new();
         let mut cursor = 0usize; // next produced command to compare
         let drain = |r: &mut Refresh, out: &mut Vec<Command>| {

@@ -1223,3 +1223,21 @@ fn a_periodic_refresh_says_so_and_a_cause_joining_a_running_refresh_still_marks_
     let order = cluster.book().candidates(due, 0);
     assert_eq!(order.last(), Some(&discovered), "tried last from now on: {order:?}");
 }
+
+#[test]
+fn in_a_gentle_refresh_an_answering_broker_also_gets_at_least_the_pace() {
+    for (cause, want) in [
+        // 16 × the 3.5 ms response time the first refresh taught the cluster.
+        (stagger::RefreshCause::Requested, us(1_056_000)),
+        // A failover: the broker left is queued behind everyone's refresh.
+        (stagger::RefreshCause::StaleMetadata, us(1_100_000)),
+    ] {
+        let (mut cluster, _) = warmed_cluster(4);
+        cluster.request_refresh_because(ms(1_000), cause, None);
+        let [ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
+        cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+        cluster.handle_input(us(1_001_000), Input::FirstFrame { attempt });
+        let next = cluster.current().unwrap().next_timer();
+        assert_eq!(next, Some((want, stagger::TimerKind::Stagger)), "{cause:?}");
+    }
+}

@@ -123,3 +123,30 @@ fn a_config_with_the_switches_at_the_top_of_fanout_reads_them_into_tuning() {
     let again: RefreshConfig = serde_json::from_value(written).unwrap();
     assert_eq!(again, config);
 }
+
+#[test]
+fn a_version_1_trace_replays_with_the_silence_rule_it_was_recorded_with() {
+    // Version 1 predates `silent`: its core judged a connected broker by its handshake alone.
+    let mut config = RefreshConfig::adaptive();
+    config.fanout.jitter = 0.0;
+    let stagger::Stagger::Adaptive(a) = &mut config.fanout.stagger else { unreachable!() };
+    a.floor = Duration::from_millis(2);
+    let mut old = config;
+    let stagger::Stagger::Adaptive(a) = &mut old.fanout.stagger else { unreachable!() };
+    a.silent = Duration::ZERO;
+    let book = BrokerBook::new(["10.0.0.1:9092", "10.0.0.2:9092"]).unwrap();
+    let mut recorder = Recorder::new(&old, &book, Instant::ZERO, "test").unwrap();
+    let Some(Command::Connect { attempt: first, .. }) = recorder.poll_command(Instant::ZERO) else { panic!() };
+    recorder.handle_input(Instant::from_micros(100), Input::Connected { attempt: first });
+    recorder.handle_timeout(Instant::from_micros(2_100)); // 2 ms floor: the hedge
+    while recorder.poll_command(Instant::from_micros(2_100)).is_some() {}
+    let mut trace = recorder.into_trace();
+    assert!(trace.events.iter().filter(|e| matches!(e, TraceEvent::Command { .. })).count() >= 2, "{trace:?}");
+    // As an old recorder wrote it: version 1, the config without `silent` (read as its default).
+    trace.version = 1;
+    trace.config = config;
+    assert_eq!(trace.replay().unwrap().map(|c| c.len()), Ok(2), "replays as recorded");
+    assert!(matches!(trace.policy().fanout.stagger, stagger::Stagger::Adaptive(a) if a.silent.is_zero()));
+    trace.version = stagger::TRACE_VERSION;
+    assert!(trace.replay().unwrap().is_err(), "a current core reads the same config as 24 ms of silence");
+}

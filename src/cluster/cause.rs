@@ -18,9 +18,9 @@
 //! ([`crate::Cluster::request_refresh_because`]'s `broker`) counts as failed: it is tried
 //! last and no longer preferred for a kept connection.
 //!
-//! *Gentle* ([`RefreshCause::storm_likely`]): no silent broker is suspected before the
-//! adaptive stagger's `pace`, and each stagger tick starts one broker instead of the
-//! growth's count (see [`crate::config::Adaptive`]).
+//! *Gentle* ([`RefreshCause::storm_likely`]): no broker, silent or answering, is suspected
+//! before the adaptive stagger's `pace`, and each stagger tick starts one broker instead of
+//! the growth's count (see [`crate::config::Adaptive`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -56,9 +56,9 @@ pub enum Stagger {
 ///
 /// **Why the refresh runs** ([`crate::RefreshCause`]) moves the silent waits too: a cause every
 /// client sees at once (a refused or reset connection, stale metadata: a failover) makes the
-/// refresh gentle — no silent broker is suspected before `pace`, and each tick starts one
-/// broker — because then the brokers left are queued behind a storm of refreshes, and a
-/// hedge would only add a connection and an ApiVersions to every queue.
+/// refresh gentle — no broker, silent or answering, is suspected before `pace`, and each tick
+/// starts one broker — because then the brokers left are queued behind a storm of refreshes,
+/// and a hedge would only add a connection and an ApiVersions to every queue.
 ///
 /// The defaults of `silent`, `multiple` and `floor` come from first answers measured on real
 /// Kafka: `docs/performance/gentleness.md`.

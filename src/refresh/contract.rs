@@ -99,12 +99,12 @@ pub enum Input {
         /// Which attempt.
         attempt: AttemptId,
     },
-    /// The broker's first frame arrived on this attempt (for Kafka: the ApiVersions
-    /// response, even an error one), so it is alive and reading its socket. Feeds the
-    /// adaptive stagger, which hedges silent brokers quickly and answering ones patiently;
-    /// the [`crate::kafka::Exchange`] says when ([`crate::kafka::Exchange::has_answered`]).
-    /// Adapters that cannot tell should skip it: without it every connected attempt looks
-    /// silent, and the adaptive stagger hedges after a few handshake times.
+    /// The broker's process answered on this attempt: the end of its TLS handshake, or its
+    /// first Kafka frame (the ApiVersions response, even an error one), so it is alive and
+    /// reading its socket. Feeds the adaptive stagger, which hedges silent brokers quickly
+    /// and answering ones patiently; [`crate::kafka::KafkaAttempt`] says when. Adapters that
+    /// cannot tell should skip it: without it every connected attempt looks silent, and the
+    /// adaptive stagger hedges once the broker pace has run out twice.
     #[serde(alias = "answered")]
     FirstFrame {
         /// Which attempt.

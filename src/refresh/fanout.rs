@@ -5,10 +5,30 @@
 //! [`Refresh::tick_step`] alone answers "may a tick start an attempt now?": the stagger
 //! timer is armed exactly when it says yes, and the tick and the spread partners do what it
 //! says.
+//!
+//! An attempt starts when, and only when:
+//!
+//! 1. the refresh begins: `fanout.initial` of them (`Refresh::new`);
+//! 2. an attempt fails fast (refused, reset, a broker error) and
+//!    `fanout.tuning.next_on_failure` holds: the next at once (`inputs.rs`);
+//! 3. the stagger timer fires — the leader is suspected ([`Refresh::stagger_deadline`]):
+//!    the growth's count (one in a gentle refresh), the first now and the rest spread
+//!    ([`Refresh::on_stagger`]);
+//! 4. a spread partner is due and no broker has answered ([`Refresh::on_spread`]);
+//! 5. at a tick with the throttle full, in place of the newest silent suspect it supersedes
+//!    (`TickStep::ReplaceFull`), or, out of hedge budget with every broker in flight
+//!    silent, in place of one (`TickStep::ReplaceInPlace`);
+//! 6. the broker that overtook others fails: the overtaken are tried again (`retry.rs`);
+//! 7. every broker of the pass failed: a new pass after the backoff (`retry.rs`);
+//! 8. a name resolved: its addresses are candidates of their own (`resolve.rs`).
+//!
+//! And one is cancelled when another broker answers first (`Overtaken`), a later one connects
+//! long before it (`Outrun`), a tick makes room (`Superseded`), the winner's answer comes
+//! (`Lost`), or the deadline or a fatal error ends the refresh.
 
 use core::time::Duration;
 
-use crate::config::{Growth, Stagger};
+use crate::config::{Adaptive, Growth, Stagger};
 use crate::time::{scale_duration, Instant};
 
 use super::attempts::AttemptSlot;
@@ -364,8 +384,9 @@ impl Refresh {
     /// A fixed stagger counts from the attempt's start. The adaptive one depends on what
     /// the attempts have shown so far (see [`crate::config::Adaptive`]): while any broker
     /// is answering, patience from the latest start; otherwise, if the latest attempt is
-    /// connected, a few of its handshake times from the handshake; before that, the cold
-    /// stagger or the recent response time from its start.
+    /// connected, twice the broker pace (or its handshake, if longer) from the handshake;
+    /// before that, the cold stagger or the recent response time from its start. A gentle
+    /// refresh ([`crate::RefreshCause::storm_likely`]) waits at least `pace` in every phase.
     pub(super) fn stagger_deadline(&self, n: u32) -> Instant {
         let (from, delay) = self.stagger_basis(n);
         from.saturating_add(delay)
@@ -382,19 +403,28 @@ impl Refresh {
             Stagger::Fixed(d) => (info.started_at, d),
             Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
                 let typical = self.recent_response_time.unwrap_or_else(|| self.attempts.first_answer_time());
-                (info.started_at, a.while_answering(typical.max(queueing)))
+                (info.started_at, self.gentle(a, a.while_answering(typical.max(queueing))))
             }
             Stagger::Adaptive(a) => {
                 let (from, delay) = match info.connected_at {
                     Some(at) => (at, a.while_connected(self.handshake_of(info, at), self.first_answer_hint)),
                     None => (info.started_at, a.before_connect(self.recent_response_time)),
                 };
-                let delay = a.while_silent(delay, slot.superseded_before, queueing);
-                // Gentle: in a failover the survivors' queues make live brokers look silent.
-                (from, if self.cause.storm_likely() { delay.max(a.pace) } else { delay })
+                (from, self.gentle(a, a.while_silent(delay, slot.superseded_before, queueing)))
             }
         };
         (from, scale_duration(delay, slot.jitter))
+    }
+
+    /// `delay`, or at least the pace in a gentle refresh ([`crate::RefreshCause::storm_likely`]):
+    /// in a failover the brokers left are queued behind every client's refresh, so a live
+    /// broker looks silent, or slow to finish an answer, for longer than any window says.
+    fn gentle(&self, a: Adaptive, delay: Duration) -> Duration {
+        if self.cause.storm_likely() {
+            delay.max(a.pace)
+        } else {
+            delay
+        }
     }
 
     /// The handshake time that stands for attempt `info`'s round trip: its own, or the

@@ -117,7 +117,7 @@ enum Phase {
 ///
 /// Report [`Input::Connected`] when an attempt's transport is up and [`Input::FirstFrame`] when
 /// its broker first answers: the adaptive stagger hedges a broker that connected but stays
-/// silent within a few handshake times, and one that is answering only after a long patience
+/// silent for twice the broker pace, and one that is answering only after a long patience
 /// (see [`crate::config::Adaptive`]); and the first broker to answer cancels the silent ones
 /// (`fanout.tuning.cancel_silent_on_answer`), so each refresh sends one metadata request.
 ///

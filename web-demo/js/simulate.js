@@ -11,9 +11,10 @@ import { Player } from "./player.js";
 import { progressText, renderLog, renderSummary, updateLog } from "./panels.js";
 
 const PRESET_HELP = {
-  adaptive: "The default: one attempt; two more at each adaptive stagger tick — 250 ms while nothing is known, "
-    + "2× the handshake after it once a broker accepted but stays silent, 16× an answer's time once it answers. "
-    + "On a fast network the tick's second attempt waits half the delay (at least 2 ms) and is dropped if the first answers. "
+  adaptive: "The default: one attempt; two more at each adaptive stagger tick — 40 ms while nothing is known, "
+    + "2× the broker pace (12 ms until first answers are seen) once a broker accepted but stays silent, "
+    + "16× an answer's time once it answers (TLS or Kafka). "
+    + "On a fast network the tick's second attempt waits half the delay (at least 10 ms) and is dropped if the first answers. "
     + "The first broker to answer cancels the silent ones (overtaken); each replaced silent attempt doubles the next delay. "
     + "At most 3 in flight, 20 % jitter.",
   sequential: "Sarama today: one broker at a time; the next only after the previous one failed or timed out.",

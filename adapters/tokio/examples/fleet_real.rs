@@ -48,7 +48,13 @@
 //! fixed stagger uses at most 2, as in the simulator), `--warmup-spacing-ms X` (1000),
 //! `--window-ms X` (10000), `--storm-ms X` (10), `--settle-ms X` (2000), `--seed N` (1),
 //! `--strategies adaptive,sequential`, `--scenarios healthy,one_hung,failover_storm`,
-//! `--node N` (2: the broker hung or killed), `--out PATH`.
+//! `--node N` (2: the broker hung or killed), `--no-causes` (the storm's refreshes do not
+//! say why: plain `Client::refresh`), `--out PATH`.
+//!
+//! In the storm each client says why it refreshes, as a real one would know
+//! (`Client::refresh_because`): a client whose kept connection was to the dead broker
+//! `ConnectionLost` (naming it), every other `StaleMetadata` (its requests for the dead
+//! broker's partitions answer NOT_LEADER). Both strategies are told the same.
 
 #[path = "fleet_real/calibrate.rs"]
 mod calibrate;
@@ -61,7 +67,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use stagger::{ClusterConfig, RefreshConfig, Rng, Stagger};
+use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng, Stagger};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options};
 use stagger_tokio::{Client, ClientOptions, ExchangeConfig};
 use tokio::runtime::Runtime;
@@ -124,6 +130,8 @@ struct Args {
     strategies: Vec<String>,
     scenarios: Vec<Scenario>,
     node: u32,
+    /// Whether the storm's refreshes say why (`Client::refresh_because`).
+    causes: bool,
     out: PathBuf,
 }
 
@@ -146,6 +154,7 @@ fn parse_args() -> Res<Args> {
         strategies: vec!["adaptive".into(), "sequential".into()],
         scenarios: vec![Scenario::Healthy, Scenario::OneHung, Scenario::FailoverStorm],
         node: 2,
+        causes: true,
         out: default_out(),
     };
     let mut it = std::env::args().skip(1);
@@ -170,10 +179,11 @@ fn parse_args() -> Res<Args> {
             "--scenarios" => args.scenarios = value()?.split(',').map(Scenario::parse).collect::<Res<_>>()?,
             "--node" => args.node = value()?.parse()?,
             "--out" => args.out = PathBuf::from(value()?),
+            "--no-causes" => args.causes = false,
             "-h" | "--help" => {
                 println!(
                     "usage: fleet_real [--clients N] [--warmup N] [--warmup-spacing-ms X] [--window-ms X] \
-                     [--storm-ms X] [--settle-ms X] [--seed N] [--strategies a,b] [--scenarios a,b] [--node N] [--out PATH]"
+                     [--storm-ms X] [--settle-ms X] [--seed N] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] [--out PATH]"
                 );
                 std::process::exit(0);
             }
@@ -610,14 +620,28 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
         let mut schedule = Rng::new(scenario_seed);
         let start = tokio::time::Instant::from_std(t0);
         let mut set = JoinSet::new();
+        let dead = seeds[node as usize - 1].clone();
         for (i, client) in clients.iter().enumerate() {
             let client = client.clone();
             let at = start + window.mul_f64(schedule.unit());
+            // What each client would know in a failover: its connection to the dead broker
+            // was lost, or (the others) its requests for that broker's partitions now say
+            // NOT_LEADER. Elsewhere it knows nothing. Both strategies are told the same.
+            let cause = match scenario {
+                Scenario::FailoverStorm if args.causes => {
+                    if client.stats().kept.as_deref() == Some(dead.as_str()) {
+                        (RefreshCause::ConnectionLost, Some(dead.clone()))
+                    } else {
+                        (RefreshCause::StaleMetadata, None)
+                    }
+                }
+                _ => (RefreshCause::Requested, None),
+            };
             set.spawn(async move {
                 tokio::time::sleep_until(at).await;
                 let before = client.stats().attempts;
                 let asked = Instant::now();
-                let result = tokio::time::timeout(GIVE_UP, client.refresh()).await;
+                let result = tokio::time::timeout(GIVE_UP, client.refresh_because(cause.0, cause.1.as_deref())).await;
                 let took = asked.elapsed();
                 let attempts = client.stats().attempts - before;
                 let asked_us = asked.saturating_duration_since(t0).as_micros() as u64;

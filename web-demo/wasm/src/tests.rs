@@ -94,26 +94,28 @@ fn simulate_hung_first_broker_hedges_after_the_stagger_delay() {
 
 #[test]
 fn simulate_adaptive_answering_overtakes_the_silent_attempts() {
-    // The adaptive default without jitter, so every time follows from the model: broker-0
-    // accepts after its 1 ms handshake and stays silent; suspected max(2 × 1 ms, 2 ms) = 2 ms
-    // after the handshake (3 ms in), when the tick starts two attempts (Linear(2)). Both
-    // connect at 4 ms and answer ApiVersions one handshake later, at 5 ms: the first answer
+    // The adaptive default without jitter, and the tick's two attempts started together (no
+    // spreading), so every time follows from the model: broker-0 accepts after its 1 ms
+    // handshake and stays silent; suspected 2 × the 12 ms silent pace = 24 ms after the
+    // handshake (25 ms in), when the tick starts two attempts (Linear(2)). Both connect at
+    // 26 ms and answer ApiVersions one handshake later, at 27 ms: the first answer
     // (broker-1's, started first) cancels everything still silent — the hung attempt and
-    // broker-2's, whose answer had not come yet — as overtaken. Metadata at 4 + 5 = 9 ms.
+    // broker-2's, whose answer had not come yet — as overtaken. Metadata at 26 + 5 = 31 ms.
     let scenario = serde_json::to_string(&hung_first()).unwrap();
     let mut config = RefreshConfig::default();
     config.fanout.jitter = 0.0;
+    config.fanout.tuning.spread_ticks = false;
     let answer = parse(simulate(&scenario, &serde_json::to_string(&config).unwrap()));
     let report = &answer["report"];
     assert_eq!(report["outcome"]["winner"], 1, "{answer}");
     let span = |lane: usize| &report["lanes"][lane]["spans"][0];
-    assert_eq!((span(1)["start"].as_u64(), span(2)["start"].as_u64()), (Some(3_000), Some(3_000)), "two per tick");
-    assert_eq!(span(1)["first_frame_at"], 5_000);
-    assert_eq!(span(1)["end"], 9_000);
+    assert_eq!((span(1)["start"].as_u64(), span(2)["start"].as_u64()), (Some(25_000), Some(25_000)), "two per tick");
+    assert_eq!(span(1)["first_frame_at"], 27_000);
+    assert_eq!(span(1)["end"], 31_000);
     assert_eq!(span(1)["outcome"]["type"], "won");
     for lane in [0, 2] {
         assert_eq!(span(lane)["first_frame_at"], Value::Null, "lane {lane} never answered");
-        assert_eq!(span(lane)["end"], 5_000, "lane {lane} ends at the first answer");
+        assert_eq!(span(lane)["end"], 27_000, "lane {lane} ends at the first answer");
         assert_eq!(span(lane)["outcome"], json!({ "type": "cancelled", "reason": "overtaken" }), "lane {lane}");
     }
     let text: Vec<&str> = answer["event_text"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
