@@ -118,6 +118,8 @@ pub struct Cluster {
     first_answer_times: Estimator,
     /// Whether an attempt of the running refresh failed with REBOOTSTRAP_REQUIRED.
     rebootstrap_required: bool,
+    /// The broker that reset a kept connection since the last refresh request, if one did.
+    lost: Option<BrokerIndex>,
 }
 
 impl Cluster {
@@ -142,6 +144,7 @@ impl Cluster {
             handshake_times: Estimator::new(),
             first_answer_times: Estimator::new(),
             rebootstrap_required: false,
+            lost: None,
         })
     }
 
@@ -161,6 +164,11 @@ impl Cluster {
     pub fn request_refresh_because(&mut self, now: Instant, cause: RefreshCause, broker: Option<BrokerIndex>) -> u32 {
         // Settle whatever is due first: a refresh whose deadline has passed must not be joined.
         self.handle_timeout(now);
+        // A plain request after a reset connection follows from it (`connection_lost`).
+        let (cause, broker) = match (cause, self.lost.take()) {
+            (RefreshCause::Requested, Some(lost)) => (RefreshCause::ConnectionLost, Some(lost)),
+            _ => (cause, broker),
+        };
         if let Some(broker) = broker {
             self.book.record_failure(broker, self.now);
         }
@@ -223,9 +231,18 @@ impl Cluster {
         }
     }
 
-    /// The adapter closed the (kept) connection to `broker`: it is no longer preferred.
+    /// The adapter closed the (kept) connection to `broker`, or the broker closed it cleanly
+    /// (as brokers close idle connections): it is no longer preferred.
     pub fn connection_closed(&mut self, broker: BrokerIndex) {
         self.book.set_connected(broker, false);
+    }
+
+    /// The broker reset the (kept) connection to `broker`: as
+    /// [`Cluster::connection_closed`], and the next plain [`Cluster::request_refresh`] is one
+    /// because of it ([`RefreshCause::ConnectionLost`], naming `broker`).
+    pub fn connection_lost(&mut self, broker: BrokerIndex) {
+        self.connection_closed(broker);
+        self.lost = Some(broker);
     }
 
     /// The next event, if any. Drain after every `handle_*` and `request_refresh`.

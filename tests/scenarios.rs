@@ -1241,3 +1241,19 @@ fn in_a_gentle_refresh_an_answering_broker_also_gets_at_least_the_pace() {
         assert_eq!(next, Some((want, stagger::TimerKind::Stagger)), "{cause:?}");
     }
 }
+
+#[test]
+fn a_plain_request_after_a_reset_kept_connection_is_a_refresh_because_of_it() {
+    let (mut cluster, discovered) = warmed_cluster(3);
+    cluster.connection_lost(discovered);
+    cluster.request_refresh(ms(1_000));
+    assert_eq!(cluster.current().unwrap().cause(), stagger::RefreshCause::ConnectionLost);
+    assert_eq!(cluster.book().candidates(ms(1_000), 0).last(), Some(&discovered), "tried last");
+    // Said once: the refresh after it is plain again.
+    let [.., ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("a Connect") };
+    cluster.handle_input(ms(1_001), Input::Connected { attempt });
+    cluster.handle_input(ms(1_002), Input::FirstFrame { attempt });
+    cluster.handle_input(ms(1_003), response(attempt));
+    cluster.request_refresh(ms(2_000));
+    assert_eq!(cluster.current().unwrap().cause(), stagger::RefreshCause::Requested);
+}

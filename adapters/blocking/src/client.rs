@@ -102,7 +102,6 @@ impl Client {
             clock,
             attempts,
             kept: None,
-            lost: None,
             waiters: HashMap::new(),
             answered: None,
             shared: shared.clone(),
@@ -178,8 +177,6 @@ struct Background {
     attempts: Attempts,
     /// The broker whose connection `attempts` keeps.
     kept: Option<BrokerIndex>,
-    /// The broker that reset the kept connection since the last refresh request, if one did.
-    lost: Option<BrokerIndex>,
     /// Callers waiting, by refresh epoch.
     waiters: HashMap<u32, Vec<Reply>>,
     /// The attempt whose metadata answer was fed last, until the core says whether it won.
@@ -218,9 +215,10 @@ impl Background {
                         !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted)
                     })
                 });
-                if let Some(broker) = self.kept.take() {
-                    self.cluster.connection_closed(broker);
-                    self.lost = reset.then_some(broker);
+                match (self.kept.take(), reset) {
+                    (Some(broker), true) => self.cluster.connection_lost(broker),
+                    (Some(broker), false) => self.cluster.connection_closed(broker),
+                    (None, _) => {}
                 }
             }
             match self.attempts.poll_input() {
@@ -237,10 +235,6 @@ impl Background {
 
     fn request(&mut self, at: Instant, reply: Reply, cause: RefreshCause, broker: Option<String>) {
         let broker = broker.and_then(|b| self.cluster.book().find(&b));
-        let (cause, broker) = match (cause, self.lost.take()) {
-            (RefreshCause::Requested, Some(lost)) => (RefreshCause::ConnectionLost, Some(lost)),
-            _ => (cause, broker),
-        };
         let epoch = self.cluster.request_refresh_because(at, cause, broker);
         if self.cluster.current().map(|r| r.epoch()) == Some(epoch) {
             self.waiters.entry(epoch).or_default().push(reply);

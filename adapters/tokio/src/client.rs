@@ -106,7 +106,6 @@ impl Client {
                 lookup: Lookup::new(&options.resolver)?,
             }),
             kept: None,
-            lost: None,
             waiters: HashMap::new(),
             ledgers: VecDeque::new(),
             answered: None,
@@ -190,8 +189,6 @@ struct Background {
     clock: Clock,
     attempts: AttemptSet,
     kept: Option<Kept>,
-    /// The broker that reset the kept connection since the last refresh request, if one did.
-    lost: Option<BrokerIndex>,
     /// Callers waiting, by refresh epoch.
     waiters: HashMap<u32, Vec<Reply>>,
     /// Reports of the running refresh and the one before, by epoch (newest last): a
@@ -228,8 +225,11 @@ impl Background {
                     // reset is a lost connection the next plain refresh says it follows; a
                     // clean close is what brokers do to idle connections.
                     self.kept = None;
-                    self.lost = reset.then_some(broker);
-                    self.cluster.connection_closed(broker);
+                    if reset {
+                        self.cluster.connection_lost(broker);
+                    } else {
+                        self.cluster.connection_closed(broker);
+                    }
                     lock(&self.shared.stats).kept = None;
                 }
                 () = self.clock.sleep_until(timer) => {
@@ -242,10 +242,6 @@ impl Background {
 
     fn request(&mut self, at: Instant, reply: Reply, cause: RefreshCause, broker: Option<String>) {
         let broker = broker.and_then(|b| self.cluster.book().find(&b));
-        let (cause, broker) = match (cause, self.lost.take()) {
-            (RefreshCause::Requested, Some(lost)) => (RefreshCause::ConnectionLost, Some(lost)),
-            _ => (cause, broker),
-        };
         let epoch = self.cluster.request_refresh_because(at, cause, broker);
         if self.cluster.current().map(|r| r.epoch()) == Some(epoch) {
             self.waiters.entry(epoch).or_default().push(reply);
