@@ -43,6 +43,9 @@ const OVERTAKEN: &str = "overtaken: no answer yet while another broker was answe
 const SUPERSEDED_NO_BUDGET: &str = "superseded: no answer within the stagger delay and no hedge budget left";
 /// Error detail of an attempt still connecting long after a later one connected.
 const OUTRUN: &str = "outrun: still connecting long after a later attempt had connected";
+/// Error detail of an attempt whose lookup was still under way long after a later one
+/// connected (its kind says the name did not resolve; this says why that ended it).
+const OUTRUN_LOOKUP: &str = "outrun: the lookup was still under way long after a later attempt had connected";
 
 /// What a stagger tick may do now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,7 +285,8 @@ impl Refresh {
             walk = self.attempts.next_of(m);
             let older = self.attempts.info(m);
             if older.connected_at.is_none() && now.saturating_since(older.started_at) > limit {
-                self.cancel(now, m, CancelReason::Outrun, Some(OUTRUN));
+                let detail = if self.is_resolving(m) { OUTRUN_LOOKUP } else { OUTRUN };
+                self.cancel(now, m, CancelReason::Outrun, Some(detail));
                 self.pass.overtaken.push(self.attempts.slot(m).candidate);
             }
         }

@@ -141,3 +141,24 @@ fn seeds_are_tried_as_listed_or_shuffled_by_the_seed() {
     assert!(shuffled.iter().any(|o| *o != listed), "some seed reorders: {shuffled:?}");
     assert!(shuffled.windows(2).any(|w| w[0] != w[1]), "seeds differ: {shuffled:?}");
 }
+
+#[test]
+fn a_lookup_outrun_by_a_connected_seed_says_the_lookup_was_outrun_not_a_connect() {
+    let mut config = RefreshConfig::default();
+    config.fanout.jitter = 0.0;
+    let book = BrokerBook::resolving(["kafka.test:9092", "10.0.0.5:9092"]).unwrap();
+    let mut r = Refresh::new(&config, &book, Instant::ZERO).unwrap();
+    let first = r.poll_command();
+    assert!(matches!(first, Some(Command::Resolve { .. })), "{first:?}");
+    // The lookup hangs; the cold 40 ms tick starts the IP seed, which connects at once.
+    r.handle_timeout(Instant::from_millis(40));
+    let Some(Command::Connect { attempt, .. }) = r.poll_command() else { panic!("the IP seed starts") };
+    r.handle_input(Instant::from_micros(40_100), Input::Connected { attempt });
+    let cancel = r.poll_command();
+    assert!(matches!(cancel, Some(Command::Cancel { reason: CancelReason::Outrun, .. })), "{cancel:?}");
+    let error = r.outcomes[0].last_error.as_ref().expect("the lookup's error");
+    let text = alloc::format!("{error}");
+    assert_eq!(error.kind, crate::error::ErrorKind::Dns);
+    assert!(text.contains("the lookup was still under way"), "{text}");
+    assert!(!text.contains("still connecting"), "{text}");
+}

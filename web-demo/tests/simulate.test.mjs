@@ -82,27 +82,26 @@ test("a hung first broker: the second attempt starts at the stagger delay and br
   await screenshot(page, "simulate-hung-first-staggered-1280x800");
 
   // The default (adaptive) policy: broker-0 accepted in 1 ms and stays silent, so it is
-  // suspected clamp(2 × 1 ms, 2 ms, 2 s) = 2 ms after its handshake, minus up to 20 %
-  // jitter: the tick comes 1 ms + [1.6, 2] ms in, and starts two attempts (Linear(2)).
+  // suspected 2 × the 12 ms silent pace = 24 ms after its handshake, minus up to 20 %
+  // jitter: the tick comes 1 ms + [19.2, 24] ms in. It starts broker-1 now and would start
+  // its partner (Linear(2)) half the delay later, since two 1 ms handshakes fit in that.
   await page.click('#sim-presets [data-preset="adaptive"]');
   await playToEnd(page);
   all = await spans(page);
   const tick = await page.$$eval("#sim-timeline g.tick-stagger", (g) => g.map((e) => Number(e.dataset.at)));
   const hedge = all.find((s) => s.lane === 1);
-  const third = all.find((s) => s.lane === 2);
   assert.equal(tick.length, 1);
   assert.equal(hedge.start, tick[0], "the second attempt starts on the stagger tick");
-  assert.equal(third?.start, tick[0], "and so does the third: two attempts per tick");
-  assert.ok(hedge.start >= 2_600 && hedge.start <= 3_000, `stagger tick at ${hedge.start} µs: 1 ms + 2 ms − up to 20 %`);
-  // Both connect 1 ms after the tick and would answer 1 ms later; broker-1's answer, first,
-  // cancels whatever is still silent (broker-0 and broker-2), and its metadata wins 5 ms
-  // after it connected.
+  assert.ok(hedge.start >= 20_200 && hedge.start <= 25_000, `stagger tick at ${hedge.start} µs: 1 ms + 24 ms − up to 20 %`);
+  // It connects 1 ms after the tick and answers 1 ms later, before its partner is due: the
+  // answer cancels broker-0, still silent, the partner never starts, and the metadata wins
+  // 5 ms after it connected.
   assert.equal(hedge.outcome, "won");
   assert.equal(hedge.answered, tick[0] + 2_000);
   assert.equal(hedge.end, tick[0] + 1_000 + 5_000);
-  for (const silent of [all.find((s) => s.lane === 0), third]) {
-    assert.deepEqual([silent.outcome, silent.reason, silent.end], ["cancelled", "overtaken", hedge.answered], JSON.stringify(silent));
-  }
+  const silent = all.find((s) => s.lane === 0);
+  assert.deepEqual([silent.outcome, silent.reason, silent.end], ["cancelled", "overtaken", hedge.answered], JSON.stringify(silent));
+  assert.equal(all.filter((s) => s.lane === 2).length, 0, "the tick's partner was dropped");
   assert.equal(await headline.getAttribute("data-winner"), "broker-1");
   await screenshot(page, "simulate-hung-first-adaptive-1280x800");
   assert.deepEqual(page.errors, []);
@@ -186,15 +185,17 @@ test("a permalink restores the same run: cluster, policy, seed and cursor", asyn
 });
 
 test("the timeline draws the answering phase and the attempts it overtakes", async () => {
-  // Adaptive, no jitter: broker-0 hung (1 ms handshake), brokers 1 and 2 healthy. From the
-  // model: broker-0 connects at 1 ms and is suspected 2 × 1 ms later; the tick at 3 ms starts
-  // broker-1 and broker-2, both connect at 4 ms; broker-1 answers first at 5 ms (one more
-  // round trip), which cancels broker-0 and broker-2 (still silent) as overtaken; broker-1's
-  // metadata comes 5 ms after it connected, at 9 ms. The cursor sits at 7 ms, mid-answer.
-  const page = await open(session.browser.context, `${session.server.url}#b=hung,healthy:5,healthy:5&preset=adaptive&fanout.jitter=0&t=7000`);
-  const at7 = await spans(page);
-  const answering = at7.find((s) => s.lane === 1);
-  assert.deepEqual([answering.start, answering.answered, answering.end, answering.outcome], [3_000, 5_000, null, "inflight"]);
+  // Adaptive, no jitter, a tick's attempts started together: broker-0 hung (1 ms handshake),
+  // brokers 1 and 2 healthy. From the model: broker-0 connects at 1 ms and is suspected
+  // 2 × the 12 ms silent pace later; the tick at 25 ms starts broker-1 and broker-2, both
+  // connect at 26 ms; broker-1 answers first at 27 ms (one more round trip), which cancels
+  // broker-0 and broker-2 (still silent) as overtaken; broker-1's metadata comes 5 ms after
+  // it connected, at 31 ms. The cursor sits at 29 ms, mid-answer.
+  const hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&fanout.jitter=0&fanout.tuning.spread_ticks=0";
+  const page = await open(session.browser.context, `${session.server.url}${hash}&t=29000`);
+  const mid = await spans(page);
+  const answering = mid.find((s) => s.lane === 1);
+  assert.deepEqual([answering.start, answering.answered, answering.end, answering.outcome], [25_000, 27_000, null, "inflight"]);
   const g = '#sim-timeline g.span[data-lane="1"]';
   assert.equal(await page.$$eval(`${g} rect.seg.answering`, (r) => r.length), 1, "the answering phase is drawn");
   assert.equal(await page.$$eval(`${g} line.answer-mark`, (l) => l.length), 1, "with a mark at the first answer");
@@ -208,18 +209,18 @@ test("the timeline draws the answering phase and the attempts it overtakes", asy
   assert.ok(Math.abs(geometry.awaiting[0] + geometry.awaiting[1] - geometry.answering[0]) < 0.01, JSON.stringify(geometry));
   assert.equal(geometry.mark, geometry.answering[0]);
   for (const lane of [0, 2]) {
-    const s = at7.find((x) => x.lane === lane);
-    assert.deepEqual([s.outcome, s.reason, s.end, s.answered], ["cancelled", "overtaken", 5_000, null], `lane ${lane}`);
+    const s = mid.find((x) => x.lane === lane);
+    assert.deepEqual([s.outcome, s.reason, s.end, s.answered], ["cancelled", "overtaken", 27_000, null], `lane ${lane}`);
     assert.equal(await page.$$eval(`#sim-timeline g.span[data-lane="${lane}"] rect.seg.answering`, (r) => r.length), 0);
     assert.match(await page.textContent(`#sim-timeline g.span[data-lane="${lane}"] .span-text`), /cancelled: overtaken/);
     // The tooltip explains the reason in the engine's words.
     assert.match(await page.textContent(`#sim-timeline g.span[data-lane="${lane}"] > title`), /overtaken at .* — another broker started answering/);
   }
   assert.match(await page.textContent("#sim-progress"), /1 in flight \(1 answering\)/);
-  // Before the answer (4.5 ms) broker-1 is connected and silent: no answering phase yet.
+  // Before the answer (26.5 ms) broker-1 is connected and silent: no answering phase yet.
   await page.locator("body").focus();
-  await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&fanout.jitter=0&t=4500"; });
-  await page.waitForFunction(() => document.querySelector("#sim-timeline svg")?.dataset.t === "4500");
+  await page.evaluate((h) => { location.hash = `${h}&t=26500`; }, hash);
+  await page.waitForFunction(() => document.querySelector("#sim-timeline svg")?.dataset.t === "26500");
   assert.equal(await page.$$eval(`${g} rect.seg.answering`, (r) => r.length), 0);
   assert.match(await page.textContent(`${g} .span-text`), /#1 awaiting answer/);
   // The log says it in words, answer first, then the cancellations it caused.
@@ -257,20 +258,20 @@ test("patience, cancel-silent-on-answer and spread ticks are knobs, and travel i
   assert.equal(await page.$$eval("#sim-timeline g.tick-stagger", (g) => g.length), 0);
 
   // Without cancelling silent attempts (hung first, no jitter): broker-1's first answer at
-  // 5 ms leaves broker-0 and broker-2 running; they are cancelled as lost when it wins at 9 ms.
+  // 27 ms leaves broker-0 and broker-2 running; they are cancelled as lost when it wins at 31 ms.
   await page.$eval("#knob-fanout-stagger-adaptive-patience", (el) => el.blur()); // a focused input keeps what is typed in it
   await page.evaluate(() => { location.hash = "#b=hung,healthy:5,healthy:5&preset=adaptive&fanout.jitter=0"; });
   await page.waitForFunction(() => document.querySelector("#knob-fanout-stagger-adaptive-patience")?.value === "16");
   await page.uncheck("#knob-fanout-tuning-cancel_silent_on_answer");
   await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("fanout.tuning.cancel_silent_on_answer") === "0");
-  // Broker-0's 1 ms handshake is not well within half the 2 ms adaptive delay, so this tick
-  // starts its two attempts at once either way: unspread, the run is the same.
+  // Unspread, the tick at 25 ms (2 × the 12 ms silent pace after broker-0's 1 ms handshake)
+  // starts broker-1 and broker-2 at once.
   await page.uncheck("#knob-fanout-tuning-spread_ticks");
   await page.waitForFunction(() => new URLSearchParams(location.hash.slice(1)).get("fanout.tuning.spread_ticks") === "0");
   await page.keyboard.press("End");
   all = await spans(page);
   assert.deepEqual(all.map((s) => [s.lane, s.end, s.outcome, s.reason]),
-    [[0, 9_000, "cancelled", "lost"], [1, 9_000, "won", null], [2, 9_000, "cancelled", "lost"]]);
+    [[0, 31_000, "cancelled", "lost"], [1, 31_000, "won", null], [2, 31_000, "cancelled", "lost"]]);
   await setKnob(page, "fanout.stagger.adaptive.patience", 40);
   const { link, again } = await openPermalink(page);
   assert.match(link, /[#&]fanout\.stagger\.adaptive\.patience=40(&|$)/);
