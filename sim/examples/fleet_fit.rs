@@ -1,7 +1,7 @@
 //! The fleet simulator at the scale of the real-cluster check, with its broker times fitted to
 //! what the real cluster showed; side by side with the real run.
 //!
-//! `adapters/tokio/examples/fleet_real.rs` runs a few hundred real `stagger_tokio::Client`s on
+//! `lab/src/bin/fleet_real/main.rs` runs a few hundred real `stagger_tokio::Client`s on
 //! a real 3-broker Kafka cluster, measures the cluster (loopback round trip, broker time per
 //! request at rest, answers per second when saturated) and writes it all as JSON. This
 //! example reads that JSON (`--real PATH`, repeatable), builds the same fleet in the simulator — the same
@@ -32,7 +32,7 @@ use serde_json::Value;
 use stagger::RefreshConfig;
 use stagger_sim::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy, WarmFleet};
 
-const REAL_COMMAND: &str = "for i in 1 2; do CARGO_TARGET_DIR=/work/target-fleetreal cargo run --release -p stagger-tokio --example fleet_real -- --out /tmp/fleet-real-$i.json; done";
+const REAL_COMMAND: &str = "for i in 1 2; do CARGO_TARGET_DIR=/work/target-fleetreal cargo run --release -p stagger-lab --bin fleet_real -- --out /tmp/fleet-real-$i.json; done";
 const SIM_COMMAND: &str = "CARGO_TARGET_DIR=/work/target-fleetreal cargo run --release -p stagger-sim --example fleet_fit -- --real /tmp/fleet-real-1.json --real /tmp/fleet-real-2.json --out docs/performance/fleet-vs-real.md";
 
 /// The parameters fitted on the reference machine (used without `--real`).
@@ -354,9 +354,9 @@ fn render(
     let _ = writeln!(md, "## Set-up\n");
     let _ = writeln!(
         md,
-        "* **Real.** `adapters/tokio/examples/fleet_real.rs` starts the cluster with `scripts/kafka.sh` (through \
+        "* **Real.** `lab/src/bin/fleet_real/main.rs` starts the cluster with `scripts/kafka.sh` (through \
          `stagger-kafka-fixture`, KRaft, every node broker + controller) with each broker advertising, for PLAINTEXT, a \
-         counting forwarder the example runs on 127.0.0.1 (`fleet_real/forwarder.rs`). Clients bootstrap from the \
+         counting forwarder the example runs on 127.0.0.1 (`lab/src/bin/fleet_real/forwarder.rs`). Clients bootstrap from the \
          forwarders and learn them from metadata, so every request of the fleet passes one: it cuts both directions into \
          Kafka frames, reads each request's api key and client id, and logs Metadata (3) and ApiVersions (18) requests per \
          broker, when they passed and how long the broker took (request passing → end of its response passing), and the \

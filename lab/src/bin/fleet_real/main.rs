@@ -3,7 +3,7 @@
 //!
 //! Starts a Kafka 4.4 KRaft cluster (`scripts/kafka.sh`, through `stagger-kafka-fixture`)
 //! whose brokers advertise, for PLAINTEXT, the addresses of counting forwarders this process
-//! runs on 127.0.0.1 (one per broker, see `fleet_real/forwarder.rs`): clients bootstrap from
+//! runs on 127.0.0.1 (one per broker, see `lab/src/bin/fleet_real/forwarder.rs`): clients bootstrap from
 //! the forwarders and learn the forwarders from metadata, so every request of the fleet
 //! passes one and is counted — Metadata (api key 3) and ApiVersions (18) per broker, with the
 //! time each took the broker, and the connections accepted. (Inter-broker replication also
@@ -11,7 +11,7 @@
 //!
 //! Then:
 //!
-//! 1. **Calibration** (`fleet_real/calibrate.rs`): the loopback round trip, what a forwarder
+//! 1. **Calibration** (`lab/src/bin/fleet_real/calibrate.rs`): the loopback round trip, what a forwarder
 //!    adds, each broker's time per ApiVersions and Metadata request at rest, and the answers
 //!    per second of saturated brokers (alone, two at once, all three) — the simulator's
 //!    `rtt`, `service_time` and its ApiVersions/Metadata cost ratio, measured.
@@ -41,7 +41,7 @@
 //!
 //! ```text
 //! for i in 1 2; do CARGO_TARGET_DIR=/work/target-fleetreal cargo run --release -p stagger-tokio \
-//!     --example fleet_real -- --out /tmp/fleet-real-$i.json; done
+//!     --bin fleet_real -- --out /tmp/fleet-real-$i.json; done
 //! ```
 //!
 //! Options: `--clients N` (300), `--warmup N` (16 calm refreshes per adaptive client; a
@@ -56,9 +56,7 @@
 //! `ConnectionLost` (naming it), every other `StaleMetadata` (its requests for the dead
 //! broker's partitions answer NOT_LEADER). Both strategies are told the same.
 
-#[path = "fleet_real/calibrate.rs"]
 mod calibrate;
-#[path = "fleet_real/forwarder.rs"]
 mod forwarder;
 
 use std::net::SocketAddr;
