@@ -1,21 +1,24 @@
-//! The counters every adapter's long-lived client keeps, in one definition so that a tokio
-//! and a blocking client report the same things under the same names.
+//! The counters of a long-lived [`crate::Cluster`], in one definition so that every adapter's
+//! client (tokio, blocking, the simulator's fleet) reports the same things under the same
+//! names, counted once, by the core.
 
 use alloc::string::String;
 use serde::{Deserialize, Serialize};
 
-/// Counters of an adapter's long-lived client (built on [`crate::Cluster`]), so callers and
-/// tests can see what the core decided: how many refreshes really ran, how many connections
-/// they cost.
+/// What a [`crate::Cluster`] has cost so far ([`crate::Cluster::stats`]), so callers and tests
+/// can see what the core decided: how many refreshes really ran, how many connections they
+/// cost the cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientStats {
     /// Refreshes the core started (single-flight joins and cache hits do not count).
     pub refreshes: u32,
-    /// Attempts started over all refreshes.
+    /// Attempts started over all refreshes (lookups of seed names included).
     pub attempts: u64,
-    /// TCP connections opened.
+    /// New connections that came up (`Input::Connected` of an attempt that did not reuse
+    /// one): what the brokers paid a TCP accept (and a TLS handshake) for.
     pub connections_opened: u64,
-    /// Attempts that ran on a connection kept from an earlier refresh instead.
+    /// Attempts that ran on a connection kept from an earlier refresh instead
+    /// ([`crate::ClusterEvent::Reuse`]).
     pub connections_reused: u64,
     /// The broker whose connection is kept open for the next refresh, if any.
     pub kept: Option<String>,

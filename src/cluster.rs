@@ -5,6 +5,7 @@ use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
+use crate::client_stats::ClientStats;
 use crate::config::ClusterConfig;
 use crate::config::Stagger;
 use crate::error::{ConfigError, ErrorKind, RefreshError};
@@ -15,6 +16,7 @@ use crate::refresh::{
     RefreshStats,
 };
 use crate::time::Instant;
+use alloc::string::String;
 
 mod cause;
 pub use cause::RefreshCause;
@@ -23,11 +25,39 @@ pub use cause::RefreshCause;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClusterEvent {
-    /// Start an attempt (as [`Command::Connect`]).
+    /// Start an attempt on a new connection (as [`Command::Connect`]).
     Connect {
         /// Attempt id to report progress with.
         attempt: AttemptId,
         /// Broker to connect to.
+        broker: BrokerIndex,
+    },
+    /// Start an attempt on the connection kept to `broker` (the one [`ClusterEvent::Keep`]
+    /// named and nobody closed since): no handshake, no ApiVersions, only the Metadata
+    /// request. The connection now belongs to the attempt: a `Cancel` of it closes it, and
+    /// it is kept again only if a later `Keep` names the attempt. Report `Input::Connected`
+    /// at once.
+    Reuse {
+        /// Attempt id to report progress with.
+        attempt: AttemptId,
+        /// The broker whose kept connection to use.
+        broker: BrokerIndex,
+    },
+    /// Keep the connection of `attempt`, the winner of the refresh that the
+    /// [`ClusterEvent::Refreshed`] right after reports, open for later refreshes; any other
+    /// attempt's connection closes as it ends. The adapter watches it and calls
+    /// [`Cluster::connection_closed`] or [`Cluster::connection_lost`] when the broker closes
+    /// or resets it.
+    Keep {
+        /// The winning attempt, whose connection to keep.
+        attempt: AttemptId,
+        /// The broker it is connected to.
+        broker: BrokerIndex,
+    },
+    /// Close the connection kept to `broker`: a newer winner replaces it, the view went
+    /// back to the seeds, or the broker was named as the trouble's source.
+    Release {
+        /// The broker whose kept connection to close.
         broker: BrokerIndex,
     },
     /// Start an attempt by resolving a seed's name (as [`Command::Resolve`]): answer with
@@ -47,7 +77,8 @@ pub enum ClusterEvent {
         reason: CancelReason,
     },
     /// A refresh succeeded; [`Cluster::metadata`] holds the new metadata. The winning
-    /// attempt's connection may be kept: the book now prefers that broker.
+    /// attempt's connection is kept (the [`ClusterEvent::Keep`] just before), and the book
+    /// now prefers that broker.
     Refreshed {
         /// Refresh epoch (what [`Cluster::request_refresh`] returned).
         epoch: u32,
@@ -92,6 +123,23 @@ pub enum ClusterEvent {
 /// requests join the running one (single-flight), so a burst of "leader not available"
 /// errors in an application costs one refresh, not one per caller. It follows the same
 /// sans-IO contract as `Refresh`: `handle_*` in, [`ClusterEvent`]s out, `poll_timeout`.
+///
+/// It also decides which connection outlives a refresh, so no adapter writes that policy:
+/// the winner's connection is kept ([`ClusterEvent::Keep`]), the next refresh asks that
+/// broker first on it ([`ClusterEvent::Reuse`]), and a kept connection that a newer winner
+/// replaces, that a rebootstrap forgets or whose broker is named as the trouble's source
+/// is closed ([`ClusterEvent::Release`]). [`Cluster::stats`] counts what that cost.
+///
+/// | event | the adapter |
+/// |---|---|
+/// | `Connect` | opens a connection and runs the attempt's exchange on it |
+/// | `Reuse` | runs the attempt's Metadata request on the kept connection |
+/// | `Resolve` | looks the name up |
+/// | `Cancel` | abandons the attempt and closes its connection |
+/// | `Keep` | keeps the winner's connection, watched for the broker closing it |
+/// | `Release` | closes the kept connection |
+/// | `Refreshed`, `RefreshFailed` | answers the callers waiting for that epoch |
+/// | `Rebootstrapped` | nothing (it is news for the application) |
 #[derive(Clone, Debug)]
 pub struct Cluster {
     config: ClusterConfig,
@@ -120,6 +168,11 @@ pub struct Cluster {
     rebootstrap_required: bool,
     /// The broker that reset a kept connection since the last refresh request, if one did.
     lost: Option<BrokerIndex>,
+    /// The broker whose connection the adapter keeps (after `Keep`, until `Reuse`,
+    /// `Release` or the adapter says it closed).
+    kept: Option<BrokerIndex>,
+    /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).
+    counters: ClientStats,
 }
 
 impl Cluster {
@@ -145,6 +198,8 @@ impl Cluster {
             first_answer_times: Estimator::new(),
             rebootstrap_required: false,
             lost: None,
+            kept: None,
+            counters: ClientStats::default(),
         })
     }
 
@@ -187,7 +242,14 @@ impl Cluster {
         let outcome = match &mut self.current {
             Some(r) if epoch == r.epoch() => {
                 let rebootstrap = asks_to_rebootstrap(&input);
+                let fresh_connection = match input {
+                    Input::Connected { attempt } => r.attempt(attempt).is_some_and(|a| !a.reused_connection),
+                    _ => false,
+                };
                 let outcome = r.handle_input(self.now, input);
+                if fresh_connection && outcome.is_applied() {
+                    self.counters.connections_opened += 1;
+                }
                 // The addresses a name resolved to are entries of the book from now on.
                 self.book.absorb(r);
                 // An applied REBOOTSTRAP_REQUIRED failed its attempt; the rule this feeds is
@@ -231,10 +293,13 @@ impl Cluster {
         }
     }
 
-    /// The adapter closed the (kept) connection to `broker`, or the broker closed it cleanly
-    /// (as brokers close idle connections): it is no longer preferred.
+    /// The broker closed the kept connection to `broker` cleanly (as brokers close idle
+    /// connections): it is no longer kept nor preferred.
     pub fn connection_closed(&mut self, broker: BrokerIndex) {
         self.book.set_connected(broker, false);
+        if self.kept == Some(broker) {
+            self.kept = None;
+        }
     }
 
     /// The broker reset the (kept) connection to `broker`: as
@@ -302,6 +367,19 @@ impl Cluster {
         &self.config
     }
 
+    /// The broker whose connection the adapter keeps for the next refresh, if any.
+    pub fn kept(&self) -> Option<BrokerIndex> {
+        self.kept
+    }
+
+    /// What this view has cost so far: refreshes, attempts, connections opened (attempts
+    /// whose connection came up, a kept one aside) and reused, rebootstraps, and the kept
+    /// connection's address (the one allocation: call it when a caller asks).
+    pub fn stats(&self) -> ClientStats {
+        let kept = self.kept.and_then(|b| self.book.get(b)).map(|e| String::from(&*e.address));
+        ClientStats { kept, ..self.counters.clone() }
+    }
+
     fn advance(&mut self, now: Instant) {
         if now > self.now {
             self.now = now;
@@ -313,6 +391,11 @@ impl Cluster {
         let cause = if self.metadata.is_none() && !cause.storm_likely() { RefreshCause::Bootstrap } else { cause };
         self.epoch = self.epoch.wrapping_add(1);
         self.rebootstrap_required = false;
+        // A kept connection to a broker since recorded as failed (named as the trouble's
+        // source) is not trusted with this refresh: it goes, and the broker is tried last.
+        if let Some(kept) = self.kept.filter(|&b| !self.book.get(b).is_some_and(|e| e.connected)) {
+            self.release(kept);
+        }
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
@@ -337,6 +420,7 @@ impl Cluster {
         // should it not, report a failed refresh rather than panic.
         match Refresh::with_context(&config, &self.book, now, ctx) {
             Ok(r) => {
+                self.counters.refreshes += 1;
                 self.current = Some(r);
                 self.pump();
             }
@@ -352,9 +436,20 @@ impl Cluster {
         while let Some(cmd) = r.poll_command() {
             match cmd {
                 Command::Connect { attempt, broker } => {
-                    self.events.push_back(ClusterEvent::Connect { attempt, broker })
+                    self.counters.attempts += 1;
+                    // The refresh counts on the kept connection for its first attempt there
+                    // (`AttemptInfo::reused_connection`); it goes to that attempt.
+                    let reuse = self.kept == Some(broker) && r.attempt(attempt).is_some_and(|a| a.reused_connection);
+                    if reuse {
+                        self.kept = None;
+                        self.counters.connections_reused += 1;
+                        self.events.push_back(ClusterEvent::Reuse { attempt, broker });
+                    } else {
+                        self.events.push_back(ClusterEvent::Connect { attempt, broker });
+                    }
                 }
                 Command::Resolve { attempt, broker } => {
+                    self.counters.attempts += 1;
                     self.events.push_back(ClusterEvent::Resolve { attempt, broker })
                 }
                 Command::Cancel { attempt, reason } => self.events.push_back(ClusterEvent::Cancel { attempt, reason }),
@@ -365,11 +460,19 @@ impl Cluster {
                         && self.metadata.as_ref().is_some_and(|m| m.cluster_id.is_some());
                     self.book.update_from_metadata(&metadata);
                     self.book.record_success(broker, self.now);
-                    self.book.set_connected(broker, true);
                     self.metadata = Some(metadata);
                     self.fetched_at = Some(self.now);
+                    // The winner's connection replaces the one kept before.
+                    if let Some(old) = self.kept.take() {
+                        self.book.set_connected(old, false);
+                        self.events.push_back(ClusterEvent::Release { broker: old });
+                    }
+                    self.book.set_connected(broker, true);
+                    self.kept = Some(broker);
+                    self.events.push_back(ClusterEvent::Keep { attempt, broker });
                     self.events.push_back(ClusterEvent::Refreshed { epoch, attempt, broker, stats });
                     if self.rebootstrap_required && !checked && self.config.rebootstrap {
+                        self.counters.rebootstraps += 1;
                         self.events.push_back(ClusterEvent::Rebootstrapped);
                     }
                 }
@@ -421,10 +524,23 @@ impl Cluster {
         let required = core::mem::take(&mut self.rebootstrap_required);
         if !succeeded && (every_discovered_failed || required) && self.config.rebootstrap && self.book.has_discovered()
         {
+            // A connection kept to a discovered broker goes with the view; one to a seed
+            // only (which the next refresh asks anyway) stays.
+            if let Some(kept) = self.kept.filter(|&k| self.book.get(k).is_some_and(|e| e.is_discovered())) {
+                self.release(kept);
+            }
             self.book.rebootstrap();
+            self.counters.rebootstraps += 1;
             self.events.push_back(ClusterEvent::Rebootstrapped);
         }
         self.next_periodic = now.saturating_add(self.config.refresh_interval);
+    }
+
+    /// Asks the adapter to close the connection kept to `broker`.
+    fn release(&mut self, broker: BrokerIndex) {
+        self.book.set_connected(broker, false);
+        self.kept = None;
+        self.events.push_back(ClusterEvent::Release { broker });
     }
 }
 

@@ -132,7 +132,9 @@
 //! handshake and first-answer times for the adaptive stagger, reads why each refresh runs
 //! ([`RefreshCause`]: a failover's causes make it gentle), spends and earns a hedge budget, and goes back
 //! to the seeds (rebootstrap) when every discovered broker fails or one answers
-//! REBOOTSTRAP_REQUIRED. See [`Cluster`].
+//! REBOOTSTRAP_REQUIRED. It also decides which connection outlives a refresh (keep the
+//! winner's, reuse it first next time, release it when replaced or suspect) and counts what
+//! the refreshes cost ([`Cluster::stats`]), so no adapter writes that policy. See [`Cluster`].
 //!
 //! # The Kafka layer: [`kafka`]
 //!

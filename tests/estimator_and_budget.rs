@@ -185,7 +185,7 @@ impl Driver {
         for _ in 0..10_000 {
             while let Some(ev) = self.cluster.poll_event() {
                 match ev {
-                    ClusterEvent::Connect { attempt, .. } => {
+                    ClusterEvent::Connect { attempt, .. } | ClusterEvent::Reuse { attempt, .. } => {
                         started += 1;
                         let info = self
                             .cluster

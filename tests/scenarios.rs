@@ -850,11 +850,12 @@ fn cluster_coalesces_concurrent_requests_and_caches_metadata() {
     assert!(matches!(ev.last(), Some(ClusterEvent::Refreshed { epoch, .. }) if *epoch == e1), "{ev:?}");
     assert_eq!(cluster.metadata(), Some(&metadata()));
     assert_eq!(cluster.metadata_age(ms(105)), Some(Duration::from_millis(100)));
-    // The next request is a new refresh, and it prefers the broker that answered (connected).
+    // The next request is a new refresh, and it asks the broker that answered first, on the
+    // connection kept from the win.
     let e3 = cluster.request_refresh(ms(200));
     assert_ne!(e3, e1);
     let ev = events(&mut cluster);
-    assert!(matches!(ev[0], ClusterEvent::Connect { broker, .. } if cluster.book().address(broker) == "broker-0:9092"));
+    assert!(matches!(ev[0], ClusterEvent::Reuse { broker, .. } if cluster.book().address(broker) == "broker-0:9092"));
 }
 
 #[test]
@@ -933,7 +934,7 @@ fn cluster_rebootstraps_from_seeds_when_every_discovered_broker_failed() {
     for _ in 0..10 {
         for e in events(&mut cluster) {
             match e {
-                ClusterEvent::Connect { attempt, .. } => {
+                ClusterEvent::Connect { attempt, .. } | ClusterEvent::Reuse { attempt, .. } => {
                     t += 1;
                     cluster.handle_input(ms(t), failed(attempt, ErrorKind::Refused));
                 }
@@ -1060,7 +1061,7 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     // nothing; the cluster's recent 8 ms stands in, longer than the 1 ms broker pace:
     // suspected 2 × 8 ms after connecting, not at the 10 ms floor (2 × 1 ms).
     cluster.request_refresh(ms(1_000));
-    let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
+    let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
     assert!(cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
     cluster.handle_input(ms(1_000), Input::Connected { attempt });
     assert_eq!(cluster.poll_timeout(), Some(ms(1_016)), "{:?}", cluster.current().unwrap().next_timer());

@@ -223,8 +223,9 @@ pub fn run_cluster(config: &ClusterConfig, scenario: &Scenario, requests: &[Dura
 fn drain(cluster: &mut Cluster, world: &mut World<'_>, report: &mut ClusterReport, now: Instant) {
     while let Some(event) = cluster.poll_event() {
         match event {
-            ClusterEvent::Connect { attempt, broker } => {
-                world.connect(now, attempt, broker, cluster.book().address(broker));
+            ClusterEvent::Connect { attempt, broker } | ClusterEvent::Reuse { attempt, broker } => {
+                let reused = matches!(event, ClusterEvent::Reuse { .. });
+                world.connect(now, attempt, broker, cluster.book().address(broker), reused);
                 if let Some(info) = cluster.current().and_then(|r| r.attempt(attempt)) {
                     world.annotate(attempt, info);
                 }
@@ -235,6 +236,8 @@ fn drain(cluster: &mut Cluster, world: &mut World<'_>, report: &mut ClusterRepor
             // core's attempt timeout would fail it (kind `Dns`).
             ClusterEvent::Resolve { .. } => {}
             ClusterEvent::Cancel { attempt, reason } => world.cancel(now, attempt, reason),
+            // The simulated connections hold nothing to keep or close.
+            ClusterEvent::Keep { .. } | ClusterEvent::Release { .. } => {}
             ClusterEvent::Refreshed { epoch, attempt, broker, stats } => {
                 world.won(now, attempt, broker);
                 let r = record(report, epoch, now);

@@ -404,7 +404,7 @@ fn drain(rec: &mut Recorder, world: &mut World<'_>, book: &BrokerBook, now: Inst
     while let Some(command) = rec.poll_command(now) {
         match command {
             Command::Connect { attempt, broker } => {
-                world.connect(now, attempt, broker, book.address(broker));
+                world.connect(now, attempt, broker, book.address(broker), false);
                 if let Some(info) = rec.refresh().attempt(attempt) {
                     world.annotate(attempt, info);
                 }

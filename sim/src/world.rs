@@ -5,6 +5,7 @@
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+use core::time::Duration;
 
 use super::refresh_sim::{Lane, SimEvent, Span, SpanOutcome};
 use super::{BrokerBehavior, Scenario};
@@ -92,8 +93,17 @@ impl<'a> World<'a> {
         self.queue.peek_time()
     }
 
-    /// A `Connect` came out of the core: open a span and schedule what the broker does.
-    pub(super) fn connect(&mut self, now: Instant, attempt: AttemptId, broker: BrokerIndex, address: &str) {
+    /// A `Connect` (or, `reused`, a `Reuse`) came out of the core: open a span and schedule
+    /// what the broker does. A reused connection has no handshake and no ApiVersions: the
+    /// Metadata answer is the broker's first.
+    pub(super) fn connect(
+        &mut self,
+        now: Instant,
+        attempt: AttemptId,
+        broker: BrokerIndex,
+        address: &str,
+        reused: bool,
+    ) {
         self.events.push(SimEvent::Connect { at: now, attempt, broker });
         self.index.insert(attempt, self.spans.len());
         self.spans.push((
@@ -125,11 +135,12 @@ impl<'a> World<'a> {
             self.queue.push(now, Scheduled { attempt, broker, what: Pending::Failed(error) });
             return;
         };
-        let connected = now.saturating_add(sim.handshake);
+        let handshake = if reused { Duration::ZERO } else { sim.handshake };
+        let connected = now.saturating_add(handshake);
         let mut push = |at: Instant, what: Pending| self.queue.push(at, Scheduled { attempt, broker, what });
         // A live broker's first answer (ApiVersions) comes one round trip after the
         // handshake (which took one round trip too), and never after its last word.
-        let round_trip = sim.handshake;
+        let round_trip = if reused { Duration::MAX } else { sim.handshake };
         let answer_then = |push: &mut dyn FnMut(Instant, Pending), last: Instant| {
             push(connected.saturating_add(round_trip).min(last), Pending::Answered);
         };

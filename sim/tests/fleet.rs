@@ -20,13 +20,14 @@ fn check_books(r: &ScenarioResult, clients: u32) {
     let who = format!("{} / {}", r.scenario.name(), r.strategy);
     assert_eq!(r.refreshes, clients, "{who}: one measured refresh per client");
     assert_eq!(r.times_us.len(), clients as usize, "{who}");
-    // Every Connect is accounted for: it reached a broker, was refused, or was cancelled
-    // by the core before its handshake completed.
-    assert_eq!(r.attempts, r.connections + r.refused + r.cancelled_before_handshake, "{who}: {r:?}");
+    // Every attempt is accounted for: it ran on a kept connection, or its new connection
+    // reached a broker, was refused, or was cancelled by the core before its handshake
+    // completed.
+    assert_eq!(r.attempts, r.reused + r.connections + r.refused + r.cancelled_before_handshake, "{who}: {r:?}");
     // Requests the brokers counted (per broker, on arrival) equal the metadata requests the
     // clients sent (on the ApiVersions answer of a live attempt).
     assert_eq!(r.requests_per_broker.iter().sum::<u64>(), r.requests, "{who}");
-    assert!(r.requests <= r.connections && r.connections <= r.attempts, "{who}: {r:?}");
+    assert!(r.requests <= r.reused + r.connections && r.reused + r.connections <= r.attempts, "{who}: {r:?}");
     if r.failed == 0 && r.strategy != "oracle" {
         // The core's own count of started attempts agrees with the simulator's.
         assert_eq!(r.core_started, r.attempts, "{who}");

@@ -41,11 +41,14 @@ fn events(cluster: &mut Cluster) -> Vec<ClusterEvent> {
     core::iter::from_fn(|| cluster.poll_event()).collect()
 }
 
+/// The attempts `events` start on a connection, new or kept.
 fn connects(events: &[ClusterEvent]) -> Vec<(AttemptId, BrokerIndex)> {
     events
         .iter()
         .filter_map(|e| match *e {
-            ClusterEvent::Connect { attempt, broker } => Some((attempt, broker)),
+            ClusterEvent::Connect { attempt, broker } | ClusterEvent::Reuse { attempt, broker } => {
+                Some((attempt, broker))
+            }
             _ => None,
         })
         .collect()
@@ -64,7 +67,7 @@ fn discovered(config: ClusterConfig) -> (Cluster, AttemptId) {
     assert_eq!(cluster.identity(seed), None, "nothing is known of a seed");
     let metadata = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
     cluster.handle_input(ms(1), Input::Response { attempt, metadata });
-    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Refreshed { .. }]));
+    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Keep { .. }, ClusterEvent::Refreshed { .. }]));
     (cluster, attempt)
 }
 
@@ -178,7 +181,10 @@ fn every_discovered_broker_answering_rebootstrap_required_still_reaches_the_seed
     // The seed now fronts another cluster: its answer wins and rebuilds the view.
     cluster.handle_input(ms(13), Input::Response { attempt: last, metadata: metadata(Some("c2"), &[(7, "x")]) });
     let ev = events(&mut cluster);
-    assert!(matches!(ev[..], [ClusterEvent::Refreshed { .. }, ClusterEvent::Rebootstrapped]), "{ev:?}");
+    assert!(
+        matches!(ev[..], [ClusterEvent::Keep { .. }, ClusterEvent::Refreshed { .. }, ClusterEvent::Rebootstrapped]),
+        "{ev:?}"
+    );
     let x = broker(&cluster, "x:9092");
     assert_eq!(cluster.identity(x), Some(BrokerIdentity { cluster_id: "c2".into(), node_id: 7 }));
     assert_eq!(cluster.identity(broker(&cluster, "a:9092")), None);
@@ -209,7 +215,10 @@ fn a_discovered_winner_after_rebootstrap_required_needs_no_rebootstrap() {
     let answer = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
     cluster.handle_input(ms(12), Input::Response { attempt: second, metadata: answer });
     let ev = events(&mut cluster);
-    assert!(matches!(ev[..], [ClusterEvent::Refreshed { .. }]), "{ev:?}");
+    assert!(
+        matches!(ev[..], [ClusterEvent::Release { .. }, ClusterEvent::Keep { .. }, ClusterEvent::Refreshed { .. }]),
+        "the winner's connection replaces the seed's: {ev:?}"
+    );
     assert!(cluster.book().has_discovered());
 }
 
@@ -245,11 +254,159 @@ fn a_discovered_book_larger_than_a_refresh_holds_is_fitted_not_refused() {
     let hosts: Vec<String> = (0..40).map(|i| alloc::format!("b{i}")).collect();
     let brokers: Vec<(i32, &str)> = hosts.iter().enumerate().map(|(i, h)| (i as i32, h.as_str())).collect();
     cluster.handle_input(ms(1), Input::Response { attempt, metadata: metadata(Some("c1"), &brokers) });
-    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Refreshed { .. }]));
+    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Keep { .. }, ClusterEvent::Refreshed { .. }]));
     assert_eq!(cluster.book().len(), 41);
     let epoch = cluster.request_refresh(ms(2));
     assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Connect { .. }]), "the next refresh runs");
     let current = cluster.current().expect("running");
     assert_eq!(current.epoch(), epoch);
     assert_eq!(current.candidates().len(), crate::refresh::MAX_ATTEMPTS / 2 / 1001);
+}
+
+/// The keep/reuse/release policy lives here, not in each adapter: the winner's connection
+/// is kept, the next refresh asks that broker first on it, and the counters say so.
+#[test]
+fn the_winners_connection_is_kept_reused_and_counted() {
+    let (mut cluster, first) = discovered(config());
+    let seed = broker(&cluster, "seed:9092");
+    assert_eq!(cluster.kept(), Some(seed));
+    let stats = cluster.stats();
+    assert_eq!((stats.refreshes, stats.attempts, stats.connections_opened, stats.connections_reused), (1, 1, 0, 0));
+    assert_eq!(stats.kept.as_deref(), Some("seed:9092"));
+    // Only a connection that came up counts as opened (a bare Response above never said
+    // Connected): this one does.
+    let epoch = cluster.request_refresh(ms(10));
+    let ev = events(&mut cluster);
+    // Discovered brokers come before the seeds: the kept seed connection is not first, so
+    // it stays kept while a discovered broker (`a`) is asked on a new connection.
+    let [ClusterEvent::Connect { attempt, broker: a }] = ev[..] else { panic!("{ev:?}") };
+    assert!(cluster.book().get(a).unwrap().is_discovered());
+    assert_ne!(attempt, first);
+    cluster.handle_input(ms(11), Input::Connected { attempt });
+    cluster.handle_input(ms(12), Input::Response { attempt, metadata: metadata(Some("c1"), &[(1, "a"), (2, "b")]) });
+    let ev = events(&mut cluster);
+    assert_eq!(
+        ev[..3],
+        [
+            ClusterEvent::Release { broker: seed },
+            ClusterEvent::Keep { attempt, broker: a },
+            ClusterEvent::Refreshed { epoch, attempt, broker: a, stats: cluster.last_refresh().unwrap().stats() },
+        ],
+        "the new winner's connection replaces the seed's"
+    );
+    // The next refresh asks `a` first, on the kept connection.
+    cluster.request_refresh(ms(20));
+    let ev = events(&mut cluster);
+    let [ClusterEvent::Reuse { attempt, broker }] = ev[..] else { panic!("{ev:?}") };
+    assert_eq!(broker, a);
+    assert!(cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
+    assert_eq!(cluster.kept(), None, "the connection belongs to the attempt now");
+    cluster.handle_input(ms(20), Input::Connected { attempt });
+    cluster.handle_input(ms(21), Input::Response { attempt, metadata: metadata(Some("c1"), &[(1, "a"), (2, "b")]) });
+    let ev = events(&mut cluster);
+    assert!(
+        matches!(ev[..], [ClusterEvent::Keep { broker: k, .. }, ClusterEvent::Refreshed { .. }] if k == a),
+        "{ev:?}"
+    );
+    let stats = cluster.stats();
+    assert_eq!((stats.refreshes, stats.attempts, stats.connections_opened, stats.connections_reused), (3, 3, 1, 1));
+    assert_eq!(stats.kept.as_deref(), Some(cluster.book().address(a)));
+}
+
+/// A reused connection that fails is gone: the retry of that broker, and the next refresh,
+/// open new ones.
+#[test]
+fn a_failed_reuse_is_not_reused_again() {
+    let mut c = config();
+    c.refresh.retry.retries = 1;
+    let (mut cluster, _) = discovered(c);
+    let seed = broker(&cluster, "seed:9092");
+    // Every attempt fails, in both passes; the seed's first runs on its kept connection.
+    cluster.request_refresh(ms(10));
+    let mut t = 10;
+    let mut reuses = Vec::new();
+    while cluster.current().is_some() {
+        let ev = events(&mut cluster);
+        if ev.is_empty() {
+            // Waiting out the retry backoff.
+            cluster.handle_timeout(cluster.poll_timeout().unwrap());
+        }
+        for ev in ev {
+            match ev {
+                ClusterEvent::Reuse { attempt, broker } => {
+                    reuses.push(broker);
+                    t += 1;
+                    cluster.handle_input(ms(t), failed(attempt, ErrorKind::Closed));
+                }
+                ClusterEvent::Connect { attempt, .. } => {
+                    t += 1;
+                    cluster.handle_input(ms(t), failed(attempt, ErrorKind::Refused));
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(reuses, [seed], "the kept connection is used once, by the seed's first attempt");
+    assert_eq!(cluster.kept(), None);
+    let stats = cluster.last_refresh().unwrap().stats();
+    assert_eq!(stats.started, 6, "three brokers, two passes: {stats:?}");
+}
+
+/// A broker named as the trouble's source, or whose kept connection the broker closed, is
+/// not asked on that connection: the first is released, the second just forgotten.
+#[test]
+fn a_named_or_closed_kept_connection_is_not_reused() {
+    let (mut cluster, _) = discovered(config());
+    let seed = broker(&cluster, "seed:9092");
+    cluster.request_refresh_because(ms(10), RefreshCause::RequestTimedOut, Some(seed));
+    let ev = events(&mut cluster);
+    assert_eq!(ev[0], ClusterEvent::Release { broker: seed }, "{ev:?}");
+    assert!(ev[1..].iter().all(|e| matches!(e, ClusterEvent::Connect { .. })), "{ev:?}");
+    assert_eq!(cluster.kept(), None);
+
+    let (mut cluster, _) = discovered(config());
+    cluster.connection_closed(seed);
+    assert_eq!(cluster.kept(), None);
+    assert_eq!(cluster.stats().kept, None);
+    cluster.request_refresh(ms(10));
+    let ev = events(&mut cluster);
+    assert!(ev.iter().all(|e| matches!(e, ClusterEvent::Connect { .. })), "nothing to release or reuse: {ev:?}");
+}
+
+/// A rebootstrap forgets the discovered brokers: a connection kept to one was taken by the
+/// refresh that failed (a kept discovered broker is asked first), and a connection kept to a
+/// seed stays, for the next refresh asks the seeds.
+#[test]
+fn a_rebootstrap_keeps_a_connection_kept_to_a_seed() {
+    for keep_discovered in [true, false] {
+        let (mut cluster, _) = discovered(config());
+        let seed = broker(&cluster, "seed:9092");
+        if keep_discovered {
+            // `a` wins the second refresh and is kept instead of the seed.
+            cluster.request_refresh(ms(10));
+            let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+            let answer = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
+            cluster.handle_input(ms(11), Input::Response { attempt, metadata: answer });
+            events(&mut cluster);
+        }
+        let kept = cluster.kept().unwrap();
+        assert_eq!(kept == seed, !keep_discovered);
+        // The next refresh's first attempt goes to a discovered broker (on the kept
+        // connection, if that is one): a fatal answer ends the refresh with every discovered
+        // broker it tried failed.
+        cluster.request_refresh(ms(20));
+        let ev = events(&mut cluster);
+        let (attempt, broker) = match ev[..] {
+            [ClusterEvent::Reuse { attempt, broker }] if keep_discovered => (attempt, broker),
+            [ClusterEvent::Connect { attempt, broker }] if !keep_discovered => (attempt, broker),
+            _ => panic!("{ev:?}"),
+        };
+        assert!(cluster.book().get(broker).unwrap().is_discovered(), "{ev:?}");
+        cluster.handle_input(ms(21), failed(attempt, ErrorKind::Authentication));
+        let ev = events(&mut cluster);
+        assert!(matches!(ev.last(), Some(ClusterEvent::Rebootstrapped)), "{ev:?}");
+        assert!(!ev.iter().any(|e| matches!(e, ClusterEvent::Release { .. })), "{ev:?}");
+        assert_eq!(cluster.kept(), (!keep_discovered).then_some(seed));
+        assert_eq!(cluster.stats().rebootstraps, 1);
+    }
 }

@@ -354,7 +354,8 @@ impl Refresh {
                 started_at: now,
                 connected_at: None,
                 first_frame_at: None,
-                reused_connection: self.reused.get(candidate).copied().unwrap_or(false),
+                // Only the first attempt to a candidate can have its kept connection.
+                reused_connection: self.reused.get_mut(candidate).is_some_and(core::mem::take),
                 ended_at: None,
                 state: AttemptState::InFlight,
                 hedge,

@@ -80,10 +80,58 @@ fn arb_cluster_scenario() -> impl Strategy<Value = ClusterScenario> {
 fn event_epoch(e: &ClusterEvent) -> Option<u32> {
     match e {
         ClusterEvent::Connect { attempt, .. }
+        | ClusterEvent::Reuse { attempt, .. }
+        | ClusterEvent::Keep { attempt, .. }
         | ClusterEvent::Resolve { attempt, .. }
         | ClusterEvent::Cancel { attempt, .. } => Some(attempt.epoch()),
         ClusterEvent::Refreshed { epoch, .. } | ClusterEvent::RefreshFailed { epoch, .. } => Some(*epoch),
         _ => None,
+    }
+}
+
+/// `events` as the refresh's commands would be forwarded if nothing were kept: a `Reuse` as
+/// the `Connect` it stands for, without the `Keep` that precedes each `Refreshed`.
+fn unkept(events: &[ClusterEvent]) -> Vec<ClusterEvent> {
+    events
+        .iter()
+        .filter(|ev| !matches!(ev, ClusterEvent::Keep { .. }))
+        .map(|ev| match *ev {
+            ClusterEvent::Reuse { attempt, broker } => ClusterEvent::Connect { attempt, broker },
+            ref other => other.clone(),
+        })
+        .collect()
+}
+
+/// Checks the keep/reuse/release events of one call against the broker kept before it
+/// (updated), and `Keep` right before the `Refreshed` of the same attempt.
+fn check_keeping(i: usize, events: &[ClusterEvent], kept: &mut Option<BrokerIndex>, v: &mut Vec<(Inv, String)>) {
+    for (k, ev) in events.iter().enumerate() {
+        match *ev {
+            ClusterEvent::Reuse { broker, .. } | ClusterEvent::Release { broker } => {
+                if *kept != Some(broker) {
+                    v.push((Inv::Keeping, format!("step {i}: {ev:?} while {kept:?} is kept")));
+                }
+                *kept = None;
+            }
+            ClusterEvent::Keep { attempt, broker } => {
+                if kept.is_some() {
+                    v.push((Inv::Keeping, format!("step {i}: {ev:?} while {kept:?} is still kept")));
+                }
+                let next = events.get(k + 1);
+                if !matches!(next, Some(ClusterEvent::Refreshed { attempt: a, broker: b, .. }) if *a == attempt && *b == broker)
+                {
+                    v.push((Inv::Keeping, format!("step {i}: {ev:?} followed by {next:?}")));
+                }
+                *kept = Some(broker);
+            }
+            ClusterEvent::Refreshed { attempt, .. } => {
+                let before = k.checked_sub(1).and_then(|p| events.get(p));
+                if !matches!(before, Some(ClusterEvent::Keep { attempt: a, .. }) if *a == attempt) {
+                    v.push((Inv::Keeping, format!("step {i}: {ev:?} without its Keep")));
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -122,6 +170,7 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
     let mut now = at(s.start);
     let mut wall = s.start;
     let mut running: Option<u32> = None;
+    let mut kept: Option<BrokerIndex> = None;
     let mut last_epoch = 0u32;
     let mut trackers: BTreeMap<u32, Tracker> = BTreeMap::new();
     let mut tokens_at_start: BTreeMap<u32, u32> = BTreeMap::new();
@@ -166,8 +215,11 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
                 input = Some(made);
             }
             ClusterOp::Closed(b) => {
-                let len = cluster.book().len() as u32;
-                cluster.connection_closed(BrokerIndex(*b as u32 % len))
+                let broker = BrokerIndex(*b as u32 % cluster.book().len() as u32);
+                cluster.connection_closed(broker);
+                if kept == Some(broker) {
+                    kept = None;
+                }
             }
         }
         // `connection_closed` takes no time and fires nothing; every other call advances the
@@ -177,6 +229,11 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
             now = t;
         }
         let events: Vec<ClusterEvent> = std::iter::from_fn(|| cluster.poll_event()).collect();
+        check_keeping(i, &events, &mut kept, &mut v);
+        if cluster.kept() != kept {
+            v.push((Inv::Keeping, format!("step {i}: events say {kept:?} is kept, kept() says {:?}", cluster.kept())));
+        }
+        let events = unkept(&events);
 
         // At most one refresh in flight, judged from the event stream alone.
         for ev in &events {
@@ -326,15 +383,15 @@ proptest! {
 
     /// 12. A `Cluster` under arbitrary requests, inputs and timeouts (clock going backwards
     /// too): no panic, at most one refresh in flight (requests join it), events are exactly
-    /// the running refresh's commands, each refresh keeps the throttle and the
+    /// the running refresh's commands, only the kept connection is reused or released, each refresh keeps the throttle and the
     /// one-attempt-per-broker rule and ends once, and hedges spent never exceed the budget
     /// (per refresh: the tokens it started with; overall: burst + ratio per settled refresh).
     #[test]
     fn cluster_single_flight_and_hedge_budget(s in arb_cluster_scenario()) {
         let v = run_cluster(&s, ClusterClock::RequestsClamped);
         check_cluster(&v, &[
-            Inv::SingleFlight, Inv::Forwarding, Inv::HedgeBudget, Inv::Contract, Inv::Throttle, Inv::OneBroker,
-            Inv::Terminal, Inv::Done,
+            Inv::SingleFlight, Inv::Forwarding, Inv::Keeping, Inv::HedgeBudget, Inv::Contract, Inv::Throttle,
+            Inv::OneBroker, Inv::Terminal, Inv::Done,
         ])?;
     }
 

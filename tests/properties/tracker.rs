@@ -44,8 +44,13 @@ pub enum Inv {
     HedgeTokens,
     /// Cluster: hedges spent never exceed the tokens earned.
     HedgeBudget,
-    /// Cluster: events are exactly the running refresh's commands.
+    /// Cluster: events are exactly the running refresh's commands (a `Connect` of the kept
+    /// broker as `Reuse`, each `Done` as `Keep` then `Refreshed`).
     Forwarding,
+    /// Cluster: `Reuse` and `Release` name only the broker kept (by the last `Keep`, not
+    /// reused, released or closed since), `Keep` never leaves a connection kept before it
+    /// unreleased, and `kept()` agrees with the events.
+    Keeping,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -66,8 +66,6 @@ pub(crate) struct Attempt {
 pub(crate) struct Step {
     /// Inputs for the core, in order.
     pub(crate) inputs: Vec<Input>,
-    /// A new TCP connection came up.
-    pub(crate) opened: bool,
     /// The answer's connection and Metadata version, when the attempt ended with a response.
     pub(crate) answer: Option<(Transport, Option<i16>)>,
 }
@@ -122,7 +120,6 @@ impl Attempt {
             Phase::Connecting { mut tcp, addr, rest } => match connected(&tcp) {
                 Ok(false) => self.phase = Phase::Connecting { tcp, addr, rest },
                 Ok(true) => {
-                    step.opened = true;
                     let _ = tcp.set_nodelay(true);
                     let _ = registry.deregister(&mut tcp);
                     match self.transport(ctx, tcp) {

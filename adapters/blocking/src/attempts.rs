@@ -45,8 +45,6 @@ pub(crate) struct Attempts {
     kept_stirred: bool,
     woken: bool,
     buf: Vec<u8>,
-    opened: u64,
-    reused: u64,
 }
 
 impl Attempts {
@@ -70,8 +68,6 @@ impl Attempts {
             kept_stirred: false,
             woken: false,
             buf: vec![0; READ_BUFFER],
-            opened: 0,
-            reused: 0,
         })
     }
 
@@ -119,11 +115,17 @@ impl Attempts {
 
     /// Starts `attempt` on a connection kept from an earlier refresh.
     pub(crate) fn reuse(&mut self, attempt: AttemptId, address: Arc<str>, transport: Transport) {
-        self.reused += 1;
         let token = self.token(attempt);
         let mut entry = Attempt::new(attempt, token, address, None);
         let step = entry.reuse(&self.ctx, transport, self.poll.registry(), &mut self.buf);
         self.settle(attempt, entry, step);
+    }
+
+    /// Ends `attempt` at once as failed (kind `Io`, with `detail`): for a command this
+    /// adapter cannot carry out, reported like any failure.
+    pub(crate) fn fail(&mut self, attempt: AttemptId, detail: &'static str) {
+        let error = AttemptError::with_detail(ErrorKind::Io, detail);
+        self.inputs.push_back(Input::Failed { attempt, error });
     }
 
     /// Abandons `attempt` and closes its connection now.
@@ -185,16 +187,6 @@ impl Attempts {
         std::mem::take(&mut self.woken)
     }
 
-    /// TCP connections opened so far (kept connections reused are not counted).
-    pub(crate) fn opened(&self) -> u64 {
-        self.opened
-    }
-
-    /// Kept connections handed to a new attempt so far.
-    pub(crate) fn reused(&self) -> u64 {
-        self.reused
-    }
-
     /// The next input for the core, if any. Call [`Attempts::wait`] when there is none.
     pub(crate) fn poll_input(&mut self) -> Option<Input> {
         self.inputs.pop_front()
@@ -246,7 +238,6 @@ impl Attempts {
 
     /// Files what a step produced and puts the attempt back, unless it is over.
     fn settle(&mut self, attempt: AttemptId, entry: Attempt, step: Step) {
-        self.opened += u64::from(step.opened);
         self.inputs.extend(step.inputs);
         if let Some(answer) = step.answer {
             self.answers.insert(attempt, answer);

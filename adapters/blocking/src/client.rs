@@ -170,6 +170,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Detail of an attempt told to reuse a connection this adapter does not hold.
+const NOT_KEPT: &str = "no kept connection to reuse";
+
 /// The background thread's state.
 struct Background {
     cluster: Cluster,
@@ -248,52 +251,43 @@ impl Background {
     /// Drains the cluster's events and carries them out.
     fn carry_out(&mut self) {
         let book = self.cluster.book().clone();
-        // The broker whose answer won in this batch: its connection was just kept.
-        let mut won = None;
         while let Some(event) = self.cluster.poll_event() {
             match event {
                 ClusterEvent::Connect { attempt, broker } => {
-                    let mut stats = lock(&self.shared.stats);
-                    stats.attempts += 1;
-                    if attempt.number() == 0 {
-                        stats.refreshes += 1;
-                    }
-                    drop(stats);
-                    let address = book.address(broker).into();
-                    let reuse = match self.kept {
-                        Some(kept) if kept == broker => self.kept.take().and(self.attempts.unkeep()),
-                        _ => None,
-                    };
-                    match reuse {
+                    let name = tls_name(&book, broker);
+                    self.attempts.connect(attempt, book.address(broker).into(), name, self.cluster.identity(broker))
+                }
+                ClusterEvent::Reuse { attempt, broker } => {
+                    let kept =
+                        if self.kept == Some(broker) { self.kept.take().and(self.attempts.unkeep()) } else { None };
+                    match kept {
                         // The broker process that already answered on this connection.
-                        Some(transport) => self.attempts.reuse(attempt, address, transport),
-                        None => {
-                            let name = tls_name(&book, broker);
-                            self.attempts.connect(attempt, address, name, self.cluster.identity(broker))
-                        }
+                        Some(transport) => self.attempts.reuse(attempt, book.address(broker).into(), transport),
+                        // Not kept here (cannot happen: every close is reported): fail the
+                        // attempt rather than guess, so the refresh goes on to the next broker.
+                        None => self.attempts.fail(attempt, NOT_KEPT),
                     }
                 }
                 ClusterEvent::Resolve { attempt, broker } => {
-                    let mut stats = lock(&self.shared.stats);
-                    stats.attempts += 1;
-                    if attempt.number() == 0 {
-                        stats.refreshes += 1;
-                    }
-                    drop(stats);
-                    self.attempts.resolve(attempt, book.address(broker).into());
+                    self.attempts.resolve(attempt, book.address(broker).into())
                 }
                 ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
-                ClusterEvent::Refreshed { epoch, attempt, broker, .. } => {
+                ClusterEvent::Keep { attempt, broker } => {
                     if let Some((transport, _)) = self.attempts.take_answer(attempt) {
-                        if let Some(old) = self.kept.replace(broker).filter(|old| *old != broker) {
-                            self.cluster.connection_closed(old);
-                        }
                         self.attempts.keep(transport);
+                        self.kept = Some(broker);
                     }
-                    won = Some(broker);
+                }
+                ClusterEvent::Release { broker } => {
+                    if self.kept == Some(broker) {
+                        self.kept = None;
+                        self.attempts.unkeep();
+                    }
+                }
+                ClusterEvent::Refreshed { epoch, .. } => {
                     // Published before any caller is answered, so what a caller reads next
                     // is up to date.
-                    self.publish(&book);
+                    self.publish();
                     let metadata = self.cluster.metadata().cloned().map(Arc::new);
                     if let Some(metadata) = &metadata {
                         *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
@@ -303,7 +297,7 @@ impl Background {
                     }
                 }
                 ClusterEvent::RefreshFailed { epoch, error } => {
-                    self.publish(&book);
+                    self.publish();
                     let attempts = match self.cluster.last_refresh() {
                         Some(done) if done.epoch() == epoch => Reports::of_finished(done, &book, &error),
                         _ => Vec::new(),
@@ -313,30 +307,18 @@ impl Background {
                         let _ = reply.send(Err(failure.clone()));
                     }
                 }
-                ClusterEvent::Rebootstrapped => {
-                    lock(&self.shared.stats).rebootstraps += 1;
-                    // The view starts again from the seeds: a connection kept to a forgotten
-                    // broker goes, the one a seed just won on stays.
-                    if let Some(kept) = self.kept.filter(|kept| Some(*kept) != won) {
-                        self.kept = None;
-                        self.attempts.unkeep();
-                        self.cluster.connection_closed(kept);
-                    }
-                }
+                ClusterEvent::Rebootstrapped => {}
             }
         }
         // An answer that did not win: close its connection.
         if let Some(attempt) = self.answered.take() {
             self.attempts.drop_answer(attempt);
         }
-        self.publish(&book);
+        self.publish();
     }
 
-    /// Copies the connection counters and the kept broker into the shared stats.
-    fn publish(&self, book: &BrokerBook) {
-        let mut stats = lock(&self.shared.stats);
-        stats.connections_opened = self.attempts.opened();
-        stats.connections_reused = self.attempts.reused();
-        stats.kept = self.kept.map(|k| book.address(k).to_owned());
+    /// Copies the core's counters into the shared stats.
+    fn publish(&self) {
+        *lock(&self.shared.stats) = self.cluster.stats();
     }
 }

@@ -101,8 +101,6 @@ pub(crate) struct AttemptSet {
     ctx: Arc<AttemptContext>,
     running: FuturesUnordered<Running>,
     live: HashMap<AttemptId, Live>,
-    opened: u64,
-    reused: u64,
 }
 
 struct Live {
@@ -115,7 +113,7 @@ struct Live {
 
 impl AttemptSet {
     pub(crate) fn new(ctx: AttemptContext) -> Self {
-        AttemptSet { ctx: Arc::new(ctx), running: FuturesUnordered::new(), live: HashMap::new(), opened: 0, reused: 0 }
+        AttemptSet { ctx: Arc::new(ctx), running: FuturesUnordered::new(), live: HashMap::new() }
     }
 
     /// Starts `attempt`: resolve and connect to `address`. With `expected` (a discovered
@@ -155,10 +153,16 @@ impl AttemptSet {
     /// `Connected` at once and goes straight to the exchange, without a cluster check (the
     /// connection goes to the broker process that already answered on it).
     pub(crate) fn reuse(&mut self, attempt: AttemptId, address: Arc<str>, transport: Transport) {
-        self.reused += 1;
         self.push(attempt, address, async move {
             (attempt, Step::Connected { conn: Conn::Kept(transport), expected: None })
         });
+    }
+
+    /// Starts `attempt` already failed (kind `Io`, with `detail`): for a command this
+    /// adapter cannot carry out, reported as the attempt's end like any failure.
+    pub(crate) fn fail(&mut self, attempt: AttemptId, address: Arc<str>, detail: &'static str) {
+        let error = AttemptError::with_detail(ErrorKind::Io, detail);
+        self.push(attempt, address, async move { (attempt, Step::Finished(Err(error))) });
     }
 
     /// Abandons `attempt` and (on the set's next poll) closes its connection.
@@ -172,16 +176,6 @@ impl AttemptSet {
     pub(crate) fn clear(&mut self) {
         self.live.clear();
         self.running = FuturesUnordered::new();
-    }
-
-    /// TCP connections opened so far (kept connections reused are not counted).
-    pub(crate) fn opened(&self) -> u64 {
-        self.opened
-    }
-
-    /// Kept connections handed to a new attempt so far.
-    pub(crate) fn reused(&self) -> u64 {
-        self.reused
     }
 
     /// The next progress of any attempt; pending forever while none is in flight, so it
@@ -200,9 +194,6 @@ impl AttemptSet {
                     else {
                         continue;
                     };
-                    if matches!(conn, Conn::Fresh(_)) {
-                        self.opened += 1;
-                    }
                     let ctx = self.ctx.clone();
                     self.push_for(attempt, address, tls.clone(), async move {
                         (attempt, converse(&ctx, attempt, &tls, conn, expected.as_ref()).await)

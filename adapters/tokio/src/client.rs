@@ -230,7 +230,7 @@ impl Background {
                     } else {
                         self.cluster.connection_closed(broker);
                     }
-                    lock(&self.shared.stats).kept = None;
+                    *lock(&self.shared.stats) = self.cluster.stats();
                 }
                 () = self.clock.sleep_until(timer) => {
                     at = self.clock.now();
@@ -283,38 +283,44 @@ impl Background {
         }
         let book = self.cluster.book().clone();
         self.record(at, &events, &book);
-        // Counted before any caller is answered, so what a caller reads next is up to date.
-        let rebootstraps = events.iter().filter(|e| matches!(e, ClusterEvent::Rebootstrapped)).count();
-        lock(&self.shared.stats).rebootstraps += rebootstraps as u32;
-        // The broker whose answer won in this batch: its connection was just kept.
-        let mut won = None;
         for event in events {
             match event {
                 ClusterEvent::Connect { attempt, broker } => {
-                    let address = book.address(broker).into();
-                    match self.kept.take() {
-                        // The broker process that already answered on this connection.
-                        Some(kept) if kept.broker == broker => self.attempts.reuse(attempt, address, kept.transport),
-                        other => {
-                            self.kept = other;
-                            // A discovered broker is asked to confirm its cluster and node.
-                            let name = tls_name(&book, broker);
-                            self.attempts.connect(attempt, address, name, self.cluster.identity(broker));
-                        }
-                    }
+                    // A discovered broker is asked to confirm its cluster and node.
+                    let name = tls_name(&book, broker);
+                    self.attempts.connect(attempt, book.address(broker).into(), name, self.cluster.identity(broker));
                 }
+                ClusterEvent::Reuse { attempt, broker } => match self.kept.take() {
+                    Some(kept) if kept.broker == broker => {
+                        self.attempts.reuse(attempt, book.address(broker).into(), kept.transport)
+                    }
+                    // Not kept here (cannot happen: every close is reported): fail the attempt
+                    // rather than guess, so the refresh goes on to the next broker.
+                    other => {
+                        self.kept = other;
+                        self.attempts.fail(attempt, book.address(broker).into(), "no kept connection to reuse");
+                    }
+                },
                 ClusterEvent::Resolve { attempt, broker } => {
                     self.attempts.resolve(attempt, book.address(broker).into())
                 }
                 ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
-                ClusterEvent::Refreshed { epoch, attempt, broker, .. } => {
+                ClusterEvent::Keep { attempt, broker } => {
                     if let Some((winner, transport)) = self.answered.take() {
                         if winner == attempt {
-                            self.keep(broker, transport);
+                            self.kept = Some(Kept { broker, transport });
                         }
                     }
-                    won = Some(broker);
-                    lock(&self.shared.stats).kept = self.kept.as_ref().map(|k| book.address(k.broker).to_owned());
+                }
+                ClusterEvent::Release { broker } => {
+                    if self.kept.as_ref().is_some_and(|k| k.broker == broker) {
+                        self.kept = None;
+                    }
+                }
+                ClusterEvent::Refreshed { epoch, .. } => {
+                    // Published before any caller is answered, so what a caller reads next
+                    // is up to date.
+                    *lock(&self.shared.stats) = self.cluster.stats();
                     let metadata = self.cluster.metadata().cloned().map(Arc::new);
                     if let Some(metadata) = &metadata {
                         *lock(&self.shared.cache) = Some((metadata.clone(), tokio::time::Instant::now()));
@@ -324,30 +330,19 @@ impl Background {
                     }
                 }
                 ClusterEvent::RefreshFailed { epoch, error } => {
+                    *lock(&self.shared.stats) = self.cluster.stats();
                     let attempts = self.ledger(epoch).map(|l| l.reports().to_vec()).unwrap_or_default();
                     let failure = Error::Refresh { error, attempts, trace: None };
                     for reply in self.waiters.remove(&epoch).unwrap_or_default() {
                         let _ = reply.send(Err(failure.clone()));
                     }
                 }
-                ClusterEvent::Rebootstrapped => {
-                    // The view starts again from the seeds: a connection kept to a forgotten
-                    // broker goes, the one a seed just won on (a rebootstrap within the
-                    // refresh) stays.
-                    match self.kept.take() {
-                        Some(kept) if Some(kept.broker) == won => self.kept = Some(kept),
-                        Some(kept) => self.cluster.connection_closed(kept.broker),
-                        None => {}
-                    }
-                }
+                ClusterEvent::Rebootstrapped => {}
             }
         }
         // An answer that did not win: close its connection.
         self.answered = None;
-        let mut stats = lock(&self.shared.stats);
-        stats.connections_opened = self.attempts.opened();
-        stats.connections_reused = self.attempts.reused();
-        stats.kept = self.kept.as_ref().map(|k| book.address(k.broker).to_owned());
+        *lock(&self.shared.stats) = self.cluster.stats();
     }
 
     /// Mirrors the events into the ledgers of their refreshes (reports for failed ones).
@@ -355,15 +350,15 @@ impl Background {
         let mut acts = Vec::new();
         for event in events {
             let act = match *event {
-                ClusterEvent::Connect { attempt, broker } | ClusterEvent::Resolve { attempt, broker } => {
+                ClusterEvent::Connect { attempt, broker }
+                | ClusterEvent::Reuse { attempt, broker }
+                | ClusterEvent::Resolve { attempt, broker } => {
                     if self.ledger(attempt.epoch()).is_none() {
                         if self.ledgers.len() == 2 {
                             self.ledgers.pop_front();
                         }
                         self.ledgers.push_back((attempt.epoch(), Ledger::new(at)));
-                        lock(&self.shared.stats).refreshes += 1;
                     }
-                    lock(&self.shared.stats).attempts += 1;
                     match event {
                         ClusterEvent::Resolve { .. } => Act::Resolve { attempt, address: book.address(broker) },
                         _ => Act::Start { attempt, address: book.address(broker) },
@@ -371,7 +366,10 @@ impl Background {
                 }
                 ClusterEvent::Cancel { attempt, reason } => Act::Cancel { attempt, reason },
                 ClusterEvent::Refreshed { attempt, .. } => Act::Won { attempt },
-                ClusterEvent::RefreshFailed { .. } | ClusterEvent::Rebootstrapped => continue,
+                ClusterEvent::Keep { .. }
+                | ClusterEvent::Release { .. }
+                | ClusterEvent::RefreshFailed { .. }
+                | ClusterEvent::Rebootstrapped => continue,
             };
             acts.push(act);
         }
@@ -390,15 +388,6 @@ impl Background {
 
     fn ledger(&mut self, epoch: u32) -> Option<&mut Ledger> {
         self.ledgers.iter_mut().find(|(e, _)| *e == epoch).map(|(_, l)| l)
-    }
-
-    /// Keeps `transport` to `broker` for the next refresh, closing the one kept before.
-    fn keep(&mut self, broker: BrokerIndex, transport: Transport) {
-        if let Some(old) = self.kept.replace(Kept { broker, transport }) {
-            if old.broker != broker {
-                self.cluster.connection_closed(old.broker);
-            }
-        }
     }
 }
 

@@ -5,8 +5,9 @@
 //! [`Cluster`](stagger::Cluster) with its own seed, share `B` brokers (default 30). Every
 //! broker serves metadata requests one at a time from a FIFO queue, so a burst of requests
 //! raises everyone's latency, and extra (hedged) attempts cost real capacity. The same
-//! machinery runs an **oracle** client that knows which brokers are healthy and asks the
-//! least loaded one: the yardstick for "nearly as fast as an all-knowing client".
+//! machinery runs an **oracle** client that knows which brokers are healthy, is connected to
+//! every one, and asks the least loaded one: the yardstick for "nearly as fast as an
+//! all-knowing client".
 //!
 //! Everything is virtual time and deterministic (`no_std` + `alloc`, one seeded PRNG, a
 //! totally ordered event queue): the same [`FleetConfig`] gives the same [`ScenarioResult`]s,
@@ -21,6 +22,8 @@
 //!   healthy answer therefore takes three round trips plus two waits in the broker's queue.
 //!   The ApiVersions answer is reported to the core as `Input::FirstFrame` — the signal the
 //!   adaptive stagger uses to tell a hung broker (silent) from a busy one (answering).
+//!   An attempt the core runs on a kept connection ([`stagger::ClusterEvent::Reuse`]) skips
+//!   the handshake and ApiVersions: one round trip plus one wait in the queue.
 //! * **Brokers**: a healthy broker serves requests first come, first served, from one queue:
 //!   a Metadata request takes an exponentially distributed time of mean
 //!   [`FleetConfig::service_time`] (an M/M/1 queue), an ApiVersions request a twentieth of
@@ -298,8 +301,13 @@ pub struct ScenarioResult {
     /// Attempts that reached a broker: the connection was accepted while the attempt was
     /// still wanted, so the broker read its ApiVersions request.
     pub connections: u64,
+    /// Attempts that ran on a connection kept from an earlier refresh
+    /// ([`stagger::ClusterEvent::Reuse`]; every oracle request, which is all-knowing and
+    /// connected to every broker): no handshake, no ApiVersions.
+    pub reused: u64,
     /// Metadata requests brokers received (an attempt sends one once ApiVersions is
-    /// answered, if it is still wanted); what the peak counts.
+    /// answered, or at once on a kept connection, if it is still wanted); what the peak
+    /// counts.
     pub requests: u64,
     /// Metadata requests per refresh.
     pub requests_per_refresh: f64,

@@ -56,6 +56,18 @@ impl Engine {
                 Ev::Connected { client, attempt, broker, draw } => {
                     self.on_connected(client as usize, attempt, broker, draw)
                 }
+                Ev::Reused { client, attempt, broker, draw } => {
+                    let ci = client as usize;
+                    if self.is_live(ci, attempt) {
+                        if self.is_measured(ci, attempt) {
+                            self.tally_mut(|t| t.requests_sent += 1);
+                        }
+                        self.push(now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
+                        if self.clients[ci].cluster.is_some() {
+                            self.deliver(ci, Input::Connected { attempt });
+                        }
+                    }
+                }
                 Ev::ApiArrive { client, attempt, broker, draw } => {
                     // ApiVersions is cheap but waits in the same queue as everything else;
                     // a hung broker never answers it.
@@ -174,9 +186,11 @@ impl Engine {
                 self.tally_mut(|t| t.attempts += 1);
                 let draw = self.draw(ci);
                 match self.least_loaded(draw) {
+                    // The oracle is connected to every broker already.
                     Some(b) => {
-                        let ev = Ev::Connected { client: ci as u32, attempt: AttemptId(0), broker: b as u16, draw };
-                        self.push(now + draw.rtt as u64, ev);
+                        self.tally_mut(|t| t.reused += 1);
+                        let ev = Ev::Reused { client: ci as u32, attempt: AttemptId(0), broker: b as u16, draw };
+                        self.push(now, ev);
                     }
                     None => self.finish_measured(ci, false),
                 }
@@ -205,7 +219,7 @@ impl Engine {
             }
         }
         let (free, b) = best?;
-        let work = draw.service as u64 + (self.service_us / 20.0) as u64;
+        let work = draw.service as u64;
         self.brokers[b].promised_until = free + work;
         Some(b)
     }
@@ -283,6 +297,26 @@ impl Engine {
                     _ => self.push(at, Ev::Refused { client: ci as u32, attempt }),
                 }
             }
+            ClusterEvent::Reuse { attempt, broker } => {
+                let target = self.clients[ci].cluster.as_ref().and_then(|c| broker_of(c.book().address(broker)));
+                self.clients[ci].live.push(attempt);
+                if self.is_measured(ci, attempt) {
+                    self.tally_mut(|t| t.attempts += 1);
+                }
+                let draw = self.draw(ci);
+                match target {
+                    // A dead broker's kept connections were closed when it died.
+                    Some(b) if b < self.brokers.len() && self.brokers[b].mode != Mode::Dead => {
+                        if self.is_measured(ci, attempt) {
+                            self.tally_mut(|t| t.reused += 1);
+                        }
+                        self.push(now, Ev::Reused { client: ci as u32, attempt, broker: b as u16, draw });
+                    }
+                    _ => self.push(now, Ev::Refused { client: ci as u32, attempt }),
+                }
+            }
+            // A simulated connection holds nothing to keep or close.
+            ClusterEvent::Keep { .. } | ClusterEvent::Release { .. } => {}
             // Fleet books hold addresses only, never names to resolve: nothing to do (the
             // core's attempt timeout would fail an unanswered one).
             ClusterEvent::Resolve { .. } => {}

@@ -54,6 +54,9 @@ enum Ev {
     Timer { client: u32, gen: u32 },
     /// The TCP handshake of `attempt` completed; the client sends ApiVersions.
     Connected { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// `attempt` starts on the connection kept from an earlier refresh: no handshake, no
+    /// ApiVersions; the client sends the Metadata request at once.
+    Reused { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
     /// The ApiVersions request reaches the broker.
     ApiArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
     /// The ApiVersions answer reaches the client, which sends the Metadata request.
@@ -127,6 +130,7 @@ struct Tally {
     arrivals: Vec<Vec<u32>>,
     attempts: u64,
     reached: u64,
+    reused: u64,
     requests_sent: u64,
     refused: u64,
     cancelled_before_handshake: u64,

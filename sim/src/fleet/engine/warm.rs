@@ -75,16 +75,9 @@ impl WarmFleet {
             let dead: Vec<usize> = (0..n_brokers).filter(|&b| e.brokers[b].mode == Mode::Dead).collect();
             for c in &mut e.clients {
                 if let Some(cluster) = &mut c.cluster {
-                    let closed: Vec<_> = cluster
-                        .book()
-                        .iter()
-                        .filter(|(_, entry)| {
-                            entry.connected && broker_of(&entry.address).is_some_and(|b| dead.contains(&b))
-                        })
-                        .map(|(i, _)| i)
-                        .collect();
-                    for i in closed {
-                        cluster.connection_closed(i);
+                    let on_dead = |k| broker_of(cluster.book().address(k)).is_some_and(|b| dead.contains(&b));
+                    if let Some(kept) = cluster.kept().filter(|&k| on_dead(k)) {
+                        cluster.connection_closed(kept);
                     }
                 }
             }
@@ -219,6 +212,7 @@ fn result(
         attempts_per_refresh: per(tally.attempts),
         hedges: tally.hedges,
         connections: tally.reached,
+        reused: tally.reused,
         requests: tally.requests_sent,
         requests_per_refresh: per(tally.requests_sent),
         refused: tally.refused,
