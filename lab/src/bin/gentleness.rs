@@ -11,38 +11,27 @@
 //!
 //! Cases, faulty brokers first in the seed list:
 //! * `healthy`: every broker is up;
-//! * `k stopped`: the first k brokers are `SIGSTOP`ped (their kernels accept, nobody answers).
+//! * `k stopped`: the first k brokers are `SIGSTOP`ped (their kernels accept, nobody answers);
+//! * `burst of N` (`--burst N`, 100): a cold start, N library refreshes at once against a
+//!   healthy cluster; `--only burst` runs just that.
 //!
 //! ```text
 //! cargo run --release -p stagger-lab --bin gentleness -- --reps 100 --cli target/release/stagger --out docs/performance/gentleness.md
 //! ```
 
-use std::error::Error;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use stagger::kafka::sasl::{Sasl, Secret};
-use stagger::kafka::ExchangeConfig;
 use stagger::RefreshConfig;
-use stagger_kafka_fixture::{KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
-use stagger_lab::counting::{CountingForwarder, Snapshot};
+use stagger_kafka_fixture::{SASL_PASSWORD, SASL_USERNAME};
+use stagger_lab::bench::{arg, Forwarded, Listener, Res, SETTLE};
 use stagger_lab::stats::{ms, quantile};
-use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions, TlsOptions};
-
-type Res<T> = Result<T, Box<dyn Error>>;
+use stagger_tokio::{refresh_with, AttemptOutcome};
 
 /// Brokers in the cluster: three can be stopped with two left to answer.
 const BROKERS: u32 = 5;
 /// Refreshes before measuring, so the brokers' JIT has compiled their request paths.
 const WARM_UP: usize = 300;
-/// Time a refresh's cancelled connections get to reach the forwarders' counts.
-const SETTLE: Duration = Duration::from_millis(30);
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Listener {
-    Plaintext,
-    SaslSsl,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Client {
@@ -115,28 +104,11 @@ impl Cell {
 }
 
 struct Bench {
-    kafka: KafkaCluster,
-    plaintext: Vec<CountingForwarder>,
-    sasl_ssl: Vec<CountingForwarder>,
+    cluster: Forwarded,
     cli: Option<String>,
 }
 
 impl Bench {
-    fn forwarders(&self, listener: Listener) -> &[CountingForwarder] {
-        match listener {
-            Listener::Plaintext => &self.plaintext,
-            Listener::SaslSsl => &self.sasl_ssl,
-        }
-    }
-
-    fn counts(&self, listener: Listener) -> Snapshot {
-        self.forwarders(listener).iter().fold(Snapshot::default(), |a, f| a + f.snapshot())
-    }
-
-    fn seeds(&self, listener: Listener) -> Vec<String> {
-        self.forwarders(listener).iter().map(|f| f.address().to_owned()).collect()
-    }
-
     async fn library(
         &self,
         listener: Listener,
@@ -147,14 +119,8 @@ impl Bench {
         for (path, value) in settings {
             config.set(path, value)?;
         }
-        let mut options = RefreshOptions { config, ..RefreshOptions::default() };
-        if listener == Listener::SaslSsl {
-            let sasl = Sasl::from_parts("SCRAM-SHA-512", SASL_USERNAME, Secret::new(SASL_PASSWORD))
-                .ok_or("no SCRAM-SHA-512")?;
-            options.exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
-            options.tls = Some(TlsOptions { ca_file: Some(self.kafka.ca()), ..TlsOptions::default() });
-        }
-        let outcome = refresh_with(&options, &self.seeds(listener), |_| {}).await?;
+        let options = self.cluster.options(listener, config)?;
+        let outcome = refresh_with(&options, &self.cluster.seeds(listener), |_| {}).await?;
         let winner = outcome.attempts.iter().find(|a| matches!(a.outcome, AttemptOutcome::Won));
         let first = winner.and_then(|a| Some(a.answered?.saturating_sub(a.connected?)));
         Ok((outcome.elapsed, first))
@@ -163,12 +129,12 @@ impl Bench {
     async fn cli(&self, listener: Listener, settings: &[(&str, &str)], seed: u64) -> Res<(Duration, Option<Duration>)> {
         let Some(cli) = &self.cli else { return Err("no --cli".into()) };
         let mut cmd = tokio::process::Command::new(cli);
-        cmd.args(["metadata", "--json", "-b", &self.seeds(listener).join(","), "--seed", &seed.to_string()]);
+        cmd.args(["metadata", "--json", "-b", &self.cluster.seeds(listener).join(","), "--seed", &seed.to_string()]);
         for (path, value) in settings {
             cmd.args(["--set", &format!("{path}={value}")]);
         }
         if listener == Listener::SaslSsl {
-            cmd.arg("--ca").arg(self.kafka.ca());
+            cmd.arg("--ca").arg(self.cluster.kafka.ca());
             for x in ["security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512"] {
                 cmd.args(["-X", x]);
             }
@@ -189,6 +155,56 @@ impl Bench {
         Ok((Duration::from_secs_f64(elapsed / 1e3), first))
     }
 
+    /// A cold start: `clients` library refreshes at once (a fleet of programs starting
+    /// together), every policy once per repetition, in turn. Connections per refresh are the
+    /// refreshes' own reports (attempts whose TCP handshake completed): a forwarder cannot
+    /// tell whose a connection is when they overlap.
+    async fn burst(&self, out: &mut String, listener: Listener, clients: usize, reps: usize) -> Res<()> {
+        let policies = policies(0);
+        let mut cells: Vec<Cell> = policies.iter().map(|_| Cell::default()).collect();
+        let seeds = std::sync::Arc::new(self.cluster.seeds(listener));
+        for rep in 0..reps {
+            for (i, (name, settings)) in policies.iter().enumerate() {
+                let mut tasks = tokio::task::JoinSet::new();
+                for c in 0..clients {
+                    let mut config = RefreshConfig::default().with_seed((rep * clients + c) as u64);
+                    for (path, value) in settings {
+                        config.set(path, value)?;
+                    }
+                    let options = self.cluster.options(listener, config)?;
+                    let seeds = seeds.clone();
+                    tasks.spawn(async move { refresh_with(&options, &seeds, |_| {}).await });
+                }
+                while let Some(joined) = tasks.join_next().await {
+                    match joined? {
+                        Ok(outcome) => {
+                            let connected = outcome.attempts.iter().filter(|a| a.connected.is_some()).count();
+                            let answered = outcome.attempts.iter().filter(|a| a.answered.is_some()).count();
+                            let winner = outcome.attempts.iter().find(|a| matches!(a.outcome, AttemptOutcome::Won));
+                            cells[i]
+                                .first_answers
+                                .extend(winner.and_then(|a| Some(a.answered?.saturating_sub(a.connected?))));
+                            cells[i].times.push(outcome.elapsed);
+                            cells[i].connections.push(connected as u64);
+                            cells[i].answered.push(answered as u64);
+                        }
+                        Err(e) => {
+                            eprintln!("burst {listener:?} {name}: {e}");
+                            cells[i].failures += 1;
+                        }
+                    }
+                }
+                tokio::time::sleep(SETTLE).await;
+            }
+        }
+        for (cell, (policy, _)) in cells.iter().zip(&policies) {
+            let row = cell.row(&format!("burst of {clients}"), "library", listener.name(), policy);
+            println!("{row}");
+            writeln!(out, "{row}")?;
+        }
+        Ok(())
+    }
+
     /// One cell-row of repetitions: every policy once per repetition, in turn.
     async fn case(
         &self,
@@ -201,17 +217,17 @@ impl Bench {
     ) -> Res<()> {
         let policies = policies(stopped);
         let mut cells: Vec<Cell> = policies.iter().map(|_| Cell::default()).collect();
-        let _paused: Vec<_> = (1..=stopped as u32).map(|node| self.kafka.pause(node)).collect();
+        let _paused: Vec<_> = (1..=stopped as u32).map(|node| self.cluster.kafka.pause(node)).collect();
         for rep in 0..reps {
             for (i, (_, settings)) in policies.iter().enumerate() {
-                let before = self.counts(listener);
+                let before = self.cluster.counts(listener);
                 let seed = rep as u64 + 1;
                 let result = match client {
                     Client::Library => self.library(listener, settings, seed).await,
                     Client::Cli => self.cli(listener, settings, seed).await,
                 };
                 tokio::time::sleep(SETTLE).await;
-                let paid = self.counts(listener) - before;
+                let paid = self.cluster.counts(listener) - before;
                 match result {
                     Ok((elapsed, first)) => {
                         cells[i].times.push(elapsed);
@@ -233,10 +249,7 @@ impl Bench {
             Client::Library => "library",
             Client::Cli => "CLI",
         };
-        let listener = match listener {
-            Listener::Plaintext => "PLAINTEXT",
-            Listener::SaslSsl => "SASL_SSL SCRAM-512",
-        };
+        let listener = listener.name();
         for (cell, (policy, _)) in cells.iter().zip(&policies) {
             let row = cell.row(case, client, listener, policy);
             println!("{row}");
@@ -246,37 +259,26 @@ impl Bench {
     }
 }
 
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Res<()> {
     let reps: usize = arg("--reps").map_or(Ok(100), |r| r.parse())?;
     let started = Instant::now();
-    let Some(kafka) = KafkaCluster::start(&Options { brokers: BROKERS, ..Options::default() }) else {
-        return Err("this machine cannot run Kafka (Java 17+ and Maven are needed)".into());
-    };
-    let mut plaintext = Vec::new();
-    let mut sasl_ssl = Vec::new();
-    for (p, s) in kafka.plaintext().iter().zip(kafka.sasl_ssl()) {
-        plaintext.push(CountingForwarder::start(p).await?);
-        sasl_ssl.push(CountingForwarder::start(&s).await?);
-    }
-    let bench = Bench { kafka, plaintext, sasl_ssl, cli: arg("--cli") };
-    eprintln!("warming up the brokers ({WARM_UP} refreshes per listener)");
-    for i in 0..WARM_UP {
-        for listener in [Listener::Plaintext, Listener::SaslSsl] {
-            bench.library(listener, &[("fanout.max_in_flight", "1")], i as u64).await?;
-        }
-    }
+    let bench = Bench { cluster: Forwarded::start(BROKERS).await?, cli: arg("--cli") };
+    bench.cluster.warm_up(WARM_UP).await?;
     let mut out = String::new();
     writeln!(out, "| case | client | listener | policy | refreshes | exactly 1 connection | at most 2 | median connections | most | connections per refresh | broker answers per refresh | winner's first answer after its handshake (p50 / p99 / max) | p50 | p99 | max | failed |")?;
     writeln!(out, "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     println!("{out}");
     let clients: &[Client] = if bench.cli.is_some() { &[Client::Library, Client::Cli] } else { &[Client::Library] };
-    for listener in [Listener::Plaintext, Listener::SaslSsl] {
+    let burst: usize = arg("--burst").map_or(Ok(100), |b| b.parse())?;
+    if arg("--only").as_deref() == Some("burst") {
+        for listener in Listener::ALL {
+            bench.burst(&mut out, listener, burst, (reps / 10).max(1)).await?;
+        }
+        print!("{out}");
+        return Ok(());
+    }
+    for listener in Listener::ALL {
         for &client in clients {
             bench.case(&mut out, "healthy", client, listener, 0, reps).await?;
         }
@@ -284,11 +286,12 @@ async fn main() -> Res<()> {
             bench.case(&mut out, "1 stopped first", client, listener, 1, reps / 2).await?;
         }
         bench.case(&mut out, "3 stopped first", Client::Library, listener, 3, reps / 4).await?;
+        bench.burst(&mut out, listener, burst, (reps / 10).max(1)).await?;
     }
     writeln!(
         out,
         "\nKafka {}, {BROKERS} brokers, {reps} repetitions per healthy cell, {:.0} s in all.",
-        bench.kafka.version(),
+        bench.cluster.kafka.version(),
         started.elapsed().as_secs_f64()
     )?;
     if let Some(path) = arg("--out") {
