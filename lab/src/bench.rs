@@ -114,6 +114,22 @@ impl Forwarded {
     }
 }
 
+/// Prints a table row and appends it to `out`, the table a program writes with `--out`.
+pub fn emit(out: &mut String, row: &str) {
+    println!("{row}");
+    out.push_str(row);
+    out.push('\n');
+}
+
+/// Writes the table to the path `--out` names, if it names one.
+pub fn write_out(out: &str) -> Res<()> {
+    if let Some(path) = arg("--out") {
+        std::fs::write(&path, out)?;
+        eprintln!("wrote {path}");
+    }
+    Ok(())
+}
+
 /// The value of `--name` on the command line, if given.
 pub fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();

@@ -25,6 +25,12 @@ pub fn ms(d: Duration) -> String {
     }
 }
 
+/// `p50 | p99 | max` of `values`, three table cells.
+pub fn spread(values: &[Duration]) -> String {
+    let [p50, p99, max] = [0.5, 0.99, 1.0].map(|q| ms(quantile(values, q)));
+    format!("{p50} | {p99} | {max}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +41,6 @@ mod tests {
         assert_eq!(quantile(&v, 0.5), Duration::from_millis(5));
         assert_eq!(quantile(&v, 0.99), Duration::from_millis(10));
         assert_eq!(quantile(&[], 0.5), Duration::ZERO);
+        assert_eq!(spread(&v), "5.00 ms | 10.0 ms | 10.0 ms");
     }
 }

@@ -257,6 +257,11 @@ impl From<FanoutFields> for Fanout {
 /// Rules of the fan-out that are on by default and rarely worth changing: switches kept
 /// apart from [`Fanout`]'s timing so that the main struct shows what people tune.
 ///
+/// `replace_when_full` is a policy switch (`RefreshConfig::sequential()` turns it off). The
+/// others exist to measure what each rule earns (`lab/`'s `rule_costs`,
+/// `docs/performance/rule-costs.md`): they are hidden from this documentation and stay
+/// settable (`fanout.tuning.<name>`) for that.
+///
 /// `#[non_exhaustive]`: a new rule can be added without breaking anyone; build one with
 /// `Tuning::default()` and set fields (or [`RefreshConfig::set`](crate::RefreshConfig::set)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -265,6 +270,7 @@ impl From<FanoutFields> for Fanout {
 pub struct Tuning {
     /// A fast failure (e.g. refused) starts the next attempt at once (default true), as in
     /// Happy Eyeballs: waiting out a stagger delay after a definite "no" is pure latency.
+    #[doc(hidden)]
     pub next_on_failure: bool,
     /// When the throttle is full at a stagger tick, cancel the newest silent attempt whose own
     /// stagger delay has run out (so it is suspected; failing that, the newest silent one)
@@ -278,6 +284,7 @@ pub struct Tuning {
     /// finishes first; the silent ones are hung or queued behind others, and left running
     /// each would send its own metadata request once its broker caught up — during a
     /// failover storm, that is exactly the extra load that keeps the storm going.
+    #[doc(hidden)]
     pub cancel_silent_on_answer: bool,
     /// On a fast network, a tick that starts several attempts starts them one by one,
     /// `delay / n` apart (the delay that ran out, shared among the tick's `n` attempts, but
@@ -288,12 +295,14 @@ pub struct Tuning {
     /// on a slower one the partner could not be saved and waiting would only delay it, so
     /// the tick starts all at once. The next tick counts from the tick's first attempt
     /// either way.
+    #[doc(hidden)]
     pub spread_ticks: bool,
     /// When an attempt connects, cancel every older attempt still connecting after more
     /// than the adaptive stagger's `multiple` of this handshake (default true): its SYN is
     /// lost or its host gone (a blackhole), and the broker that connected is the one to ask.
     /// This is what lets the cold delay be short: a bold connect past a stuck one leaves
     /// one conversation, not two.
+    #[doc(hidden)]
     pub cancel_outrun: bool,
 }
 

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use stagger::RefreshConfig;
 use stagger_kafka_fixture::{SASL_PASSWORD, SASL_USERNAME};
-use stagger_lab::bench::{arg, Forwarded, Listener, Res, SETTLE};
-use stagger_lab::stats::{ms, quantile};
+use stagger_lab::bench::{arg, emit, write_out, Forwarded, Listener, Res, SETTLE};
+use stagger_lab::stats::{ms, quantile, spread};
 use stagger_tokio::{refresh_with, AttemptOutcome};
 
 /// Brokers in the cluster: three can be stopped with two left to answer.
@@ -88,16 +88,14 @@ impl Cell {
         };
         let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / n;
         format!(
-            "| {case} | {client} | {listener} | {policy} | {} | {one:.0} % | {two:.0} % | {median} | {max} | {:.2} | {:.2} | {} / {} / {} | {} | {} | {} | {} |",
+            "| {case} | {client} | {listener} | {policy} | {} | {one:.0} % | {two:.0} % | {median} | {max} | {:.2} | {:.2} | {} / {} / {} | {} | {} |",
             self.connections.len(),
             mean(&self.connections),
             mean(&self.answered),
             ms(quantile(&self.first_answers, 0.5)),
             ms(quantile(&self.first_answers, 0.99)),
             ms(quantile(&self.first_answers, 1.0)),
-            ms(quantile(&self.times, 0.5)),
-            ms(quantile(&self.times, 0.99)),
-            ms(quantile(&self.times, 1.0)),
+            spread(&self.times),
             self.failures,
         )
     }
@@ -199,8 +197,7 @@ impl Bench {
         }
         for (cell, (policy, _)) in cells.iter().zip(&policies) {
             let row = cell.row(&format!("burst of {clients}"), "library", listener.name(), policy);
-            println!("{row}");
-            writeln!(out, "{row}")?;
+            emit(out, &row);
         }
         Ok(())
     }
@@ -252,8 +249,7 @@ impl Bench {
         let listener = listener.name();
         for (cell, (policy, _)) in cells.iter().zip(&policies) {
             let row = cell.row(case, client, listener, policy);
-            println!("{row}");
-            writeln!(out, "{row}")?;
+            emit(out, &row);
         }
         Ok(())
     }
@@ -294,9 +290,5 @@ async fn main() -> Res<()> {
         bench.cluster.kafka.version(),
         started.elapsed().as_secs_f64()
     )?;
-    if let Some(path) = arg("--out") {
-        std::fs::write(&path, &out)?;
-        eprintln!("wrote {path}");
-    }
-    Ok(())
+    write_out(&out)
 }

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stagger::RefreshConfig;
-use stagger_lab::bench::{arg, Forwarded, Listener, Res, SETTLE};
-use stagger_lab::stats::{ms, quantile};
+use stagger_lab::bench::{arg, emit, write_out, Forwarded, Listener, Res, SETTLE};
+use stagger_lab::stats::spread;
 use stagger_tokio::refresh_with;
 
 /// Brokers in the cluster.
@@ -53,12 +53,10 @@ impl Cell {
         let busiest = self.busiest.iter().sum::<f64>() / self.busiest.len().max(1) as f64 * 100.0;
         let worst = self.busiest.iter().copied().fold(0.0, f64::max) * 100.0;
         format!(
-            "| {case} | {} | {order} | {} | {} | {} | {} | {connections:.2} | {busiest:.0} % | {worst:.0} % | {} |",
+            "| {case} | {} | {order} | {} | {} | {connections:.2} | {busiest:.0} % | {worst:.0} % | {} |",
             listener.name(),
             self.times.len(),
-            ms(quantile(&self.times, 0.5)),
-            ms(quantile(&self.times, 0.99)),
-            ms(quantile(&self.times, 1.0)),
+            spread(&self.times),
             self.failures,
         )
     }
@@ -125,8 +123,7 @@ impl Bench {
         }
         for (cell, (order, _)) in cells.iter().zip(&ORDERS) {
             let row = cell.row(case, listener, order);
-            println!("{row}");
-            writeln!(out, "{row}")?;
+            emit(out, &row);
         }
         Ok(())
     }
@@ -159,9 +156,5 @@ async fn main() -> Res<()> {
         (reps / 6).max(1),
         started.elapsed().as_secs_f64()
     )?;
-    if let Some(path) = arg("--out") {
-        std::fs::write(&path, &out)?;
-        eprintln!("wrote {path}");
-    }
-    Ok(())
+    write_out(&out)
 }

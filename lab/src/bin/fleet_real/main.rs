@@ -206,7 +206,16 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
         "adaptive" => RefreshConfig::adaptive(),
         "sequential" => RefreshConfig::sequential(),
         "staggered-500ms" => RefreshConfig::staggered(),
-        other => return Err(format!("unknown strategy {other:?} (adaptive, sequential, staggered-500ms)").into()),
+        // The default with one fan-out rule off, to measure what it earns (rule-costs.md).
+        other if other.starts_with("adaptive-without-") => {
+            let mut refresh = RefreshConfig::adaptive();
+            refresh.set(&format!("fanout.tuning.{}", &other["adaptive-without-".len()..]), "false")?;
+            refresh
+        }
+        other => {
+            let known = "adaptive, sequential, staggered-500ms, adaptive-without-<fanout.tuning switch>";
+            return Err(format!("unknown strategy {other:?} ({known})").into());
+        }
     };
     Ok(ClusterConfig { refresh, refresh_interval: REFRESH_INTERVAL, ..ClusterConfig::default() })
 }

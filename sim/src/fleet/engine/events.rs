@@ -56,17 +56,9 @@ impl Engine {
                 Ev::Connected { client, attempt, broker, draw } => {
                     self.on_connected(client as usize, attempt, broker, draw)
                 }
+                // On a kept connection the Metadata request goes out at once.
                 Ev::Reused { client, attempt, broker, draw } => {
-                    let ci = client as usize;
-                    if self.is_live(ci, attempt) {
-                        if self.is_measured(ci, attempt) {
-                            self.tally_mut(|t| t.requests_sent += 1);
-                        }
-                        self.push(now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
-                        if self.clients[ci].cluster.is_some() {
-                            self.deliver(ci, Input::Connected { attempt });
-                        }
-                    }
+                    self.send_metadata(client, attempt, broker, draw, Input::Connected { attempt })
                 }
                 Ev::ApiArrive { client, attempt, broker, draw } => {
                     // ApiVersions is cheap but waits in the same queue as everything else;
@@ -78,17 +70,7 @@ impl Engine {
                     }
                 }
                 Ev::ApiAnswer { client, attempt, broker, draw } => {
-                    // The Metadata request goes out only if the attempt is still wanted.
-                    let ci = client as usize;
-                    if self.is_live(ci, attempt) {
-                        if self.is_measured(ci, attempt) {
-                            self.tally_mut(|t| t.requests_sent += 1);
-                        }
-                        self.push(now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
-                        if self.clients[ci].cluster.is_some() {
-                            self.deliver(ci, Input::FirstFrame { attempt });
-                        }
-                    }
+                    self.send_metadata(client, attempt, broker, draw, Input::FirstFrame { attempt })
                 }
                 Ev::MetaArrive { client, attempt, broker, draw } => {
                     let b = broker as usize;
@@ -122,6 +104,22 @@ impl Engine {
                     }
                 }
             }
+        }
+    }
+
+    /// The client sends `attempt`'s Metadata request to `broker`, if it still wants the
+    /// attempt, and tells its core `input` (what the client just learnt of the attempt).
+    fn send_metadata(&mut self, client: u32, attempt: AttemptId, broker: u16, draw: Draw, input: Input) {
+        let ci = client as usize;
+        if !self.is_live(ci, attempt) {
+            return;
+        }
+        if self.is_measured(ci, attempt) {
+            self.tally_mut(|t| t.requests_sent += 1);
+        }
+        self.push(self.now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
+        if self.clients[ci].cluster.is_some() {
+            self.deliver(ci, input);
         }
     }
 
