@@ -4,6 +4,7 @@
 #
 #   bash scripts/kafka.sh start [--version 4.4.0] [--brokers 3] [--dir DIR] [--base-port P]
 #                               [--lifetime SECONDS] [--owner PID] [--advertise-plaintext A1,A2,..]
+#                               [--broker-property KEY=VALUE]...
 #   eval "$(bash scripts/kafka.sh env [--dir DIR])"   # KAFKA_PLAINTEXT=127.0.0.1:p1,... and more
 #   bash scripts/kafka.sh restart --node N [--dir DIR] # start node N again (after a SIGKILL)
 #   bash scripts/kafka.sh stop [--dir DIR]             # stop every broker it started, remove DIR
@@ -18,6 +19,8 @@
 # process --owner names has exited, so nothing lingers when a test run dies.
 # --advertise-plaintext makes node i advertise Ai instead of its own PLAINTEXT address (a test
 # puts a forwarder there, to re-point a broker's address at another cluster).
+# --broker-property adds KEY=VALUE to every node's server.properties (a broker protection such
+# as max.connection.creation.rate, say); repeat it for more.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,6 +35,7 @@ lifetime=1800
 owner=""
 node=""
 advertise_plaintext=""
+broker_properties=()
 readonly sasl_user="stagger" sasl_password="stagger-secret"
 
 die() {
@@ -40,7 +44,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,20p' "$script" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,23p' "$script" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -55,6 +59,12 @@ parse_args() {
       --owner) owner="${2:?--owner needs a value}"; shift 2 ;;
       --node) node="${2:?--node needs a value}"; shift 2 ;;
       --advertise-plaintext) advertise_plaintext="${2:?--advertise-plaintext needs a value}"; shift 2 ;;
+      --broker-property)
+        [[ "${2:-}" =~ ^[a-z][a-z0-9._-]*=[^[:space:]]+$ ]] ||
+          die "--broker-property needs KEY=VALUE (a lower-case Kafka property, a value without spaces), not '${2:-}'"
+        broker_properties+=("$2")
+        shift 2
+        ;;
       -h | --help) usage ;;
       *) die "unknown argument '$1' (see --help)" ;;
     esac
@@ -189,6 +199,9 @@ listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-S
 listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=$oauth
 listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler
 EOF
+  if [ "${#broker_properties[@]}" -gt 0 ]; then
+    printf '%s\n' "${broker_properties[@]}" >>"$dir/node-$i/server.properties"
+  fi
 }
 
 format_node() { # format_node NODE CLUSTER_ID: storage, with the SCRAM credentials of the test user

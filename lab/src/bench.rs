@@ -50,9 +50,15 @@ pub struct Forwarded {
 }
 
 impl Forwarded {
-    /// Starts a cluster of `brokers` (`scripts/kafka.sh`) and a forwarder per listener.
+    /// Starts a cluster of `brokers` (`scripts/kafka.sh`) and a forwarder per listener; every
+    /// `--broker-property KEY=VALUE` on the command line goes to every broker.
     pub async fn start(brokers: u32) -> Res<Forwarded> {
-        let Some(kafka) = KafkaCluster::start(&Options { brokers, ..Options::default() }) else {
+        let broker_properties = args("--broker-property");
+        if !broker_properties.is_empty() {
+            eprintln!("brokers run with {}", broker_properties.join(", "));
+        }
+        let options = Options { brokers, broker_properties, ..Options::default() };
+        let Some(kafka) = KafkaCluster::start(&options) else {
             return Err("this machine cannot run Kafka (Java 17+ and Maven are needed)".into());
         };
         let mut plaintext = Vec::new();
@@ -128,6 +134,12 @@ pub fn write_out(out: &str) -> Res<()> {
         eprintln!("wrote {path}");
     }
     Ok(())
+}
+
+/// Every value of `--name` on the command line, in order.
+pub fn args(name: &str) -> Vec<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2).filter(|w| w[0] == name).map(|w| w[1].clone()).collect()
 }
 
 /// The value of `--name` on the command line, if given.

@@ -22,11 +22,11 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use stagger::RefreshConfig;
+use stagger::{ClusterConfig, RefreshCause, RefreshConfig};
 use stagger_kafka_fixture::{SASL_PASSWORD, SASL_USERNAME};
 use stagger_lab::bench::{arg, emit, write_out, Forwarded, Listener, Res, SETTLE};
 use stagger_lab::stats::{ms, quantile, spread};
-use stagger_tokio::{refresh_with, AttemptOutcome};
+use stagger_tokio::{refresh_with, AttemptOutcome, ClientOptions};
 
 /// Brokers in the cluster: three can be stopped with two left to answer.
 const BROKERS: u32 = 5;
@@ -87,14 +87,18 @@ impl Cell {
             c.get(c.len() / 2).copied().unwrap_or(0)
         };
         let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / n;
+        // A `Client` reports no per-attempt record of a refresh that succeeded: "—".
+        let answered = if self.answered.is_empty() { "—".into() } else { format!("{:.2}", mean(&self.answered)) };
+        let first = if self.first_answers.is_empty() {
+            "—".into()
+        } else {
+            let [p50, p99, max] = [0.5, 0.99, 1.0].map(|q| ms(quantile(&self.first_answers, q)));
+            format!("{p50} / {p99} / {max}")
+        };
         format!(
-            "| {case} | {client} | {listener} | {policy} | {} | {one:.0} % | {two:.0} % | {median} | {max} | {:.2} | {:.2} | {} / {} / {} | {} | {} |",
+            "| {case} | {client} | {listener} | {policy} | {} | {one:.0} % | {two:.0} % | {median} | {max} | {:.2} | {answered} | {first} | {} | {} |",
             self.connections.len(),
             mean(&self.connections),
-            mean(&self.answered),
-            ms(quantile(&self.first_answers, 0.5)),
-            ms(quantile(&self.first_answers, 0.99)),
-            ms(quantile(&self.first_answers, 1.0)),
             spread(&self.times),
             self.failures,
         )
@@ -199,6 +203,43 @@ impl Bench {
             let row = cell.row(&format!("burst of {clients}"), "library", listener.name(), policy);
             emit(out, &row);
         }
+        // The same burst of new long-lived `Client`s whose first refresh says a failover is
+        // likely (`StaleMetadata`): the gentle schedule, seeds shuffled per client.
+        let mut gentle = Cell::default();
+        for rep in 0..reps {
+            let mut tasks = tokio::task::JoinSet::new();
+            for c in 0..clients {
+                let refresh = RefreshConfig::default().with_seed((rep * clients + c) as u64);
+                let config = ClusterConfig { refresh, ..ClusterConfig::default() };
+                let o = self.cluster.options(listener, refresh)?;
+                let options = ClientOptions { exchange: o.exchange, tls: o.tls, ..ClientOptions::default() };
+                let seeds = seeds.clone();
+                tasks.spawn(async move {
+                    let client = stagger_tokio::Client::new(config, &seeds, options)?;
+                    let started = Instant::now();
+                    let result = client.refresh_because(RefreshCause::StaleMetadata, None).await;
+                    let elapsed = started.elapsed();
+                    let stats = client.stats();
+                    client.close().await;
+                    result.map(|_| (elapsed, stats))
+                });
+            }
+            while let Some(joined) = tasks.join_next().await {
+                match joined? {
+                    Ok((elapsed, stats)) => {
+                        gentle.times.push(elapsed);
+                        gentle.connections.push(stats.connections_opened);
+                    }
+                    Err(e) => {
+                        eprintln!("burst {listener:?} gentle Client: {e}");
+                        gentle.failures += 1;
+                    }
+                }
+            }
+            tokio::time::sleep(SETTLE).await;
+        }
+        let policy = "Client, cause StaleMetadata (gentle; seeds shuffled)";
+        emit(out, &gentle.row(&format!("burst of {clients}"), "Client", listener.name(), policy));
         Ok(())
     }
 

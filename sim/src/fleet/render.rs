@@ -24,7 +24,8 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
     let _ = writeln!(
         out,
         "{} clients share {} brokers (virtual time, seed {}). Network round trip {} (±20 %); an \
-         attempt is a TCP handshake, then ApiVersions, then Metadata, one round trip each. Each \
+         attempt is a TCP handshake, then ApiVersions, then Metadata, one round trip each (on the \
+         connection a client kept from its last refresh, Metadata alone). Each \
          broker serves one FIFO queue; a Metadata request takes an exponentially distributed {} \
          on average ({:.0} per second per broker). Hung brokers accept connections and never \
          answer; the dead broker of the storm refuses them. Each client is a core `Cluster` with \
@@ -32,8 +33,8 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          response-time window — and 2 otherwise, about one per {}); then every client refreshes \
          once, at a random time within {} ({} in the failover storm). `all-at-once` runs with its \
          hedge budget lifted (otherwise a `Cluster` would cut it down to 1 + tokens attempts); the \
-         oracle knows which brokers are healthy and sends one request to the one whose queue \
-         empties first. Full model: `sim/src/fleet/mod.rs`.\n",
+         oracle knows which brokers are healthy, is connected to every one, and sends one request \
+         to the one whose queue empties first. Full model: `sim/src/fleet/mod.rs`.\n",
         c.clients,
         c.brokers,
         c.seed,

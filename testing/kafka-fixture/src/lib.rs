@@ -65,12 +65,22 @@ pub struct Options {
     /// picks a free block. Set it (from [`free_base_port`]) when something must point at a
     /// broker before it starts, such as a forwarder it advertises.
     pub base_port: Option<u16>,
+    /// `KEY=VALUE` lines added to every node's `server.properties` (`kafka.sh
+    /// --broker-property`): a broker protection under test, such as
+    /// `max.connection.creation.rate`.
+    pub broker_properties: Vec<String>,
 }
 
 impl Default for Options {
     /// Kafka [`DEFAULT_VERSION`], three brokers, advertising their own addresses.
     fn default() -> Self {
-        Options { version: DEFAULT_VERSION.to_owned(), brokers: 3, advertise_plaintext: None, base_port: None }
+        Options {
+            version: DEFAULT_VERSION.to_owned(),
+            brokers: 3,
+            advertise_plaintext: None,
+            base_port: None,
+            broker_properties: Vec::new(),
+        }
     }
 }
 
@@ -238,6 +248,9 @@ impl KafkaCluster {
         if let Some(addresses) = &options.advertise_plaintext {
             args.extend(["--advertise-plaintext".to_owned(), addresses.join(",")]);
         }
+        for property in &options.broker_properties {
+            args.extend(["--broker-property".to_owned(), property.clone()]);
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let env = parse_env(&run_script(&args));
         Some(KafkaCluster { dir, env, owned })
@@ -356,4 +369,28 @@ pub fn free_base_port(brokers: u32) -> u16 {
         }
     }
     panic!("no free block of {} ports on 127.0.0.1 between 20000 and 31000", 10 * brokers);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A malformed `--broker-property` is refused before anything starts, with a message
+    /// that names it.
+    #[test]
+    fn a_malformed_broker_property_is_refused_by_name() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka.sh");
+        let dir = std::env::temp_dir().join(format!("stagger-kafka-refused-{}", std::process::id()));
+        for bad in ["Max.Rate=1", "no-value=", "spaced=a b", "novalue"] {
+            let output = Command::new("bash")
+                .arg(&script)
+                .args(["start", "--dir", &dir.to_string_lossy(), "--broker-property", bad])
+                .output()
+                .expect("run bash scripts/kafka.sh");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!output.status.success(), "{bad}: {stderr}");
+            assert!(stderr.contains("--broker-property needs KEY=VALUE") && stderr.contains(bad), "{bad}: {stderr}");
+        }
+        assert!(!dir.exists(), "nothing was started");
+    }
 }
