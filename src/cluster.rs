@@ -55,7 +55,8 @@ pub enum ClusterEvent {
         broker: BrokerIndex,
     },
     /// Close the connection kept to `broker`: a newer winner replaces it, the view went
-    /// back to the seeds, or the broker was named as the trouble's source.
+    /// back to the seeds, the broker was named as the trouble's source, or the metadata no
+    /// longer lists it.
     Release {
         /// The broker whose kept connection to close.
         broker: BrokerIndex,
@@ -420,6 +421,11 @@ impl Cluster {
         // should it not, report a failed refresh rather than panic.
         match Refresh::with_context(&config, &self.book, now, ctx) {
             Ok(r) => {
+                // A kept connection to a broker that is no longer a candidate (the metadata
+                // stopped listing it) would never be asked again: it goes.
+                if let Some(kept) = self.kept.filter(|k| !r.candidates().contains(k)) {
+                    self.release(kept);
+                }
                 self.counters.refreshes += 1;
                 self.current = Some(r);
                 self.pump();

@@ -257,7 +257,13 @@ fn a_discovered_book_larger_than_a_refresh_holds_is_fitted_not_refused() {
     assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Keep { .. }, ClusterEvent::Refreshed { .. }]));
     assert_eq!(cluster.book().len(), 41);
     let epoch = cluster.request_refresh(ms(2));
-    assert!(matches!(events(&mut cluster)[..], [ClusterEvent::Connect { .. }]), "the next refresh runs");
+    // The seed that won is kept, but the fitted candidates are discovered brokers only: its
+    // connection would not be asked, so it goes.
+    let ev = events(&mut cluster);
+    assert!(
+        matches!(ev[..], [ClusterEvent::Release { broker: BrokerIndex(0) }, ClusterEvent::Connect { .. }]),
+        "the next refresh runs: {ev:?}"
+    );
     let current = cluster.current().expect("running");
     assert_eq!(current.epoch(), epoch);
     assert_eq!(current.candidates().len(), crate::refresh::MAX_ATTEMPTS / 2 / 1001);
@@ -409,4 +415,23 @@ fn a_rebootstrap_keeps_a_connection_kept_to_a_seed() {
         assert_eq!(cluster.kept(), (!keep_discovered).then_some(seed));
         assert_eq!(cluster.stats().rebootstraps, 1);
     }
+}
+
+/// A kept broker that the metadata stops listing is no longer asked: its connection goes
+/// when the next refresh starts, before that refresh's first attempt.
+#[test]
+fn a_kept_broker_the_metadata_no_longer_lists_is_released() {
+    let (mut cluster, _) = discovered(config());
+    cluster.request_refresh(ms(10));
+    let [(attempt, a)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    let other = if cluster.book().address(a) == "a:9092" { (2, "b") } else { (1, "a") };
+    // The winner answers with metadata that lists only the other discovered broker.
+    cluster.handle_input(ms(11), Input::Response { attempt, metadata: metadata(Some("c1"), &[other]) });
+    events(&mut cluster);
+    assert_eq!(cluster.kept(), Some(a));
+    cluster.request_refresh(ms(20));
+    let ev = events(&mut cluster);
+    assert_eq!(ev[0], ClusterEvent::Release { broker: a }, "{ev:?}");
+    assert!(ev[1..].iter().all(|e| matches!(e, ClusterEvent::Connect { broker, .. } if *broker != a)), "{ev:?}");
+    assert_eq!(cluster.kept(), None);
 }
