@@ -1,121 +1,26 @@
 //! A long-lived client's view of the cluster: cached metadata, single-flight refresh,
+//! periodic refresh, rebootstrap, the hedge budget and the connection kept between refreshes
+//! (`keeping.rs`); what it emits is [`ClusterEvent`] (`event.rs`), why a refresh runs
+//! [`RefreshCause`] (`cause.rs`).
 
 use alloc::collections::VecDeque;
 use core::time::Duration;
-use serde::{Deserialize, Serialize};
 
 use crate::brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
 use crate::client_stats::ClientStats;
 use crate::config::ClusterConfig;
 use crate::config::Stagger;
-use crate::error::{ConfigError, ErrorKind, RefreshError};
+use crate::error::{ConfigError, ErrorKind};
 use crate::estimator::Estimator;
 use crate::metadata::Metadata;
-use crate::refresh::{
-    attempt_capacity, AttemptId, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh, RefreshContext,
-    RefreshStats,
-};
+use crate::refresh::{attempt_capacity, AttemptState, Command, Input, InputOutcome, Refresh, RefreshContext};
 use crate::time::Instant;
-use alloc::string::String;
 
 mod cause;
+mod event;
+mod keeping;
 pub use cause::RefreshCause;
-
-/// What the cluster view asks of the adapter or tells the application.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClusterEvent {
-    /// Start an attempt on a new connection (as [`Command::Connect`]).
-    Connect {
-        /// Attempt id to report progress with.
-        attempt: AttemptId,
-        /// Broker to connect to.
-        broker: BrokerIndex,
-    },
-    /// Start an attempt on the connection kept to `broker` (the one [`ClusterEvent::Keep`]
-    /// named and nobody closed since): no handshake, no ApiVersions, only the Metadata
-    /// request. The connection now belongs to the attempt: a `Cancel` of it closes it, and
-    /// it is kept again only if a later `Keep` names the attempt. Report `Input::Connected`
-    /// at once.
-    Reuse {
-        /// Attempt id to report progress with.
-        attempt: AttemptId,
-        /// The broker whose kept connection to use.
-        broker: BrokerIndex,
-    },
-    /// Keep the connection of `attempt`, the winner of the refresh that the
-    /// [`ClusterEvent::Refreshed`] right after reports, open for later refreshes; any other
-    /// attempt's connection closes as it ends. The adapter watches it and calls
-    /// [`Cluster::connection_closed`] or [`Cluster::connection_lost`] when the broker closes
-    /// or resets it.
-    Keep {
-        /// The winning attempt, whose connection to keep.
-        attempt: AttemptId,
-        /// The broker it is connected to.
-        broker: BrokerIndex,
-    },
-    /// Close the connection kept to `broker`: a newer winner replaces it, the view went
-    /// back to the seeds, the broker was named as the trouble's source, or the metadata no
-    /// longer lists it.
-    Release {
-        /// The broker whose kept connection to close.
-        broker: BrokerIndex,
-    },
-    /// Start an attempt by resolving a seed's name (as [`Command::Resolve`]): answer with
-    /// [`Input::Resolved`] or [`Input::Failed`]. The entries of its addresses are in
-    /// [`Cluster::book`] as soon as the answer is applied.
-    Resolve {
-        /// Attempt id to answer with.
-        attempt: AttemptId,
-        /// The book entry whose name to resolve.
-        broker: BrokerIndex,
-    },
-    /// Abandon an attempt and close its connection (as [`Command::Cancel`]).
-    Cancel {
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Why.
-        reason: CancelReason,
-    },
-    /// A refresh succeeded; [`Cluster::metadata`] holds the new metadata. The winning
-    /// attempt's connection is kept (the [`ClusterEvent::Keep`] just before), and the book
-    /// now prefers that broker.
-    Refreshed {
-        /// Refresh epoch (what [`Cluster::request_refresh`] returned).
-        epoch: u32,
-        /// The winning attempt.
-        attempt: AttemptId,
-        /// The broker that answered.
-        broker: BrokerIndex,
-        /// Counters of the refresh.
-        stats: RefreshStats,
-    },
-    /// A refresh gave up; the cached metadata (if any) is kept.
-    RefreshFailed {
-        /// Refresh epoch.
-        epoch: u32,
-        /// Why, with every broker's error.
-        error: RefreshError,
-    },
-    /// The view went back to the seeds (`ClusterConfig::rebootstrap`). Emitted
-    ///
-    /// * right after the `RefreshFailed` of a refresh in which every discovered broker it
-    ///   tried failed (KIP-899), or a broker answered REBOOTSTRAP_REQUIRED: discovered
-    ///   brokers are forgotten, and the next refresh asks the seeds;
-    /// * right after the `Refreshed` of a refresh in which a broker answered
-    ///   REBOOTSTRAP_REQUIRED and the winner was a broker asked without a cluster check (a
-    ///   seed): the view was rebuilt from the seeds, within the refresh.
-    ///
-    /// REBOOTSTRAP_REQUIRED is error 129: the broker refused the ApiVersions v5 cluster
-    /// check (KIP-1242), the client's own check found another cluster's id in the answer, or
-    /// a Metadata answer carried it at the top (KIP-1102). That address no longer belongs to
-    /// the cluster, so the rest of the book is suspect too; the refresh goes on to its other
-    /// candidates — the seeds are in every refresh, after the healthy discovered brokers —
-    /// and every attempt to a discovered broker, retries included, keeps its check. A
-    /// refresh won by another discovered broker (which passed the same check) has rebuilt
-    /// the book from the cluster itself, and emits nothing.
-    Rebootstrapped,
-}
+pub use event::ClusterEvent;
 
 /// A long-lived client's view of the cluster: cached metadata, single-flight refresh,
 /// periodic refresh, rebootstrap and the hedge budget.
@@ -294,23 +199,6 @@ impl Cluster {
         }
     }
 
-    /// The broker closed the kept connection to `broker` cleanly (as brokers close idle
-    /// connections): it is no longer kept nor preferred.
-    pub fn connection_closed(&mut self, broker: BrokerIndex) {
-        self.book.set_connected(broker, false);
-        if self.kept == Some(broker) {
-            self.kept = None;
-        }
-    }
-
-    /// The broker reset the (kept) connection to `broker`: as
-    /// [`Cluster::connection_closed`], and the next plain [`Cluster::request_refresh`] is one
-    /// because of it ([`RefreshCause::ConnectionLost`], naming `broker`).
-    pub fn connection_lost(&mut self, broker: BrokerIndex) {
-        self.connection_closed(broker);
-        self.lost = Some(broker);
-    }
-
     /// The next event, if any. Drain after every `handle_*` and `request_refresh`.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<ClusterEvent> {
@@ -366,19 +254,6 @@ impl Cluster {
     /// The settings this view runs with.
     pub fn config(&self) -> &ClusterConfig {
         &self.config
-    }
-
-    /// The broker whose connection the adapter keeps for the next refresh, if any.
-    pub fn kept(&self) -> Option<BrokerIndex> {
-        self.kept
-    }
-
-    /// What this view has cost so far: refreshes, attempts, connections opened (attempts
-    /// whose connection came up, a kept one aside) and reused, rebootstraps, and the kept
-    /// connection's address (the one allocation: call it when a caller asks).
-    pub fn stats(&self) -> ClientStats {
-        let kept = self.kept.and_then(|b| self.book.get(b)).map(|e| String::from(&*e.address));
-        ClientStats { kept, ..self.counters.clone() }
     }
 
     fn advance(&mut self, now: Instant) {
@@ -540,13 +415,6 @@ impl Cluster {
             self.events.push_back(ClusterEvent::Rebootstrapped);
         }
         self.next_periodic = now.saturating_add(self.config.refresh_interval);
-    }
-
-    /// Asks the adapter to close the connection kept to `broker`.
-    fn release(&mut self, broker: BrokerIndex) {
-        self.book.set_connected(broker, false);
-        self.kept = None;
-        self.events.push_back(ClusterEvent::Release { broker });
     }
 }
 

@@ -71,6 +71,16 @@ pub async fn capture(broker: SocketAddr, client_id: &str) -> Res<Frames> {
 }
 
 /// Writes `frame` and reads one whole response frame.
+/// The completion times the tasks of `set` report, gathered by target (`targets` of them).
+async fn by_target(mut set: JoinSet<Res<(usize, Vec<Instant>)>>, targets: usize) -> Res<Vec<Vec<Instant>>> {
+    let mut by_target: Vec<Vec<Instant>> = vec![Vec::new(); targets];
+    while let Some(joined) = set.join_next().await {
+        let (ti, done) = joined??;
+        by_target[ti].extend(done);
+    }
+    Ok(by_target)
+}
+
 async fn round_trip(tcp: &mut TcpStream, frame: &[u8], buf: &mut Vec<u8>) -> Res<()> {
     tcp.write_all(frame).await?;
     let mut size = [0u8; 4];
@@ -225,11 +235,7 @@ async fn burst_once(
             });
         }
     }
-    let mut by_target: Vec<Vec<Instant>> = vec![Vec::new(); targets.len()];
-    while let Some(joined) = set.join_next().await {
-        let (ti, done) = joined??;
-        by_target[ti].extend(done);
-    }
+    let mut by_target = by_target(set, targets.len()).await?;
     for done in &mut by_target {
         done.sort();
         // The steady middle: drop the first and last 10 % (ramp-up, stragglers).
@@ -282,11 +288,7 @@ pub async fn churn(
                 });
             }
         }
-        let mut by_target: Vec<Vec<Instant>> = vec![Vec::new(); targets.len()];
-        while let Some(joined) = set.join_next().await {
-            let (ti, done) = joined??;
-            by_target[ti].extend(done);
-        }
+        let mut by_target = by_target(set, targets.len()).await?;
         let mut rates = Vec::new();
         for done in &mut by_target {
             done.sort();
