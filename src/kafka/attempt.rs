@@ -94,6 +94,17 @@ impl KafkaAttempt {
         if config.sasl.is_some() {
             exchange.set_sasl_nonce(&seeded_nonce(attempt));
         }
+        KafkaAttempt::with_exchange(attempt, exchange, plaintext)
+    }
+
+    /// The conversation of `attempt` on a connection kept from an earlier attempt, for a
+    /// `ClusterEvent::Reuse` ([`Exchange::resumed`]): ApiVersions, then Metadata, with no
+    /// SASL, since the connection authenticated already.
+    pub fn resumed(attempt: AttemptId, config: &ExchangeConfig, plaintext: bool) -> KafkaAttempt {
+        KafkaAttempt::with_exchange(attempt, Exchange::resumed(config), plaintext)
+    }
+
+    fn with_exchange(attempt: AttemptId, exchange: Exchange, plaintext: bool) -> KafkaAttempt {
         KafkaAttempt {
             attempt,
             exchange,

@@ -136,7 +136,31 @@ impl Exchange {
     pub fn with_identity(config: &ExchangeConfig, expected: Option<&BrokerIdentity>) -> Exchange {
         let expected = expected.filter(|identity| identity.is_complete()).cloned();
         let first = if expected.is_some() { api_versions_v5::VERSION } else { API_VERSIONS_PREFERRED };
-        let mut exchange = Exchange {
+        let mut exchange = Exchange::idle(config, expected);
+        exchange.send_api_versions(first);
+        exchange
+    }
+
+    /// Create for a connection kept from an earlier exchange, which authenticated already
+    /// if the config has SASL: ApiVersions (without a cluster check: the connection goes to
+    /// the broker process that answered on it), then Metadata, with no SASL.
+    ///
+    /// Why ApiVersions again: its answer is the broker's first answer on the attempt, the
+    /// signal that tells a busy broker from a hung one (`Input::FirstFrame`); without it a
+    /// kept connection to a broker slow over Metadata would look silent and draw a hedge to
+    /// a new connection. Why no SASL: a broker authenticates a connection once, and refuses
+    /// a SaslHandshake on an authenticated one (ILLEGAL_SASL_STATE), which would fail every
+    /// reuse over SASL.
+    pub fn resumed(config: &ExchangeConfig) -> Exchange {
+        let mut exchange = Exchange::idle(config, None);
+        exchange.sasl = None;
+        exchange.send_api_versions(API_VERSIONS_PREFERRED);
+        exchange
+    }
+
+    /// An exchange with nothing sent yet.
+    fn idle(config: &ExchangeConfig, expected: Option<BrokerIdentity>) -> Exchange {
+        Exchange {
             client_id: StrBytes::from_string(config.client_id.clone()),
             topics: config.topics.clone(),
             frames: FrameDecoder::new(config.max_frame_size),
@@ -152,9 +176,7 @@ impl Exchange {
             outcome: None,
             sasl: config.sasl.as_ref().map(|sasl| Conversation::new(sasl, &DEFAULT_NONCE)),
             sasl_authenticate_version: 0,
-        };
-        exchange.send_api_versions(first);
-        exchange
+        }
     }
 
     /// Sets the SCRAM client nonce: fresh randomness from the adapter (an OS source, the

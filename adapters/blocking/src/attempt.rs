@@ -105,11 +105,12 @@ impl Attempt {
     }
 
     /// Starts the attempt on a connection kept from an earlier refresh.
+    /// It authenticated already, if SASL is on.
     pub(crate) fn reuse(&mut self, ctx: &Context, transport: Transport, registry: &Registry, buf: &mut [u8]) -> Step {
         let mut step = Step::default();
         // Without a cluster check: the connection goes to the broker that already answered on it.
         self.expected = None;
-        self.open(ctx, transport, registry, buf, &mut step);
+        self.open(ctx, transport, true, registry, buf, &mut step);
         step
     }
 
@@ -123,7 +124,7 @@ impl Attempt {
                     let _ = tcp.set_nodelay(true);
                     let _ = registry.deregister(&mut tcp);
                     match self.transport(ctx, tcp) {
-                        Ok(transport) => self.open(ctx, transport, registry, buf, &mut step),
+                        Ok(transport) => self.open(ctx, transport, false, registry, buf, &mut step),
                         Err(e) => self.fail(e, &mut step),
                     }
                 }
@@ -187,13 +188,28 @@ impl Attempt {
         Ok(Transport::Tcp(tcp))
     }
 
-    /// Starts the conversation on `transport`. The core hears `Connected` now: for a fresh
-    /// connection that is the TCP handshake (before any TLS), the handshake the core times.
-    fn open(&mut self, ctx: &Context, mut transport: Transport, registry: &Registry, buf: &mut [u8], step: &mut Step) {
+    /// Starts the conversation on `transport` (`resumed`: a kept connection, authenticated
+    /// already). The core hears `Connected` now: for a fresh connection that
+    /// is the TCP handshake (before any TLS), the handshake the core times.
+    fn open(
+        &mut self,
+        ctx: &Context,
+        mut transport: Transport,
+        resumed: bool,
+        registry: &Registry,
+        buf: &mut [u8],
+        step: &mut Step,
+    ) {
         let plaintext = transport.is_plaintext();
-        let fetched = ctx.exchange.for_attempt(ctx.oauth_token.as_ref());
+        // A kept connection authenticated already: it needs no token.
+        let token = if resumed { None } else { ctx.oauth_token.as_ref() };
+        let fetched = ctx.exchange.for_attempt(token);
         let exchange = fetched.as_deref().unwrap_or(&ctx.exchange);
-        let mut kafka = with_fresh_nonce(KafkaAttempt::new(self.id, exchange, self.expected.as_ref(), plaintext));
+        let mut kafka = if resumed {
+            KafkaAttempt::resumed(self.id, exchange, plaintext)
+        } else {
+            with_fresh_nonce(KafkaAttempt::new(self.id, exchange, self.expected.as_ref(), plaintext))
+        };
         if let Err(error) = fetched {
             kafka.handle_error(error);
         }

@@ -63,3 +63,23 @@ fn a_client_and_a_refresh_take_oauthbearer_tokens_from_a_token_source() {
         assert!(error.to_string().contains("no token today"), "{error}");
     });
 }
+
+/// A long-lived client over SASL SCRAM keeps its authenticated connection and reuses it:
+/// later refreshes go straight to Metadata (a second SaslHandshake on an authenticated
+/// connection would be refused by the broker, failing every reuse).
+#[test]
+fn a_client_reuses_its_authenticated_connection() {
+    let Some(kafka) = KafkaCluster::shared() else { return };
+    let seeds = kafka.sasl_plaintext()[..1].to_vec();
+    bounded_blocking(move || {
+        let exchange = options("SCRAM-SHA-512", SASL_PASSWORD).exchange;
+        let client_options = stagger_blocking::ClientOptions { exchange, ..Default::default() };
+        let client = stagger_blocking::Client::new(stagger::ClusterConfig::default(), &seeds, client_options).unwrap();
+        for n in 0..3 {
+            client.refresh().unwrap_or_else(|e| panic!("refresh {n}: {e}"));
+        }
+        let stats = client.stats();
+        assert_eq!((stats.connections_opened, stats.connections_reused), (1, 2), "{stats:?}");
+        assert_eq!(stats.attempts, 3, "no reuse failed over to a new connection: {stats:?}");
+    });
+}

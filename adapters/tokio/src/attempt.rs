@@ -78,7 +78,7 @@ pub(crate) enum Progress {
 enum Conn {
     /// A new TCP connection: the TLS handshake (if any) is still to come.
     Fresh(TcpStream),
-    /// A connection kept from an earlier refresh: ready for the exchange.
+    /// A connection kept from an earlier refresh: authenticated already, if SASL is on.
     Kept(Transport),
 }
 
@@ -283,19 +283,21 @@ async fn converse(
     expected: Option<&BrokerIdentity>,
 ) -> Step {
     let secured = matches!(conn, Conn::Fresh(_)) && ctx.tls.is_some();
-    let transport = match (conn, &ctx.tls) {
-        (Conn::Kept(transport), _) => transport,
-        (Conn::Fresh(tcp), None) => Transport::Tcp(tcp),
+    let (transport, resumed) = match (conn, &ctx.tls) {
+        (Conn::Kept(transport), _) => (transport, true),
+        (Conn::Fresh(tcp), None) => (Transport::Tcp(tcp), false),
         (Conn::Fresh(tcp), Some(tls)) => match tls.handshake(tcp, address).await {
-            Ok(transport) => transport,
+            Ok(transport) => (transport, false),
             Err(e) => return Step::Finished(Err(e)),
         },
     };
-    let exchange = match ctx.exchange.for_attempt(ctx.oauth_token.as_ref()) {
+    // A kept connection authenticated already: it needs no token.
+    let token = if resumed { None } else { ctx.oauth_token.as_ref() };
+    let exchange = match ctx.exchange.for_attempt(token) {
         Ok(exchange) => exchange,
         Err(e) => return Step::Finished(Err(e)),
     };
-    let mut conversation = Box::new(Conversation::new(attempt, transport, &exchange, expected));
+    let mut conversation = Box::new(Conversation::new(attempt, transport, &exchange, expected, resumed));
     if secured {
         // The broker process completed TLS: that is its first answer (see `handle_secured`).
         conversation.kafka.handle_secured();
@@ -321,9 +323,14 @@ impl Conversation {
         transport: Transport,
         config: &ExchangeConfig,
         expected: Option<&BrokerIdentity>,
+        resumed: bool,
     ) -> Self {
         let plaintext = matches!(transport, Transport::Tcp(_));
-        let kafka = with_fresh_nonce(KafkaAttempt::new(attempt, config, expected, plaintext));
+        let kafka = if resumed {
+            KafkaAttempt::resumed(attempt, config, plaintext)
+        } else {
+            with_fresh_nonce(KafkaAttempt::new(attempt, config, expected, plaintext))
+        };
         Conversation { transport, kafka, buf: vec![0u8; READ_BUFFER] }
     }
 

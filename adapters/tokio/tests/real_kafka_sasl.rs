@@ -219,3 +219,29 @@ async fn a_client_asks_its_token_source_for_each_attempt_so_expired_tokens_are_r
     })
     .await;
 }
+
+/// A long-lived client over SASL_SSL SCRAM keeps its authenticated connection and reuses it:
+/// later refreshes go straight to Metadata on it (no new TLS handshake, no second SASL
+/// exchange — a SaslHandshake on an authenticated connection is refused by the broker).
+#[tokio::test]
+async fn a_client_reuses_its_authenticated_sasl_ssl_connection() {
+    let Some(kafka) = KafkaCluster::shared() else { return };
+    bounded(async {
+        let options = stagger_tokio::ClientOptions {
+            exchange: ExchangeConfig { sasl: Some(login("SCRAM-SHA-512", SASL_PASSWORD)), ..ExchangeConfig::default() },
+            tls: Some(TlsOptions { ca_file: Some(kafka.ca()), ..TlsOptions::default() }),
+            ..Default::default()
+        };
+        let seeds = &kafka.sasl_ssl()[..1];
+        let client = stagger_tokio::Client::new(stagger::ClusterConfig::default(), seeds, options).expect("client");
+        for n in 0..3 {
+            client.refresh().await.unwrap_or_else(|e| panic!("refresh {n}: {e}"));
+        }
+        let stats = client.stats();
+        assert_eq!(stats.refreshes, 3, "{stats:?}");
+        assert_eq!((stats.connections_opened, stats.connections_reused), (1, 2), "{stats:?}");
+        assert_eq!(stats.attempts, 3, "no reuse failed over to a new connection: {stats:?}");
+        client.close().await;
+    })
+    .await;
+}

@@ -312,3 +312,19 @@ proptest! {
         prop_assert!(matches!(error.kind, ErrorKind::Protocol | ErrorKind::Authentication), "{}", error);
     }
 }
+
+/// A kept connection authenticated already: the resumed exchange asks ApiVersions (the
+/// broker's first answer, the liveness signal) and then Metadata, and never repeats SASL
+/// (a SaslHandshake on an authenticated connection is refused by the broker).
+#[test]
+fn a_resumed_exchange_skips_sasl() {
+    let mut exchange = Exchange::resumed(&config(scram(ScramHash::Sha512)));
+    let (header, _) = take_request(&mut exchange);
+    assert_eq!(header.request_api_key, ApiKey::ApiVersions as i16);
+    exchange.handle_bytes(&response(header.correlation_id, 3, &sasl_api_versions()));
+    assert!(exchange.has_answered());
+    let (header, _) = take_request(&mut exchange);
+    assert_eq!((header.request_api_key, header.request_api_version), (ApiKey::Metadata as i16, 13));
+    exchange.handle_bytes(&response(header.correlation_id, 13, &cluster()));
+    assert_eq!(outcome(&mut exchange), Ok(cluster_metadata(13)));
+}
