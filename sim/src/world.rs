@@ -94,8 +94,9 @@ impl<'a> World<'a> {
     }
 
     /// A `Connect` (or, `reused`, a `Reuse`) came out of the core: open a span and schedule
-    /// what the broker does. A reused connection has no handshake and no ApiVersions: the
-    /// Metadata answer is the broker's first.
+    /// what the broker does. A reused connection has no handshake; its ApiVersions answer,
+    /// the broker's first, comes one round trip after the attempt starts, as the adapters'
+    /// resumed exchange asks it.
     pub(super) fn connect(
         &mut self,
         now: Instant,
@@ -139,8 +140,9 @@ impl<'a> World<'a> {
         let connected = now.saturating_add(handshake);
         let mut push = |at: Instant, what: Pending| self.queue.push(at, Scheduled { attempt, broker, what });
         // A live broker's first answer (ApiVersions) comes one round trip after the
-        // handshake (which took one round trip too), and never after its last word.
-        let round_trip = if reused { Duration::MAX } else { sim.handshake };
+        // handshake (which took one round trip too, or none on a kept connection), and
+        // never after its last word.
+        let round_trip = sim.handshake;
         let answer_then = |push: &mut dyn FnMut(Instant, Pending), last: Instant| {
             push(connected.saturating_add(round_trip).min(last), Pending::Answered);
         };

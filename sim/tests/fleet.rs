@@ -2,9 +2,11 @@
 //! of the two mechanisms the fleet tunes: the adaptive estimator window and the hedge budget.
 //! (Those two mechanisms' own tests are the core's, in `tests/estimator_and_budget.rs`.)
 
+use std::time::Duration;
+
 use stagger::{ClusterConfig, HedgeBudget, RefreshConfig};
 use stagger_sim::fleet::{
-    run_matrix, FleetConfig, FleetReport, FleetScenario, ScenarioResult, Strategy as Policy, WarmFleet,
+    run_matrix, FleetConfig, FleetReport, FleetScenario, ScenarioResult, Security, Strategy as Policy, WarmFleet,
 };
 
 // ============================================================================================
@@ -28,6 +30,10 @@ fn check_books(r: &ScenarioResult, clients: u32) {
     // clients sent (on the ApiVersions answer of a live attempt).
     assert_eq!(r.requests_per_broker.iter().sum::<u64>(), r.requests, "{who}");
     assert!(r.requests <= r.reused + r.connections && r.reused + r.connections <= r.attempts, "{who}: {r:?}");
+    // A broker reads at most one ApiVersions per connection an attempt ran on (the oracle
+    // sends none), and works on a TLS handshake only where the listener has TLS.
+    assert!(r.api_versions <= r.connections + r.reused, "{who}: {r:?}");
+    assert!(r.tls_handshakes <= r.connections, "{who}: {r:?}");
     if r.failed == 0 && r.strategy != "oracle" {
         // The core's own count of started attempts agrees with the simulator's.
         assert_eq!(r.core_started, r.attempts, "{who}");
@@ -152,4 +158,85 @@ fn the_oracle_is_a_lower_bound_for_single_attempt_policies() {
             }
         }
     }
+}
+
+// ============================================================================================
+// What brokers charge: connections, ApiVersions, TLS and SASL
+// ============================================================================================
+
+/// A cold start opens a new connection per refresh, so what a connection costs its broker
+/// shows in every refresh's time; a warm healthy fleet reuses its kept connections and does
+/// not pay it.
+#[test]
+fn a_new_connection_costs_its_broker_and_a_kept_one_does_not() {
+    let cheap = FleetConfig { clients: 60, accept_time: Duration::ZERO, ..FleetConfig::default() };
+    let dear = FleetConfig { accept_time: Duration::from_millis(40), ..cheap.clone() };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let p50 = |c: &FleetConfig, s| WarmFleet::new(c, &strategy).run(s).time_to_metadata.p50_ms.unwrap();
+    let (cold_cheap, cold_dear) = (p50(&cheap, FleetScenario::ColdStart), p50(&dear, FleetScenario::ColdStart));
+    assert!(cold_dear >= cold_cheap + 40.0, "cold start: {cold_cheap} ms, with a 40 ms accept {cold_dear} ms");
+    let (warm_cheap, warm_dear) = (p50(&cheap, FleetScenario::Healthy), p50(&dear, FleetScenario::Healthy));
+    assert!(warm_dear < warm_cheap + 1.0, "warm healthy: {warm_cheap} ms, with a 40 ms accept {warm_dear} ms");
+}
+
+/// ApiVersions is charged at its own price: a dear one slows every new connection's
+/// refresh, and brokers count one per connection that reached them.
+#[test]
+fn api_versions_have_their_own_price_and_count() {
+    let config = FleetConfig { clients: 60, api_versions_time: Duration::from_millis(30), ..FleetConfig::default() };
+    let cheap = FleetConfig { api_versions_time: Duration::ZERO, ..config.clone() };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let dear = WarmFleet::new(&config, &strategy).run(FleetScenario::ColdStart);
+    let base = WarmFleet::new(&cheap, &strategy).run(FleetScenario::ColdStart);
+    check_books(&dear, 60);
+    assert_eq!(dear.api_versions, dear.connections + dear.reused, "one ApiVersions per connection");
+    assert_eq!(dear.tls_handshakes, 0);
+    assert!(dear.time_to_metadata.p50_ms.unwrap() >= base.time_to_metadata.p50_ms.unwrap() + 30.0);
+}
+
+/// Over SASL_SSL a new connection pays a TLS handshake (one round trip and its broker time)
+/// and the SASL exchange (three round trips and its broker time) before Metadata; a
+/// stopped broker never completes the handshake, so the core still hears it silent and the
+/// default moves on instead of waiting out the attempt timeout.
+#[test]
+fn sasl_ssl_prices_the_handshake_and_a_hung_broker_stays_silent() {
+    let rtt = Duration::from_millis(1);
+    let plain = FleetConfig { clients: 60, ..FleetConfig::default() };
+    let secure = FleetConfig {
+        security: Security::sasl_ssl_scram(Duration::from_millis(20), Duration::from_millis(10)),
+        ..plain.clone()
+    };
+    let sequential = Policy::core("sequential", RefreshConfig::sequential());
+    let cold_plain = WarmFleet::new(&plain, &sequential).run(FleetScenario::ColdStart);
+    let cold_secure = WarmFleet::new(&secure, &sequential).run(FleetScenario::ColdStart);
+    check_books(&cold_secure, 60);
+    assert_eq!(cold_secure.tls_handshakes, cold_secure.connections);
+    assert_eq!(cold_secure.api_versions, cold_secure.connections + cold_secure.reused);
+    // At least the two broker times and the four extra round trips (each at least 0.8 rtt).
+    let extra = 30.0 + 4.0 * 0.8 * rtt.as_secs_f64() * 1e3;
+    let (a, b) = (cold_plain.time_to_metadata.p50_ms.unwrap(), cold_secure.time_to_metadata.p50_ms.unwrap());
+    assert!(b >= a + extra, "cold start p50: plaintext {a} ms, SASL_SSL {b} ms");
+    let hung =
+        WarmFleet::new(&secure, &Policy::core("adaptive", RefreshConfig::adaptive())).run(FleetScenario::OneHung);
+    check_books(&hung, 60);
+    let p99 = hung.time_to_metadata.p99_ms.unwrap();
+    assert!(p99 < 1000.0, "adaptive past a stopped broker over SASL_SSL: p99 {p99} ms");
+}
+
+/// Brokers that share cores wait for each other: the same storm on one shared core is
+/// slower than on brokers with cores of their own, and the counts do not change.
+#[test]
+fn shared_cores_slow_a_storm() {
+    let own = FleetConfig { clients: 300, brokers: 3, ..FleetConfig::default() };
+    let shared = FleetConfig { shared_cores: 1, ..own.clone() };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let a = WarmFleet::new(&own, &strategy).run(FleetScenario::FailoverStorm);
+    let b = WarmFleet::new(&shared, &strategy).run(FleetScenario::FailoverStorm);
+    check_books(&b, 300);
+    assert!(
+        b.time_to_metadata.p50_ms.unwrap() > a.time_to_metadata.p50_ms.unwrap(),
+        "own cores {:?}, one shared core {:?}",
+        a.time_to_metadata,
+        b.time_to_metadata
+    );
 }

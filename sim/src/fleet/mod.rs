@@ -19,18 +19,34 @@
 //!   handshake costs one round trip (`Connected` arrives then, or the refusal of a dead
 //!   broker). Then the client does what the core's Kafka exchange does: ApiVersions, and once
 //!   that is answered, Metadata — one round trip each, plus queueing and broker time. A
-//!   healthy answer therefore takes three round trips plus two waits in the broker's queue.
+//!   healthy plaintext answer on a new connection therefore takes three round trips plus two
+//!   waits in the broker's queue.
 //!   The ApiVersions answer is reported to the core as `Input::FirstFrame` — the signal the
 //!   adaptive stagger uses to tell a hung broker (silent) from a busy one (answering).
 //!   An attempt the core runs on a kept connection ([`stagger::ClusterEvent::Reuse`]) skips
-//!   the handshake and ApiVersions: one round trip plus one wait in the queue.
-//! * **Brokers**: a healthy broker serves requests first come, first served, from one queue:
+//!   the handshake (and TLS and SASL), not ApiVersions, whose answer tells the core the
+//!   broker is alive, as the adapters' exchange does: two round trips plus two waits.
+//! * **Brokers**: a healthy broker serves its work first come, first served, from one queue:
 //!   a Metadata request takes an exponentially distributed time of mean
-//!   [`FleetConfig::service_time`] (an M/M/1 queue), an ApiVersions request a twentieth of
-//!   that mean. A request is served even if its client has meanwhile given up — Kafka reads
-//!   a request off the socket and queues it before the client can take it back — so wasted
-//!   attempts cost capacity, as on a real cluster. A **hung** broker accepts connections
-//!   and never answers anything (not even ApiVersions); a **dead** one refuses connections.
+//!   [`FleetConfig::service_time`] (an M/M/1 queue); an ApiVersions request takes
+//!   [`FleetConfig::api_versions_time`], and every accepted connection
+//!   [`FleetConfig::accept_time`] (accepting it and, later, closing it), whether or not its
+//!   client still wants it. Both are fixed: their cost does not grow with the metadata. Work
+//!   is served even if its client has meanwhile given up — Kafka reads a request off the
+//!   socket and queues it before the client can take it back — so wasted attempts cost
+//!   capacity, as on a real cluster. A **hung** broker accepts connections and never answers
+//!   anything (not even ApiVersions or a TLS handshake); a **dead** one refuses connections.
+//!   With [`FleetConfig::shared_cores`] set, all brokers' work also waits for one of that
+//!   many cores, as on one machine that runs several brokers.
+//! * **Security** ([`Security`]): on a TLS listener a new connection's handshake costs one
+//!   round trip and [`Security::tls_time`] of broker work before ApiVersions, and the core
+//!   hears the broker alive (`Input::FirstFrame`) when the handshake completes, as the
+//!   tokio adapter reports it (a stopped broker's kernel accepts TCP, but only the broker
+//!   process completes TLS). SASL adds [`Security::sasl_round_trips`] and
+//!   [`Security::sasl_time`] of broker work between ApiVersions and Metadata.
+//!
+//! The prices are what `lab/src/bin/fleet_real` measured on real Kafka 4.4; how far the
+//! model is from that cluster is `docs/performance/fleet-vs-real.md`.
 //! * **Requests** counted for load are Metadata requests, the expensive ones: an attempt the
 //!   core cancels before its ApiVersions answer never sends one.
 //! * **Clients**: each is a long-lived core [`Cluster`](stagger::Cluster) given three seed
@@ -67,6 +83,7 @@ pub use stats::{check_targets, Percentiles, Target};
 /// metadata response of a few thousand partitions — enough that a failover storm is felt, as
 /// the issue asks ("bursts of requests raise everyone's latency").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FleetConfig {
     /// Number of clients (default 10,000).
     pub clients: u32,
@@ -79,6 +96,21 @@ pub struct FleetConfig {
     pub rtt: Duration,
     /// Mean broker time per metadata request, exponentially distributed (default 1 ms).
     pub service_time: Duration,
+    /// Broker time per ApiVersions request (default 50 µs, measured saturated on real Kafka
+    /// 4.4 by `fleet_real`). Its answer has a fixed size, so unlike Metadata's it does not
+    /// grow with the cluster.
+    pub api_versions_time: Duration,
+    /// Broker time per accepted connection, beside its requests: the accept and, later, the
+    /// close (default 150 µs, measured saturated on real Kafka 4.4 by `fleet_real`, on the
+    /// machine whose ApiVersions cost the default above). Charged when the TCP handshake
+    /// completes at a live broker, even if the client gives the attempt up afterwards.
+    pub accept_time: Duration,
+    /// What the listener adds to a new connection (default: plaintext, nothing).
+    pub security: Security,
+    /// Cores all brokers share (0, the default: every broker runs on cores of its own). A
+    /// broker's work then waits for its own queue and for a free core, as on one machine
+    /// running every broker.
+    pub shared_cores: u32,
     /// Calm refreshes per client before the scenario (default 64, the adaptive window).
     /// Strategies with a fixed stagger read no window and use at most 2 (see
     /// [`FleetConfig::warmup_for`]); the measurement is the same, the run is faster.
@@ -103,12 +135,55 @@ impl Default for FleetConfig {
             seed: 1,
             rtt: Duration::from_millis(1),
             service_time: Duration::from_millis(1),
+            api_versions_time: Duration::from_micros(50),
+            accept_time: Duration::from_micros(150),
+            security: Security::PLAINTEXT,
+            shared_cores: 0,
             warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),
             settle: Duration::from_secs(30),
             request_window: Duration::from_secs(10),
             storm_window: Duration::from_millis(10),
             peak_window: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What a listener adds to a new connection before its Metadata request.
+///
+/// Why its own type: over SASL_SSL, which is how most production clusters are reached, a
+/// new connection costs a TLS handshake and a SASL exchange before the first Metadata
+/// request, and a policy that opens extra connections pays that on every one. A plaintext
+/// listener is [`Security::PLAINTEXT`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Security {
+    /// Broker time of a TLS handshake; `None` on a listener without TLS. A TLS 1.3 full
+    /// handshake is one round trip after TCP's before the client may send.
+    pub tls_time: Option<Duration>,
+    /// Round trips of the SASL exchange between ApiVersions and Metadata (0: no SASL; SCRAM:
+    /// 3, a SaslHandshake and two SaslAuthenticate).
+    pub sasl_round_trips: u32,
+    /// Broker time of the whole SASL exchange.
+    pub sasl_time: Duration,
+}
+
+impl Security {
+    /// No TLS, no SASL.
+    pub const PLAINTEXT: Security = Security { tls_time: None, sasl_round_trips: 0, sasl_time: Duration::ZERO };
+
+    /// TLS and SASL SCRAM (three SASL round trips), with their broker times.
+    pub fn sasl_ssl_scram(tls_time: Duration, sasl_time: Duration) -> Security {
+        Security { tls_time: Some(tls_time), sasl_round_trips: 3, sasl_time }
+    }
+
+    /// The name tables print.
+    pub fn name(&self) -> &'static str {
+        match (self.tls_time.is_some(), self.sasl_round_trips > 0) {
+            (false, false) => "PLAINTEXT",
+            (true, false) => "SSL",
+            (false, true) => "SASL_PLAINTEXT",
+            (true, true) => "SASL_SSL",
         }
     }
 }
@@ -150,7 +225,9 @@ pub enum FleetScenario {
     /// A third of the brokers hang; clients refresh over the request window.
     ThirdHung,
     /// One broker dies (its kept connections close, new ones are refused) and every client
-    /// refreshes within the storm window.
+    /// refreshes within the storm window, saying why as a real client would know: those
+    /// whose kept connection was to the dead broker `ConnectionLost` (naming it), the others
+    /// `StaleMetadata` (NOT_LEADER for its partitions).
     FailoverStorm,
     /// A deployment rollout: a fleet that knows nothing yet (no warm-up, every client given
     /// the same three seeds) bootstraps within the storm window. Clients that all try the
@@ -298,13 +375,21 @@ pub struct ScenarioResult {
     pub attempts_per_refresh: f64,
     /// Hedged attempts (started while another was in flight), the core's own count.
     pub hedges: u64,
-    /// Attempts that reached a broker: the connection was accepted while the attempt was
-    /// still wanted, so the broker read its ApiVersions request.
+    /// New connections that reached a broker: the TCP handshake completed while the attempt
+    /// was still wanted, so the broker accepted it (each cost
+    /// [`FleetConfig::accept_time`]) and read its first request.
     pub connections: u64,
     /// Attempts that ran on a connection kept from an earlier refresh
     /// ([`stagger::ClusterEvent::Reuse`]; every oracle request, which is all-knowing and
-    /// connected to every broker): no handshake, no ApiVersions.
+    /// connected to every broker): no handshake, TLS or SASL; ApiVersions and Metadata (the
+    /// oracle, which knows the broker is healthy, sends Metadata alone).
     pub reused: u64,
+    /// TLS handshakes brokers worked on (0 on a listener without TLS).
+    #[serde(default)]
+    pub tls_handshakes: u64,
+    /// ApiVersions requests brokers received, on new and kept connections.
+    #[serde(default)]
+    pub api_versions: u64,
     /// Metadata requests brokers received (an attempt sends one once ApiVersions is
     /// answered, or at once on a kept connection, if it is still wanted); what the peak
     /// counts.

@@ -24,23 +24,41 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
     let _ = writeln!(
         out,
         "{} clients share {} brokers (virtual time, seed {}). Network round trip {} (±20 %); an \
-         attempt is a TCP handshake, then ApiVersions, then Metadata, one round trip each (on the \
-         connection a client kept from its last refresh, Metadata alone). Each \
+         attempt on a new connection is a TCP handshake, then ApiVersions, then Metadata, one round \
+         trip each (on the connection a client kept from its last refresh, Metadata alone). Each \
          broker serves one FIFO queue; a Metadata request takes an exponentially distributed {} \
-         on average ({:.0} per second per broker). Hung brokers accept connections and never \
-         answer; the dead broker of the storm refuses them. Each client is a core `Cluster` with \
+         on average ({:.0} per second per broker), an ApiVersions request {}, and every accepted \
+         connection {} (accept and close). Listener: {}{}{}. Hung brokers accept connections and \
+         never answer; the dead broker of the storm refuses them. Each client is a core `Cluster` with \
          3 seed brokers, warmed up by calm refreshes (64 for adaptive strategies — a full \
          response-time window — and 2 otherwise, about one per {}); then every client refreshes \
          once, at a random time within {} ({} in the failover storm). `all-at-once` runs with its \
          hedge budget lifted (otherwise a `Cluster` would cut it down to 1 + tokens attempts); the \
          oracle knows which brokers are healthy, is connected to every one, and sends one request \
-         to the one whose queue empties first. Full model: `sim/src/fleet/mod.rs`.\n",
+         to the one whose queue empties first. Full model: `sim/src/fleet/mod.rs`; how far it is \
+         from a real cluster: [fleet-vs-real.md](fleet-vs-real.md).\n",
         c.clients,
         c.brokers,
         c.seed,
         dur(c.rtt),
         dur(c.service_time),
         1e6 / (duration_micros(c.service_time).max(1) as f64),
+        dur(c.api_versions_time),
+        dur(c.accept_time),
+        c.security.name(),
+        match c.security.tls_time {
+            Some(t) => alloc::format!(", a TLS handshake of one round trip and {} of broker time", dur(t)),
+            None => String::new(),
+        },
+        if c.security.sasl_round_trips > 0 {
+            alloc::format!(
+                ", SASL of {} round trips and {} of broker time",
+                c.security.sasl_round_trips,
+                dur(c.security.sasl_time)
+            )
+        } else {
+            String::new()
+        },
         dur(c.warmup_spacing),
         dur(c.request_window),
         dur(c.storm_window),
@@ -49,8 +67,10 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
     let _ = writeln!(
         out,
         "Columns: time to metadata (the application's request → `Refreshed`) percentiles; \
-         attempts per refresh (`Connect` commands ÷ refreshes: the amplification); requests per \
-         refresh (Metadata requests brokers received ÷ refreshes — a refused attempt, or one \
+         attempts per refresh (`Connect` and `Reuse` commands ÷ refreshes: the amplification); \
+         connections and ApiVersions per refresh (new connections brokers accepted, and the \
+         ApiVersions requests they read, ÷ refreshes: what hedging costs beside Metadata); requests \
+         per refresh (Metadata requests brokers received ÷ refreshes — a refused attempt, or one \
          cancelled before ApiVersions was answered, sends none); peak = the most Metadata \
          requests any one broker received within any {} window (sliding); gave up = refreshes \
          that never got metadata (counted as infinitely slow).\n",
@@ -60,10 +80,10 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
         let _ = writeln!(out, "## {}\n", scenario.title());
         let _ = writeln!(
             out,
-            "| strategy | p50 | p99 | p99.9 | attempts / refresh | requests / refresh | peak requests / {} | gave up |",
+            "| strategy | p50 | p99 | p99.9 | attempts / refresh | connections / refresh | ApiVersions / refresh | requests / refresh | peak requests / {} | gave up |",
             dur(c.peak_window)
         );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for r in report.results.iter().filter(|r| r.scenario == scenario) {
             table_row(&mut out, r);
         }
@@ -103,14 +123,17 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
 
 fn table_row(out: &mut String, r: &ScenarioResult) {
     let p = &r.time_to_metadata;
+    let per = |x: u64| x as f64 / r.refreshes.max(1) as f64;
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {} | {:.3} | {:.3} | {} | {} |",
+        "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} |",
         r.strategy,
         fmt_ms(p.p50_ms),
         fmt_ms(p.p99_ms),
         fmt_ms(p.p999_ms),
         r.attempts_per_refresh,
+        per(r.connections),
+        per(r.api_versions),
         r.requests_per_refresh,
         r.peak_requests,
         r.failed

@@ -3,7 +3,7 @@
 
 use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Tally, MAX_EVENTS};
 use crate::fleet::math;
-use stagger::{AttemptError, AttemptId, ClusterEvent, ErrorKind, Input, Instant, Rng};
+use stagger::{AttemptError, AttemptId, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
 
 impl Engine {
     pub(super) fn push(&mut self, at: u64, ev: Ev) {
@@ -56,21 +56,70 @@ impl Engine {
                 Ev::Connected { client, attempt, broker, draw } => {
                     self.on_connected(client as usize, attempt, broker, draw)
                 }
-                // On a kept connection the Metadata request goes out at once.
                 Ev::Reused { client, attempt, broker, draw } => {
-                    self.send_metadata(client, attempt, broker, draw, Input::Connected { attempt })
-                }
-                Ev::ApiArrive { client, attempt, broker, draw } => {
-                    // ApiVersions is cheap but waits in the same queue as everything else;
-                    // a hung broker never answers it.
-                    let api = (self.service_us / 20.0) as u32;
-                    if let Some(done) = self.serve(broker as usize, api) {
-                        let at = done + (draw.rtt / 2) as u64;
-                        self.push(at, Ev::ApiAnswer { client, attempt, broker, draw });
+                    let ci = client as usize;
+                    if self.clients[ci].cluster.is_none() {
+                        // The oracle knows the broker is healthy: Metadata at once.
+                        self.send_metadata(client, attempt, broker, draw, None)
+                    } else if self.is_live(ci, attempt) {
+                        let at = self.now + (draw.rtt / 2) as u64;
+                        self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: true });
+                        self.deliver(ci, Input::Connected { attempt });
                     }
                 }
-                Ev::ApiAnswer { client, attempt, broker, draw } => {
-                    self.send_metadata(client, attempt, broker, draw, Input::FirstFrame { attempt })
+                Ev::TlsArrive { client, attempt, broker, draw } => {
+                    // The ClientHello is on the wire: the broker works on it even if the
+                    // client gives up meanwhile; a hung broker never answers it.
+                    if self.is_measured(client as usize, attempt) {
+                        self.tally_mut(|t| t.tls_handshakes += 1);
+                    }
+                    if let Some(done) = self.serve(broker as usize, self.tls_us.unwrap_or(0)) {
+                        self.push(done + (draw.rtt / 2) as u64, Ev::Secured { client, attempt, broker, draw });
+                    }
+                }
+                Ev::Secured { client, attempt, broker, draw } => {
+                    let ci = client as usize;
+                    if self.is_live(ci, attempt) {
+                        let at = self.now + (draw.rtt / 2) as u64;
+                        self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: false });
+                        self.deliver(ci, Input::FirstFrame { attempt });
+                    }
+                }
+                Ev::ApiArrive { client, attempt, broker, draw, kept } => {
+                    // ApiVersions waits in the same queue as everything else; a hung broker
+                    // never answers it.
+                    if self.is_measured(client as usize, attempt) {
+                        self.tally_mut(|t| t.api_versions += 1);
+                    }
+                    if let Some(done) = self.serve(broker as usize, self.api_us) {
+                        let at = done + (draw.rtt / 2) as u64;
+                        self.push(at, Ev::ApiAnswer { client, attempt, broker, draw, kept });
+                    }
+                }
+                Ev::ApiAnswer { client, attempt, broker, draw, kept } => {
+                    // Over TLS a new connection's broker was heard alive at the handshake.
+                    let first = (kept || self.tls_us.is_none()).then_some(Input::FirstFrame { attempt });
+                    let ci = client as usize;
+                    if kept || self.sasl_round_trips == 0 {
+                        self.send_metadata(client, attempt, broker, draw, first);
+                    } else if self.is_live(ci, attempt) {
+                        self.push(self.now + (draw.rtt / 2) as u64, Ev::SaslArrive { client, attempt, broker, draw });
+                        if let Some(input) = first {
+                            self.deliver(ci, input);
+                        }
+                    }
+                }
+                Ev::SaslArrive { client, attempt, broker, draw } => {
+                    // The exchange's broker work is charged at once; its further round trips
+                    // only delay the client.
+                    if let Some(done) = self.serve(broker as usize, self.sasl_us) {
+                        let more = self.sasl_round_trips.saturating_sub(1) as u64 * draw.rtt as u64;
+                        let at = done + (draw.rtt / 2) as u64 + more;
+                        self.push(at, Ev::Authenticated { client, attempt, broker, draw });
+                    }
+                }
+                Ev::Authenticated { client, attempt, broker, draw } => {
+                    self.send_metadata(client, attempt, broker, draw, None)
                 }
                 Ev::MetaArrive { client, attempt, broker, draw } => {
                     let b = broker as usize;
@@ -108,8 +157,9 @@ impl Engine {
     }
 
     /// The client sends `attempt`'s Metadata request to `broker`, if it still wants the
-    /// attempt, and tells its core `input` (what the client just learnt of the attempt).
-    fn send_metadata(&mut self, client: u32, attempt: AttemptId, broker: u16, draw: Draw, input: Input) {
+    /// attempt, and tells its core `input` (what the client just learnt of the attempt, if
+    /// anything new).
+    fn send_metadata(&mut self, client: u32, attempt: AttemptId, broker: u16, draw: Draw, input: Option<Input>) {
         let ci = client as usize;
         if !self.is_live(ci, attempt) {
             return;
@@ -118,7 +168,7 @@ impl Engine {
             self.tally_mut(|t| t.requests_sent += 1);
         }
         self.push(self.now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
-        if self.clients[ci].cluster.is_some() {
+        if let Some(input) = input.filter(|_| self.clients[ci].cluster.is_some()) {
             self.deliver(ci, input);
         }
     }
@@ -170,7 +220,8 @@ impl Engine {
         let c = &mut self.clients[ci];
         match &mut c.cluster {
             Some(cluster) => {
-                let epoch = cluster.request_refresh(Instant::from_micros(now));
+                let (cause, broker) = if measured { c.cause } else { (RefreshCause::Requested, None) };
+                let epoch = cluster.request_refresh_because(Instant::from_micros(now), cause, broker);
                 if measured {
                     c.measured = Some(Measured { requested_at: now, epoch, done: false });
                 }
@@ -222,24 +273,35 @@ impl Engine {
         Some(b)
     }
 
-    /// A request taking `service` µs joins broker `b`'s queue now. Returns when it is
-    /// served (`None` for a broker that never answers).
+    /// Work taking `service` µs joins broker `b`'s queue now. Returns when it is done
+    /// (`None` for a broker that never answers).
+    ///
+    /// With shared cores the work also needs a core once its broker's queue reaches it: the
+    /// latest core already free by then (so no core idles while a later one is taken), or
+    /// else the first to free up.
     fn serve(&mut self, b: usize, service: u32) -> Option<u64> {
-        let now = self.now;
         let broker = &mut self.brokers[b];
-        match broker.mode {
-            Mode::Healthy => {
-                let done = broker.free_at.max(now) + service as u64;
-                broker.free_at = done;
-                Some(done)
-            }
-            Mode::Hung | Mode::Dead => None,
+        if broker.mode != Mode::Healthy {
+            return None;
         }
+        let mut start = broker.free_at.max(self.now);
+        let ready = self.cores.iter().enumerate().filter(|&(_, &free)| free <= start).max_by_key(|&(_, &free)| free);
+        let core = ready.or_else(|| self.cores.iter().enumerate().min_by_key(|&(_, &free)| free)).map(|(k, _)| k);
+        if let Some(k) = core {
+            start = start.max(self.cores[k]);
+        }
+        let done = start + service as u64;
+        if let Some(k) = core {
+            self.cores[k] = done;
+        }
+        broker.free_at = done;
+        Some(done)
     }
 
     fn on_connected(&mut self, ci: usize, attempt: AttemptId, broker: u16, draw: Draw) {
         let counted = self.is_measured(ci, attempt);
         if !self.is_live(ci, attempt) {
+            // The client closed its socket before the handshake completed: no connection.
             if counted {
                 self.tally_mut(|t| t.cancelled_before_handshake += 1);
             }
@@ -248,8 +310,16 @@ impl Engine {
         if counted {
             self.tally_mut(|t| t.reached += 1);
         }
+        // The broker accepts the connection, and closes it later, whatever the client does
+        // with it from now on; a stopped broker's kernel accepts, the broker does no work.
+        self.serve(broker as usize, self.accept_us);
         let at = self.now + (draw.rtt / 2) as u64;
-        self.push(at, Ev::ApiArrive { client: ci as u32, attempt, broker, draw });
+        let (client, broker) = (ci as u32, broker);
+        let next = match self.tls_us {
+            Some(_) => Ev::TlsArrive { client, attempt, broker, draw },
+            None => Ev::ApiArrive { client, attempt, broker, draw, kept: false },
+        };
+        self.push(at, next);
         if self.clients[ci].cluster.is_some() {
             self.deliver(ci, Input::Connected { attempt });
         }

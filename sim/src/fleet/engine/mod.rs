@@ -20,7 +20,7 @@ mod warm;
 
 use super::FleetConfig;
 use crate::Scenario;
-use stagger::{AttemptId, Cluster, ClusterEvent, Metadata, Rng};
+use stagger::{AttemptId, BrokerIndex, Cluster, ClusterEvent, Metadata, RefreshCause, Rng};
 
 /// Upper bound on events one phase may process: a core livelock must end the run, not hang it.
 const MAX_EVENTS: u64 = 400_000_000;
@@ -52,15 +52,28 @@ enum Ev {
     Request { client: u32, measured: bool },
     /// The client's core asked to be woken now (stale unless `gen` is current).
     Timer { client: u32, gen: u32 },
-    /// The TCP handshake of `attempt` completed; the client sends ApiVersions.
+    /// The TCP handshake of `attempt` completed; the client sends ApiVersions (or, on a TLS
+    /// listener, its TLS ClientHello).
     Connected { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
-    /// `attempt` starts on the connection kept from an earlier refresh: no handshake, no
-    /// ApiVersions; the client sends the Metadata request at once.
+    /// The TLS ClientHello reaches the broker.
+    TlsArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// The broker's TLS handshake answer reaches the client: the broker process runs (the
+    /// core hears `FirstFrame`); the client sends ApiVersions.
+    Secured { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// `attempt` starts on the connection kept from an earlier refresh: no handshake; the
+    /// client sends ApiVersions (its answer tells a busy broker from a hung one) and, once
+    /// answered, Metadata, with no SASL (the connection authenticated already). The oracle
+    /// sends Metadata at once.
     Reused { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
-    /// The ApiVersions request reaches the broker.
-    ApiArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
-    /// The ApiVersions answer reaches the client, which sends the Metadata request.
-    ApiAnswer { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// The ApiVersions request reaches the broker (`kept`: on a kept connection).
+    ApiArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw, kept: bool },
+    /// The ApiVersions answer reaches the client, which sends the Metadata request (or, on a
+    /// SASL listener's new connection, starts the SASL exchange).
+    ApiAnswer { client: u32, attempt: AttemptId, broker: u16, draw: Draw, kept: bool },
+    /// The SASL exchange's first request reaches the broker.
+    SaslArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
+    /// The SASL exchange's last answer reaches the client, which sends the Metadata request.
+    Authenticated { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
     /// The Metadata request reaches the broker.
     MetaArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
     /// The broker's metadata answer reaches the client.
@@ -121,6 +134,8 @@ struct Client {
     measured: Option<Measured>,
     /// Attempts drawn so far in the measurement (picks each attempt's random stream).
     draws: u32,
+    /// Why the measured refresh runs, and the broker named (the storm's clients know).
+    cause: (RefreshCause, Option<BrokerIndex>),
 }
 
 /// Counters of the measurement phase.
@@ -131,6 +146,8 @@ struct Tally {
     attempts: u64,
     reached: u64,
     reused: u64,
+    tls_handshakes: u64,
+    api_versions: u64,
     requests_sent: u64,
     refused: u64,
     cancelled_before_handshake: u64,
@@ -154,6 +171,18 @@ struct Engine {
     horizon: u64,
     rtt_us: f64,
     service_us: f64,
+    /// Broker time of an ApiVersions request (µs).
+    api_us: u32,
+    /// Broker time of accepting (and later closing) a connection (µs).
+    accept_us: u32,
+    /// Broker time of a TLS handshake (µs), `None` without TLS.
+    tls_us: Option<u32>,
+    /// Round trips and broker time (µs) of the SASL exchange (0 round trips: no SASL).
+    sasl_round_trips: u32,
+    sasl_us: u32,
+    /// When each of the brokers' shared cores is next free (µs); empty when every broker
+    /// has cores of its own.
+    cores: Vec<u64>,
     warm_spacing_us: u64,
     tally: Option<Tally>,
     scratch: Vec<ClusterEvent>,

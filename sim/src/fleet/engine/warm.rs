@@ -9,7 +9,7 @@ use crate::fleet::stats::{cdf_points, peak_in_window, Percentiles};
 use crate::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy};
 use stagger::duration_micros;
 use stagger::test_util::numbered_seeds;
-use stagger::{BrokerBook, Cluster, ClusterConfig, Instant, Rng};
+use stagger::{BrokerBook, Cluster, ClusterConfig, Instant, RefreshCause, Rng};
 
 impl WarmFleet {
     /// Builds `config.clients` clients running `strategy` and lets each refresh
@@ -71,14 +71,21 @@ impl WarmFleet {
             e.brokers[b].mode = mode;
         }
         if mode == Mode::Dead {
-            // The dead broker's kept connections close: their clients learn of it at once.
+            // The dead broker's kept connections close: their clients learn of it at once,
+            // and refresh because that connection was lost, naming its broker; every other
+            // client refreshes because its requests for the dead broker's partitions now
+            // answer NOT_LEADER (`lab/src/bin/fleet_real` tells its real clients the same).
             let dead: Vec<usize> = (0..n_brokers).filter(|&b| e.brokers[b].mode == Mode::Dead).collect();
             for c in &mut e.clients {
                 if let Some(cluster) = &mut c.cluster {
                     let on_dead = |k| broker_of(cluster.book().address(k)).is_some_and(|b| dead.contains(&b));
-                    if let Some(kept) = cluster.kept().filter(|&k| on_dead(k)) {
-                        cluster.connection_closed(kept);
-                    }
+                    c.cause = match cluster.kept().filter(|&k| on_dead(k)) {
+                        Some(kept) => {
+                            cluster.connection_closed(kept);
+                            (RefreshCause::ConnectionLost, Some(kept))
+                        }
+                        None => (RefreshCause::StaleMetadata, None),
+                    };
                 }
             }
         }
@@ -155,6 +162,7 @@ impl Engine {
                 warm_left: warmup,
                 measured: None,
                 draws: 0,
+                cause: (RefreshCause::Requested, None),
             });
         }
         Engine {
@@ -169,6 +177,12 @@ impl Engine {
             horizon: 0,
             rtt_us: duration_micros(config.rtt) as f64,
             service_us: duration_micros(config.service_time) as f64,
+            api_us: micros_u32(config.api_versions_time),
+            accept_us: micros_u32(config.accept_time),
+            tls_us: config.security.tls_time.map(micros_u32),
+            sasl_round_trips: config.security.sasl_round_trips,
+            sasl_us: micros_u32(config.security.sasl_time),
+            cores: alloc::vec![0; config.shared_cores.min(1024) as usize],
             warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
             tally: None,
             scratch: Vec::with_capacity(16),
@@ -176,6 +190,11 @@ impl Engine {
             overflow: false,
         }
     }
+}
+
+/// `d` in whole µs, saturated to `u32` (the engine's unit for one piece of broker work).
+fn micros_u32(d: Duration) -> u32 {
+    duration_micros(d).min(u32::MAX as u64) as u32
 }
 
 fn result(
@@ -213,6 +232,8 @@ fn result(
         hedges: tally.hedges,
         connections: tally.reached,
         reused: tally.reused,
+        tls_handshakes: tally.tls_handshakes,
+        api_versions: tally.api_versions,
         requests: tally.requests_sent,
         requests_per_refresh: per(tally.requests_sent),
         refused: tally.refused,

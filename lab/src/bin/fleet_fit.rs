@@ -1,0 +1,611 @@
+//! The fleet simulator checked against the real cluster: the same fleet as `fleet_real`, with
+//! the simulator's prices fitted to what that cluster charged, side by side with the real runs.
+//!
+//! `fleet_real` (`lab/src/bin/fleet_real/`) runs a few hundred real `stagger_tokio::Client`s
+//! on a real 3-broker Kafka cluster, measures what the brokers charge (round trip, broker time
+//! per Metadata and ApiVersions request at rest and saturated, a fresh connection's cost, and
+//! over SASL_SSL the TLS handshake and SASL exchange) and writes it as JSON. This program reads
+//! one or more of those files (`--real PATH`, repeatable; PLAINTEXT and SASL_SSL runs may be
+//! mixed, each listener gets its own section), builds the same fleet in the simulator —
+//! clients, brokers, warm-up, request and storm windows, the listener's security — once per
+//! fit, runs every strategy through `healthy`, `one_hung` and `failover_storm`, and prints
+//! Markdown: real against simulated p50, p99, attempts, new connections, ApiVersions and
+//! Metadata requests per refresh and the peak, with each cell's factor and whether the
+//! model is within the bounds the gentleness issue sets (×1.5 on p50 and p99, ×1.15 on
+//! attempts, connections and peak).
+//!
+//! ```text
+//! for i in 1 2; do cargo run --release -p stagger-lab --bin fleet_real -- --out /tmp/fleet-real-$i.json; done
+//! for i in 1 2; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//!     --out /tmp/fleet-real-sasl-$i.json; done
+//! cargo run --release -p stagger-lab --bin fleet_fit -- --real /tmp/fleet-real-1.json --real /tmp/fleet-real-2.json \
+//!     --real /tmp/fleet-real-sasl-1.json --real /tmp/fleet-real-sasl-2.json --out docs/performance/fleet-vs-real.md
+//! ```
+//!
+//! Several runs of one listener are compared through their mean (geometric for times); their
+//! spread around it is printed as the machine's noise, and the fit averages their prices.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use stagger::RefreshConfig;
+use stagger_sim::fleet::{FleetConfig, FleetScenario, ScenarioResult, Security, Strategy, WarmFleet};
+
+const SCENARIOS: [FleetScenario; 3] = [FleetScenario::Healthy, FleetScenario::OneHung, FleetScenario::FailoverStorm];
+
+/// The bounds of the gentleness issue: a typical factor within these, per metric.
+const BOUND_TIME: f64 = 1.5;
+const BOUND_COUNT: f64 = 1.15;
+
+/// What `fleet_real` wrote, as far as the fit reads it.
+#[derive(Clone, Debug, Deserialize)]
+struct RealFile {
+    #[serde(default)]
+    machine: String,
+    #[serde(default)]
+    kafka_version: String,
+    #[serde(default = "plaintext")]
+    listener: String,
+    clients: u32,
+    brokers: u32,
+    warmup_refreshes: u32,
+    warmup_spacing_ms: f64,
+    settle_ms: f64,
+    request_window_ms: f64,
+    storm_window_ms: f64,
+    peak_window_ms: f64,
+    seed: u64,
+    fit: Prices,
+    runs: Vec<RealRun>,
+}
+
+fn plaintext() -> String {
+    "plaintext".into()
+}
+
+/// The prices `fleet_real` fitted (µs). Missing ones are `None` and the fit says so.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+struct Prices {
+    rtt_us: Option<f64>,
+    metadata_rest_us: Option<f64>,
+    api_versions_rest_us: Option<f64>,
+    metadata_saturated_us: Option<f64>,
+    api_versions_saturated_us: Option<f64>,
+    /// A fresh connection's broker-side cost beside its requests (over SASL_SSL including
+    /// the TLS handshake and the SASL exchange).
+    connection_saturated_us: Option<f64>,
+    /// Over SASL_SSL: the same cost measured over PLAINTEXT in the same run.
+    plaintext_connection_saturated_us: Option<f64>,
+    /// Over SASL_SSL: client-observed TLS handshake and SASL exchange at rest.
+    tls_rest_us: Option<f64>,
+    sasl_rest_us: Option<f64>,
+}
+
+/// One scenario × strategy of a real run.
+#[derive(Clone, Debug, Deserialize)]
+struct RealRun {
+    scenario: String,
+    strategy: String,
+    refreshes: u64,
+    #[serde(default)]
+    failed: u64,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    attempts_per_refresh: f64,
+    requests_per_refresh: Option<f64>,
+    peak_requests: Option<f64>,
+    #[serde(default)]
+    connections_per_broker: Option<Vec<u64>>,
+    #[serde(default)]
+    api_versions_per_broker: Option<Vec<Option<u64>>>,
+    #[serde(default)]
+    cpu_busy: Option<f64>,
+}
+
+struct Args {
+    real: Vec<PathBuf>,
+    out: Option<PathBuf>,
+    strategies: Vec<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args { real: Vec::new(), out: None, strategies: vec!["adaptive".into(), "sequential".into()] };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--real" => args.real.push(PathBuf::from(value()?)),
+            "--out" => args.out = Some(PathBuf::from(value()?)),
+            "--strategies" => args.strategies = value()?.split(',').map(str::to_owned).collect(),
+            "-h" | "--help" => {
+                println!(
+                    "usage: fleet_fit --real PATH [--real PATH]... [--out PATH] [--strategies adaptive,sequential]"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
+        }
+    }
+    if args.real.is_empty() {
+        return Err("needs at least one --real PATH written by fleet_real".into());
+    }
+    for s in &args.strategies {
+        strategy(s)?;
+    }
+    Ok(args)
+}
+
+fn strategy(name: &str) -> Result<Strategy, String> {
+    Ok(match name {
+        "adaptive" => Strategy::core("adaptive", RefreshConfig::adaptive()),
+        "sequential" => Strategy::core("sequential", RefreshConfig::sequential()),
+        "staggered-500ms" => Strategy::core("staggered-500ms", RefreshConfig::staggered()),
+        "oracle" => Strategy::Oracle,
+        other => return Err(format!("unknown strategy {other:?} (adaptive, sequential, staggered-500ms, oracle)")),
+    })
+}
+
+fn micros(us: f64) -> Duration {
+    Duration::from_micros(us.max(0.0).round() as u64)
+}
+
+/// The compared numbers of one row. Per refresh: attempts, new connections, ApiVersions and
+/// Metadata requests; `None` where a source cannot count it (ApiVersions inside TLS).
+#[derive(Clone, Debug)]
+struct Row {
+    source: String,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    attempts: Option<f64>,
+    connections: Option<f64>,
+    api_versions: Option<f64>,
+    requests: Option<f64>,
+    peak: Option<f64>,
+    failed: u64,
+}
+
+/// The metrics in table order, with their bound.
+const METRICS: [(&str, f64); 7] = [
+    ("p50", BOUND_TIME),
+    ("p99", BOUND_TIME),
+    ("attempts", BOUND_COUNT),
+    ("connections", BOUND_COUNT),
+    ("ApiVersions", BOUND_COUNT),
+    ("Metadata", BOUND_COUNT),
+    ("peak", BOUND_COUNT),
+];
+
+impl Row {
+    fn values(&self) -> [Option<f64>; 7] {
+        [self.p50_ms, self.p99_ms, self.attempts, self.connections, self.api_versions, self.requests, self.peak]
+    }
+
+    fn sim(source: &str, r: &ScenarioResult) -> Row {
+        let per = |x: u64| Some(x as f64 / r.refreshes.max(1) as f64);
+        Row {
+            source: source.into(),
+            p50_ms: r.time_to_metadata.p50_ms,
+            p99_ms: r.time_to_metadata.p99_ms,
+            attempts: Some(r.attempts_per_refresh),
+            connections: per(r.connections),
+            api_versions: per(r.api_versions),
+            requests: Some(r.requests_per_refresh),
+            peak: Some(r.peak_requests as f64),
+            failed: r.failed as u64,
+        }
+    }
+
+    fn real(n: usize, v: &RealRun) -> Row {
+        let per = |x: u64| Some(x as f64 / v.refreshes.max(1) as f64);
+        let sum = |v: &[u64]| v.iter().sum::<u64>();
+        let api = v.api_versions_per_broker.as_ref().and_then(|b| b.iter().copied().sum::<Option<u64>>());
+        Row {
+            source: match v.cpu_busy {
+                Some(busy) => format!("**real #{n}** (cores {:.0} % busy)", busy * 100.0),
+                None => format!("**real #{n}**"),
+            },
+            p50_ms: v.p50_ms,
+            p99_ms: v.p99_ms,
+            attempts: Some(v.attempts_per_refresh),
+            connections: v.connections_per_broker.as_deref().and_then(|c| per(sum(c))),
+            api_versions: api.and_then(per),
+            requests: v.requests_per_refresh,
+            peak: v.peak_requests,
+            failed: v.failed,
+        }
+    }
+}
+
+/// The real runs' mean: geometric for times, arithmetic for counts.
+fn mean_row(rows: &[Row]) -> Option<Row> {
+    let n = rows.len() as f64;
+    if rows.is_empty() {
+        return None;
+    }
+    let geo = |f: fn(&Row) -> Option<f64>| -> Option<f64> {
+        let v: Option<Vec<f64>> = rows.iter().map(f).collect();
+        v.filter(|v| v.iter().all(|x| *x > 0.0)).map(|v| (v.iter().map(|x| x.ln()).sum::<f64>() / n).exp())
+    };
+    let avg = |f: fn(&Row) -> Option<f64>| -> Option<f64> {
+        let v: Option<Vec<f64>> = rows.iter().map(f).collect();
+        v.map(|v| v.iter().sum::<f64>() / n)
+    };
+    Some(Row {
+        source: format!("**real, mean of {}**", rows.len()),
+        p50_ms: geo(|r| r.p50_ms),
+        p99_ms: geo(|r| r.p99_ms),
+        attempts: avg(|r| r.attempts),
+        connections: avg(|r| r.connections),
+        api_versions: avg(|r| r.api_versions),
+        requests: avg(|r| r.requests),
+        peak: avg(|r| r.peak),
+        failed: rows.iter().map(|r| r.failed).sum(),
+    })
+}
+
+/// `sim ÷ real` per metric; 0 ÷ 0 is exact (1.0), `x ÷ 0` is off the scale (`None`).
+fn ratios(row: &Row, real: &Row) -> [Option<f64>; 7] {
+    let (a, b) = (row.values(), real.values());
+    core::array::from_fn(|i| match (a[i], b[i]) {
+        (Some(s), Some(r)) if s == 0.0 && r == 0.0 => Some(1.0),
+        (Some(s), Some(r)) if s > 0.0 && r > 0.0 => Some(s / r),
+        _ => None,
+    })
+}
+
+/// A fitted simulator configuration.
+struct Fit {
+    name: String,
+    how: String,
+    config: FleetConfig,
+}
+
+/// The fits of one listener's runs: broker prices at rest and saturated, and saturated on
+/// cores the brokers share as they do on this one machine.
+fn fits(files: &[RealFile]) -> Result<Vec<Fit>, String> {
+    let first = &files[0];
+    let avg = |f: fn(&Prices) -> Option<f64>| -> Option<f64> {
+        let v: Vec<f64> = files.iter().filter_map(|x| f(&x.fit)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let need = |x: Option<f64>, what: &str| x.ok_or_else(|| format!("the real runs have no fitted {what}"));
+    let rtt = need(avg(|p| p.rtt_us), "rtt_us")?;
+    let connection = need(avg(|p| p.connection_saturated_us), "connection_saturated_us")?;
+    let sasl = first.listener == "sasl_ssl";
+    let base = FleetConfig {
+        clients: first.clients,
+        brokers: first.brokers,
+        seed: first.seed,
+        rtt: micros(rtt),
+        warmup_refreshes: first.warmup_refreshes,
+        warmup_spacing: micros(first.warmup_spacing_ms * 1e3),
+        settle: micros(first.settle_ms * 1e3),
+        request_window: micros(first.request_window_ms * 1e3),
+        storm_window: micros(first.storm_window_ms * 1e3),
+        peak_window: micros(first.peak_window_ms * 1e3),
+        ..FleetConfig::default()
+    };
+    // A fresh connection's cost: over PLAINTEXT all of it is the accept; over SASL_SSL the
+    // part above the same run's PLAINTEXT connection is the TLS handshake's and the SASL
+    // exchange's, charged at the handshake.
+    let plain_connection = if sasl { avg(|p| p.plaintext_connection_saturated_us) } else { Some(connection) };
+    let accept = plain_connection.unwrap_or(connection.min(FleetConfig::default().accept_time.as_micros() as f64));
+    let secure_saturated = sasl.then(|| Security::sasl_ssl_scram(micros(connection - accept), Duration::ZERO));
+    let secure_rest = sasl.then(|| {
+        // Client-observed at rest, less the round trips the model already charges.
+        let tls = avg(|p| p.tls_rest_us).map_or(0.0, |t| (t - rtt).max(0.0));
+        let sasl = avg(|p| p.sasl_rest_us).map_or(0.0, |t| (t - 3.0 * rtt).max(0.0));
+        Security::sasl_ssl_scram(micros(tls), micros(sasl))
+    });
+    let mut out = Vec::new();
+    let rest = (avg(|p| p.metadata_rest_us), avg(|p| p.api_versions_rest_us));
+    if let (Some(meta), Some(api)) = rest {
+        out.push(Fit {
+            name: "sim (rest)".into(),
+            how: "broker times of the calm warm-ups (forwarder-timed medians); TLS and SASL client-observed at rest"
+                .into(),
+            config: FleetConfig {
+                service_time: micros(meta),
+                api_versions_time: micros(api),
+                accept_time: micros(accept),
+                security: secure_rest.unwrap_or(Security::PLAINTEXT),
+                ..base.clone()
+            },
+        });
+    }
+    let saturated = (avg(|p| p.metadata_saturated_us), avg(|p| p.api_versions_saturated_us));
+    if let (Some(meta), Some(api)) = saturated {
+        let config = FleetConfig {
+            service_time: micros(meta),
+            api_versions_time: micros(api),
+            accept_time: micros(accept),
+            security: secure_saturated.unwrap_or(Security::PLAINTEXT),
+            ..base.clone()
+        };
+        out.push(Fit {
+            name: "sim (saturated)".into(),
+            how: "1 / the answers per second of the storm's two survivors driven together; a fresh connection's \
+                  cost from connect-to-close loops"
+                .into(),
+            config: config.clone(),
+        });
+        out.push(Fit {
+            name: "sim (saturated, 2 shared cores)".into(),
+            how: "the saturated prices, and every broker's work also waiting for one of this machine's 2 cores".into(),
+            config: FleetConfig { shared_cores: 2, ..config },
+        });
+    }
+    if out.is_empty() {
+        return Err("the real runs have neither rest nor saturated broker times".into());
+    }
+    Ok(out)
+}
+
+fn fmt_ms(ms: Option<f64>) -> String {
+    match ms {
+        None => "gave up".into(),
+        Some(ms) if ms >= 1000.0 => format!("{:.2} s", ms / 1000.0),
+        Some(ms) if ms >= 100.0 => format!("{ms:.0} ms"),
+        Some(ms) if ms >= 10.0 => format!("{ms:.1} ms"),
+        Some(ms) => format!("{ms:.2} ms"),
+    }
+}
+
+fn fmt_count(x: Option<f64>) -> String {
+    x.map_or("—".into(), |x| if x >= 10.0 { format!("{x:.0}") } else { format!("{x:.3}") })
+}
+
+fn fmt_ratio(x: Option<f64>) -> String {
+    x.map_or("—".into(), |x| format!("{x:.2}"))
+}
+
+/// `exp(mean |ln r|)`: how far off a set of ratios typically is, as a factor ≥ 1.
+fn typical(ratios: &[f64]) -> Option<f64> {
+    (!ratios.is_empty()).then(|| (ratios.iter().map(|r| r.ln().abs()).sum::<f64>() / ratios.len() as f64).exp())
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("fleet_fit: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<(), String> {
+    let args = parse_args()?;
+    let started = Instant::now();
+    let mut groups: Vec<(String, Vec<RealFile>)> = Vec::new();
+    for path in &args.real {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let file: RealFile = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        match groups.iter_mut().find(|(l, _)| *l == file.listener) {
+            Some((_, files)) => {
+                let a = &files[0];
+                if (a.clients, a.brokers, a.warmup_refreshes) != (file.clients, file.brokers, file.warmup_refreshes)
+                    || a.request_window_ms != file.request_window_ms
+                    || a.storm_window_ms != file.storm_window_ms
+                {
+                    return Err(format!(
+                        "{} runs a different fleet than the other {} runs",
+                        path.display(),
+                        a.listener
+                    ));
+                }
+                files.push(file);
+            }
+            None => groups.push((file.listener.clone(), vec![file])),
+        }
+    }
+    let mut md = String::new();
+    header(&mut md, &groups);
+    let mut summary = Vec::new();
+    for (listener, files) in &groups {
+        let fits = fits(files)?;
+        let mut results: Vec<Vec<Vec<ScenarioResult>>> = Vec::new();
+        for f in &fits {
+            let mut per_strategy = Vec::new();
+            for name in &args.strategies {
+                let t = Instant::now();
+                let warm = WarmFleet::new(&f.config, &strategy(name)?);
+                per_strategy.push(SCENARIOS.iter().map(|&s| warm.run(s)).collect::<Vec<_>>());
+                eprintln!("fleet_fit: {listener} {:<32} {:<12} {:.1} s", f.name, name, t.elapsed().as_secs_f64());
+            }
+            results.push(per_strategy);
+        }
+        summary.push(section(&mut md, listener, files, &fits, &results, &args.strategies));
+    }
+    verdict(&mut md, &summary);
+    print!("{md}");
+    if let Some(out) = &args.out {
+        std::fs::write(out, &md).map_err(|e| format!("writing {}: {e}", out.display()))?;
+        eprintln!("fleet_fit: wrote {}", out.display());
+    }
+    eprintln!("fleet_fit: done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn header(md: &mut String, groups: &[(String, Vec<RealFile>)]) {
+    let first = &groups[0].1[0];
+    let _ = writeln!(md, "# The fleet model against a real cluster\n");
+    let _ = writeln!(
+        md,
+        "{} real `stagger_tokio::Client`s in one process against a real {}-broker Apache Kafka {} cluster on loopback \
+         (machine: {}), and the fleet simulator (`stagger_sim::fleet`) at the same scale with its prices fitted to what \
+         that cluster charged. Listeners: {}. Generated by `lab/src/bin/fleet_fit.rs` from `fleet_real`'s JSON; \
+         reproduce with the commands in its module doc (each real run starts and stops its own cluster).\n",
+        first.clients,
+        first.brokers,
+        first.kafka_version,
+        first.machine,
+        groups.iter().map(|(l, f)| format!("{l} ({} runs)", f.len())).collect::<Vec<_>>().join(", ")
+    );
+    let _ = writeln!(
+        md,
+        "What the simulator charges (`sim/src/fleet/mod.rs`): a Metadata request `service_time` (exponential), an \
+         ApiVersions request `api_versions_time`, an accepted connection `accept_time`, over TLS a handshake of one round \
+         trip and `tls_time`, over SASL SCRAM three more round trips and `sasl_time`, all in the broker's one queue. \
+         Real counts: time to metadata from `Client::refresh_because` to its return; attempts from `Client::stats`; \
+         connections accepted by the counting forwarders; ApiVersions and Metadata from the forwarders over PLAINTEXT \
+         and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —). \
+         Factors are simulated ÷ real; the bounds are ×{BOUND_TIME} on p50 and p99 and ×{BOUND_COUNT} on the counts.\n"
+    );
+}
+
+/// Per fit: the typical factor per metric over every cell, for the verdict.
+struct Summary {
+    listener: String,
+    fits: Vec<(String, [Option<f64>; 7], Vec<String>)>,
+}
+
+fn section(
+    md: &mut String,
+    listener: &str,
+    files: &[RealFile],
+    fits: &[Fit],
+    results: &[Vec<Vec<ScenarioResult>>],
+    strategies: &[String],
+) -> Summary {
+    let _ = writeln!(md, "## {}\n", listener.to_uppercase());
+    let _ = writeln!(md, "### Fitted prices\n");
+    let _ = writeln!(
+        md,
+        "| fit | rtt | Metadata | ApiVersions | accept | TLS | SASL | shared cores | how |\n|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for f in fits {
+        let c = &f.config;
+        let us = |d: Duration| format!("{} µs", d.as_micros());
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            f.name,
+            us(c.rtt),
+            us(c.service_time),
+            us(c.api_versions_time),
+            us(c.accept_time),
+            c.security.tls_time.map_or("—".into(), us),
+            if c.security.sasl_round_trips > 0 {
+                format!("{} RTT + {}", c.security.sasl_round_trips, us(c.security.sasl_time))
+            } else {
+                "—".into()
+            },
+            if c.shared_cores == 0 { "—".into() } else { c.shared_cores.to_string() },
+            f.how
+        );
+    }
+    let _ = writeln!(md);
+    // ratios[fit][metric] over every cell; real noise the same way.
+    let mut cells: Vec<[Vec<f64>; 7]> = fits.iter().map(|_| Default::default()).collect();
+    let mut noise: [Vec<f64>; 7] = Default::default();
+    let mut worst: Vec<Vec<String>> = fits.iter().map(|_| Vec::new()).collect();
+    for (si, &scenario) in SCENARIOS.iter().enumerate() {
+        let _ = writeln!(md, "### {}\n", scenario.title());
+        let _ = writeln!(
+            md,
+            "| strategy | source | p50 | p99 | attempts | connections | ApiVersions | Metadata | peak / 100 ms | gave up | factors (p50, p99, attempts, connections, ApiVersions, Metadata, peak) |"
+        );
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+        for (k, name) in strategies.iter().enumerate() {
+            let reals: Vec<Row> = files
+                .iter()
+                .enumerate()
+                .filter_map(|(n, f)| {
+                    f.runs
+                        .iter()
+                        .find(|r| r.scenario == scenario.name() && r.strategy == *name)
+                        .map(|r| Row::real(n + 1, r))
+                })
+                .collect();
+            let mean = mean_row(&reals);
+            let mut line = |row: &Row, factors: Option<[Option<f64>; 7]>| {
+                let _ = writeln!(
+                    md,
+                    "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    row.source,
+                    fmt_ms(row.p50_ms),
+                    fmt_ms(row.p99_ms),
+                    fmt_count(row.attempts),
+                    fmt_count(row.connections),
+                    fmt_count(row.api_versions),
+                    fmt_count(row.requests),
+                    fmt_count(row.peak),
+                    row.failed,
+                    factors.map_or(String::new(), |f| f.iter().map(|x| fmt_ratio(*x)).collect::<Vec<_>>().join(" · "))
+                );
+            };
+            if reals.len() > 1 {
+                for r in &reals {
+                    let f = mean.as_ref().map(|m| ratios(r, m));
+                    if let Some(f) = f {
+                        for (m, x) in f.iter().enumerate() {
+                            noise[m].extend(x);
+                        }
+                    }
+                    line(r, f);
+                }
+            }
+            if let Some(m) = &mean {
+                line(m, None);
+            }
+            for (fi, f) in fits.iter().enumerate() {
+                let row = Row::sim(&f.name, &results[fi][k][si]);
+                let factors = mean.as_ref().map(|m| ratios(&row, m));
+                if let Some(factors) = factors {
+                    for (m, x) in factors.iter().enumerate() {
+                        cells[fi][m].extend(x);
+                        if let Some(x) = x.filter(|x| x.ln().abs() > METRICS[m].1.ln()) {
+                            worst[fi].push(format!("{} {name} {} ×{x:.2}", scenario.name(), METRICS[m].0));
+                        }
+                    }
+                }
+                line(&row, factors);
+            }
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md, "### How far off, typically\n");
+    let _ = writeln!(md, "`exp(mean |ln(sim ÷ real)|)` over every cell above; the real runs' row is their spread around their mean (this machine's noise).\n");
+    let _ = writeln!(md, "| fit | {} |", METRICS.map(|m| m.0).join(" | "));
+    let _ = writeln!(md, "|---|{}", "---:|".repeat(METRICS.len()));
+    let mut out = Summary { listener: listener.into(), fits: Vec::new() };
+    let fmt_typ = |t: Option<f64>| t.map_or("—".into(), |t| format!("×{t:.2}"));
+    for (fi, f) in fits.iter().enumerate() {
+        let t: [Option<f64>; 7] = core::array::from_fn(|m| typical(&cells[fi][m]));
+        let _ = writeln!(md, "| {} | {} |", f.name, t.map(fmt_typ).join(" | "));
+        out.fits.push((f.name.clone(), t, worst[fi].clone()));
+    }
+    if noise.iter().any(|n| !n.is_empty()) {
+        let t: [Option<f64>; 7] = core::array::from_fn(|m| typical(&noise[m]));
+        let _ = writeln!(md, "| real runs (noise) | {} |", t.map(fmt_typ).join(" | "));
+    }
+    let _ = writeln!(md);
+    out
+}
+
+fn verdict(md: &mut String, summaries: &[Summary]) {
+    let _ = writeln!(md, "## Within the bounds?\n");
+    for s in summaries {
+        for (name, typical, worst) in &s.fits {
+            let off: Vec<String> = METRICS
+                .iter()
+                .zip(typical)
+                .filter_map(|((m, bound), t)| t.filter(|t| t > bound).map(|t| format!("{m} ×{t:.2}")))
+                .collect();
+            let _ = writeln!(
+                md,
+                "* **{} {}:** {}{}",
+                s.listener.to_uppercase(),
+                name,
+                if off.is_empty() {
+                    "typical factors within the bounds".to_string()
+                } else {
+                    format!("typically off in {}", off.join(", "))
+                },
+                if worst.is_empty() { String::new() } else { format!("; cells outside: {}", worst.join("; ")) }
+            );
+        }
+    }
+    let _ = writeln!(md);
+}
