@@ -4,7 +4,8 @@
 #
 #   bash scripts/kafka.sh start [--version 4.4.0] [--brokers 3] [--dir DIR] [--base-port P]
 #                               [--lifetime SECONDS] [--owner PID] [--advertise-plaintext A1,A2,..]
-#                               [--broker-property KEY=VALUE]...
+#                               [--advertise-sasl-ssl A1,A2,..] [--broker-property KEY=VALUE]...
+#                               [--request-log]
 #   eval "$(bash scripts/kafka.sh env [--dir DIR])"   # KAFKA_PLAINTEXT=127.0.0.1:p1,... and more
 #   bash scripts/kafka.sh restart --node N [--dir DIR] # start node N again (after a SIGKILL)
 #   bash scripts/kafka.sh stop [--dir DIR]             # stop every broker it started, remove DIR
@@ -18,9 +19,17 @@
 # A watchdog stops the cluster after --lifetime seconds (default 1800), or as soon as the
 # process --owner names has exited, so nothing lingers when a test run dies.
 # --advertise-plaintext makes node i advertise Ai instead of its own PLAINTEXT address (a test
-# puts a forwarder there, to re-point a broker's address at another cluster).
+# puts a forwarder there, to re-point a broker's address at another cluster);
+# --advertise-sasl-ssl does the same for SASL_SSL (a counting forwarder that relays the TLS
+# bytes: it must be listening before the start, whose SASL_SSL check may be sent on to it).
+# Both take exactly one host:port per broker.
 # --broker-property adds KEY=VALUE to every node's server.properties (a broker protection such
 # as max.connection.creation.rate, say); repeat it for more.
+# --request-log makes every broker log each request it completes ("Completed request:{json}",
+# Kafka's kafka.request.logger at DEBUG) into DIR/node-i/request.log, one line per request
+# prefixed with the epoch milliseconds of the line; `env` names the files in
+# KAFKA_REQUEST_LOGS (empty without it). Requests the SASL authenticator handles before a
+# connection is authenticated are not in it. Logging costs the broker work per request.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,6 +44,8 @@ lifetime=1800
 owner=""
 node=""
 advertise_plaintext=""
+advertise_sasl_ssl=""
+request_log=""
 broker_properties=()
 readonly sasl_user="stagger" sasl_password="stagger-secret"
 
@@ -44,8 +55,21 @@ die() {
 }
 
 usage() {
-  sed -n '2,23p' "$script" | sed 's/^# \{0,1\}//' >&2
+  # The header comment: from line 2 up to the first line that is not a comment.
+  awk 'NR > 1 && !/^#/ { exit } NR > 1' "$script" | sed 's/^# \{0,1\}//' >&2
   exit 2
+}
+
+check_advertised() { # check_advertised FLAG LIST: exactly one host:port per broker
+  local flag="$1" list="$2" address
+  local -a addresses
+  IFS=, read -r -a addresses <<<"$list"
+  [ "${#addresses[@]}" = "$brokers" ] && [ "${list%,}" = "$list" ] ||
+    die "$flag needs one host:port per broker ($brokers), comma-separated, not '$list'"
+  for address in "${addresses[@]}"; do
+    [[ "$address" =~ ^[^:,[:space:]]+:[0-9]+$ ]] ||
+      die "$flag needs one host:port per broker ($brokers), comma-separated, not '$list'"
+  done
 }
 
 parse_args() {
@@ -59,6 +83,8 @@ parse_args() {
       --owner) owner="${2:?--owner needs a value}"; shift 2 ;;
       --node) node="${2:?--node needs a value}"; shift 2 ;;
       --advertise-plaintext) advertise_plaintext="${2:?--advertise-plaintext needs a value}"; shift 2 ;;
+      --advertise-sasl-ssl) advertise_sasl_ssl="${2:?--advertise-sasl-ssl needs a value}"; shift 2 ;;
+      --request-log) request_log=1; shift ;;
       --broker-property)
         [[ "${2:-}" =~ ^[a-z][a-z0-9._-]*=[^[:space:]]+$ ]] ||
           die "--broker-property needs KEY=VALUE (a lower-case Kafka property, a value without spaces), not '${2:-}'"
@@ -76,6 +102,8 @@ parse_args() {
   fi
   [[ "$lifetime" =~ ^[0-9]+$ ]] || die "--lifetime must be a number of seconds, not '$lifetime'"
   [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--version must look like 4.4.0, not '$version'"
+  [ -z "$advertise_plaintext" ] || check_advertised --advertise-plaintext "$advertise_plaintext"
+  [ -z "$advertise_sasl_ssl" ] || check_advertised --advertise-sasl-ssl "$advertise_sasl_ssl"
 }
 
 # One clear sentence when Java or Maven is missing or too old.
@@ -118,11 +146,20 @@ java_cmd() { # java_cmd LOG_FILE LOG_LEVEL HEAP: sets JAVA to the JVM a short-li
     -cp "$lib/*")
 }
 
-broker_java_cmd() { # broker_java_cmd LOG_FILE: sets JAVA to a broker's JVM
-  java_cmd "$1" INFO 384m
+broker_java_cmd() { # broker_java_cmd NODE: sets JAVA to node NODE's broker JVM
+  java_cmd "$dir/node-$1/server.log" INFO 384m
   # A broker runs with the full JIT, as in production: answer times are what the
   # real-socket benchmark measures (the tools' C1-only JIT only makes them start faster).
   JAVA=("${JAVA[@]/-XX:TieredStopAtLevel=1/-XX:+TieredCompilation}")
+  if [ -n "$request_log" ]; then
+    # log4j2.properties sends kafka.request.logger at this level to this file (without
+    # them: WARN, into the broker's own log).
+    JAVA+=("-Dstagger.request.log.file=$(request_log_file "$1")" -Dstagger.request.log.level=DEBUG)
+  fi
+}
+
+request_log_file() { # request_log_file NODE
+  echo "$dir/node-$1/request.log"
 }
 
 # A CA and one broker certificate for 127.0.0.1 and localhost, PEM (key and chain in one file).
@@ -150,11 +187,10 @@ write_properties() { # write_properties NODE
   local rf=$((brokers < 3 ? brokers : 3))
   local p s sp ss c
   p="$(port "$i" 0)" s="$(port "$i" 1)" sp="$(port "$i" 2)" ss="$(port "$i" 3)" c="$(port "$i" 4)"
-  local advertised="127.0.0.1:$p"
-  if [ -n "$advertise_plaintext" ]; then
-    advertised="$(echo "$advertise_plaintext" | cut -d, -f"$i")"
-    [[ "$advertised" =~ ^[^:]+:[0-9]+$ ]] || die "--advertise-plaintext needs one host:port per broker"
-  fi
+  # parse_args checked the lists: one host:port per broker.
+  local advertised="127.0.0.1:$p" advertised_sasl_ssl="127.0.0.1:$ss"
+  [ -z "$advertise_plaintext" ] || advertised="$(echo "$advertise_plaintext" | cut -d, -f"$i")"
+  [ -z "$advertise_sasl_ssl" ] || advertised_sasl_ssl="$(echo "$advertise_sasl_ssl" | cut -d, -f"$i")"
   local plain="org.apache.kafka.common.security.plain.PlainLoginModule required user_$sasl_user=\"$sasl_password\";"
   local scram="org.apache.kafka.common.security.scram.ScramLoginModule required;"
   # OAUTHBEARER (SASL_PLAINTEXT only) validates unsecured JWTs: {"alg":"none"}, a `sub` and an `exp`.
@@ -166,7 +202,7 @@ node.id=$i
 controller.quorum.voters=$voters
 controller.listener.names=CONTROLLER
 listeners=PLAINTEXT://127.0.0.1:$p,SSL://127.0.0.1:$s,SASL_PLAINTEXT://127.0.0.1:$sp,SASL_SSL://127.0.0.1:$ss,CONTROLLER://127.0.0.1:$c
-advertised.listeners=PLAINTEXT://$advertised,SSL://127.0.0.1:$s,SASL_PLAINTEXT://127.0.0.1:$sp,SASL_SSL://127.0.0.1:$ss
+advertised.listeners=PLAINTEXT://$advertised,SSL://127.0.0.1:$s,SASL_PLAINTEXT://127.0.0.1:$sp,SASL_SSL://$advertised_sasl_ssl
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/node-$i/data
@@ -215,7 +251,7 @@ format_node() { # format_node NODE CLUSTER_ID: storage, with the SCRAM credentia
 
 launch_node() { # launch_node NODE: starts the broker in its own session; records its pid
   local i="$1"
-  broker_java_cmd "$dir/node-$i/server.log"
+  broker_java_cmd "$i"
   setsid "${JAVA[@]}" kafka.Kafka "$dir/node-$i/server.properties" \
     </dev/null >"$dir/node-$i/stdout.log" 2>&1 &
   echo $! >"$dir/node-$i/pid"
@@ -250,9 +286,10 @@ addresses() { # addresses OFFSET: the comma-separated list of one listener over 
 }
 
 write_env() {
-  local pids="" n
+  local pids="" logs="" n
   for n in $(seq 1 "$brokers"); do
     pids="${pids:+$pids,}$(cat "$dir/node-$n/pid")"
+    [ -z "$request_log" ] || logs="${logs:+$logs,}$(request_log_file "$n")"
   done
   cat >"$dir/cluster.env.tmp" <<EOF
 KAFKA_VERSION=$version
@@ -268,6 +305,7 @@ KAFKA_SASL_USERNAME=$sasl_user
 KAFKA_SASL_PASSWORD=$sasl_password
 KAFKA_CLUSTER_ID=$cluster_id
 KAFKA_PIDS=$pids
+KAFKA_REQUEST_LOGS=$logs
 EOF
   mv "$dir/cluster.env.tmp" "$dir/cluster.env"
 }
@@ -277,6 +315,8 @@ load_state() {
   # shellcheck disable=SC1091
   . "$dir/cluster.env"
   version="$KAFKA_VERSION" brokers="$KAFKA_BROKERS" base_port="$KAFKA_BASE_PORT" cluster_id="$KAFKA_CLUSTER_ID"
+  # A restarted node logs its requests as it did before (into the same file, appended).
+  request_log="${KAFKA_REQUEST_LOGS:+1}"
   lib="$pom_dir/target/kafka-$version"
 }
 

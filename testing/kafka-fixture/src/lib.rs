@@ -61,6 +61,11 @@ pub struct Options {
     pub brokers: u32,
     /// Addresses node i advertises for PLAINTEXT instead of its own (see [`Forwarder`]).
     pub advertise_plaintext: Option<Vec<String>>,
+    /// Addresses node i advertises for SASL_SSL instead of its own: forwarders that relay
+    /// the TLS bytes to the broker's SASL_SSL port (the broker's certificate is for
+    /// 127.0.0.1 and localhost, so a forwarder on 127.0.0.1 verifies). They must be
+    /// listening before the cluster starts: its readiness check may be sent on to them.
+    pub advertise_sasl_ssl: Option<Vec<String>>,
     /// First port of node 1 (node i's PLAINTEXT listener is `base + 10 (i - 1)`); `None`
     /// picks a free block. Set it (from [`free_base_port`]) when something must point at a
     /// broker before it starts, such as a forwarder it advertises.
@@ -69,17 +74,24 @@ pub struct Options {
     /// --broker-property`): a broker protection under test, such as
     /// `max.connection.creation.rate`.
     pub broker_properties: Vec<String>,
+    /// Every broker logs each request it completes into a file of its own (`kafka.sh
+    /// --request-log`; [`KafkaCluster::request_logs`]): what counts requests inside TLS,
+    /// where a forwarder cannot read them.
+    pub request_log: bool,
 }
 
 impl Default for Options {
-    /// Kafka [`DEFAULT_VERSION`], three brokers, advertising their own addresses.
+    /// Kafka [`DEFAULT_VERSION`], three brokers, advertising their own addresses, no
+    /// request log.
     fn default() -> Self {
         Options {
             version: DEFAULT_VERSION.to_owned(),
             brokers: 3,
             advertise_plaintext: None,
+            advertise_sasl_ssl: None,
             base_port: None,
             broker_properties: Vec::new(),
+            request_log: false,
         }
     }
 }
@@ -166,6 +178,15 @@ impl KafkaCluster {
         PathBuf::from(self.var("KAFKA_CA"))
     }
 
+    /// Every broker's request log, in node order, when the cluster was started with
+    /// [`Options::request_log`]: one line per request the broker completed, `EPOCH_MS
+    /// Completed request:{json}` (Kafka's `kafka.request.logger` at DEBUG; the JSON names
+    /// the request header, listener and timings). A restarted node appends to its file.
+    pub fn request_logs(&self) -> Option<Vec<PathBuf>> {
+        let files = self.env.get("KAFKA_REQUEST_LOGS").filter(|v| !v.is_empty())?;
+        Some(files.split(',').map(PathBuf::from).collect())
+    }
+
     /// Node `node`'s PLAINTEXT address.
     pub fn address(&self, node: u32) -> String {
         self.plaintext()[node as usize - 1].clone()
@@ -247,6 +268,12 @@ impl KafkaCluster {
         ];
         if let Some(addresses) = &options.advertise_plaintext {
             args.extend(["--advertise-plaintext".to_owned(), addresses.join(",")]);
+        }
+        if let Some(addresses) = &options.advertise_sasl_ssl {
+            args.extend(["--advertise-sasl-ssl".to_owned(), addresses.join(",")]);
+        }
+        if options.request_log {
+            args.push("--request-log".to_owned());
         }
         for property in &options.broker_properties {
             args.extend(["--broker-property".to_owned(), property.clone()]);
@@ -390,6 +417,37 @@ mod tests {
             let stderr = String::from_utf8_lossy(&output.stderr);
             assert!(!output.status.success(), "{bad}: {stderr}");
             assert!(stderr.contains("--broker-property needs KEY=VALUE") && stderr.contains(bad), "{bad}: {stderr}");
+        }
+        assert!(!dir.exists(), "nothing was started");
+    }
+
+    /// A malformed `--advertise-plaintext` or `--advertise-sasl-ssl` (not exactly one
+    /// host:port per broker) is refused before anything starts, with a message that names
+    /// the flag and the list.
+    #[test]
+    fn a_malformed_advertised_list_is_refused_by_name() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kafka.sh");
+        let dir = std::env::temp_dir().join(format!("stagger-kafka-refused-advertised-{}", std::process::id()));
+        let bad = [
+            "127.0.0.1:1,127.0.0.1:2",
+            "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4",
+            "127.0.0.1:1,127.0.0.1:2,127.0.0.1",
+            "127.0.0.1:1,,127.0.0.1:3",
+            "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,",
+            "127.0.0.1:1,127.0.0.1:2,127.0.0.1:x",
+        ];
+        for flag in ["--advertise-plaintext", "--advertise-sasl-ssl"] {
+            for list in bad {
+                let output = Command::new("bash")
+                    .arg(&script)
+                    .args(["start", "--brokers", "3", "--dir", &dir.to_string_lossy(), flag, list])
+                    .output()
+                    .expect("run bash scripts/kafka.sh");
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                assert!(!output.status.success(), "{flag} {list}: {stderr}");
+                let named = format!("{flag} needs one host:port per broker (3)");
+                assert!(stderr.contains(&named) && stderr.contains(list), "{flag} {list}: {stderr}");
+            }
         }
         assert!(!dir.exists(), "nothing was started");
     }

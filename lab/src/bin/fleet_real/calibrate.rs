@@ -70,9 +70,8 @@ pub async fn capture(broker: SocketAddr, client_id: &str) -> Res<Frames> {
     }
 }
 
-/// Writes `frame` and reads one whole response frame.
 /// The completion times the tasks of `set` report, gathered by target (`targets` of them).
-async fn by_target(mut set: JoinSet<Res<(usize, Vec<Instant>)>>, targets: usize) -> Res<Vec<Vec<Instant>>> {
+pub async fn by_target(mut set: JoinSet<Res<(usize, Vec<Instant>)>>, targets: usize) -> Res<Vec<Vec<Instant>>> {
     let mut by_target: Vec<Vec<Instant>> = vec![Vec::new(); targets];
     while let Some(joined) = set.join_next().await {
         let (ti, done) = joined??;
@@ -81,6 +80,7 @@ async fn by_target(mut set: JoinSet<Res<(usize, Vec<Instant>)>>, targets: usize)
     Ok(by_target)
 }
 
+/// Writes `frame` and reads one whole response frame.
 async fn round_trip(tcp: &mut TcpStream, frame: &[u8], buf: &mut Vec<u8>) -> Res<()> {
     tcp.write_all(frame).await?;
     let mut size = [0u8; 4];
@@ -192,13 +192,7 @@ pub async fn burst(
         one = burst_once(targets, frame, api, connections, requests_per_target).await?;
         repetitions.push(one.per_second.clone());
     }
-    let per_second: Vec<f64> = (0..targets.len())
-        .map(|t| {
-            let mut v: Vec<f64> = repetitions.iter().map(|r| r[t]).collect();
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let per_second = median_per_target(&repetitions, targets.len());
     Ok(Burst {
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
@@ -235,14 +229,8 @@ async fn burst_once(
             });
         }
     }
-    let mut by_target = by_target(set, targets.len()).await?;
-    for done in &mut by_target {
-        done.sort();
-        // The steady middle: drop the first and last 10 % (ramp-up, stragglers).
-        let n = done.len();
-        let (a, b) = (n / 10, n - n / 10 - 1);
-        let secs = done[b].duration_since(done[a]).as_secs_f64();
-        per_second.push(if secs > 0.0 { (b - a) as f64 / secs } else { 0.0 });
+    for done in &mut by_target(set, targets.len()).await? {
+        per_second.push(steady_rate(done));
     }
     Ok(Burst {
         targets: targets.iter().map(ToString::to_string).collect(),
@@ -288,24 +276,10 @@ pub async fn churn(
                 });
             }
         }
-        let mut by_target = by_target(set, targets.len()).await?;
-        let mut rates = Vec::new();
-        for done in &mut by_target {
-            done.sort();
-            let n = done.len();
-            let (a, b) = (n / 10, n - n / 10 - 1);
-            let secs = done[b].duration_since(done[a]).as_secs_f64();
-            rates.push(if secs > 0.0 { (b - a) as f64 / secs } else { 0.0 });
-        }
+        let rates = by_target(set, targets.len()).await?.iter_mut().map(|done| steady_rate(done)).collect();
         repetitions.push(rates);
     }
-    let per_second: Vec<f64> = (0..targets.len())
-        .map(|t| {
-            let mut v: Vec<f64> = repetitions.iter().map(|r| r[t]).collect();
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let per_second = median_per_target(&repetitions, targets.len());
     Ok(Burst {
         targets: targets.iter().map(ToString::to_string).collect(),
         api: "connect+api_versions+metadata",
@@ -315,6 +289,34 @@ pub async fn churn(
         per_second,
         repetitions,
     })
+}
+
+/// Completions per second in the steady middle of `done` (sorted here): the first and last
+/// 10 % are dropped (ramp-up, stragglers).
+pub fn steady_rate(done: &mut [Instant]) -> f64 {
+    done.sort();
+    let n = done.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let (a, b) = (n / 10, n - n / 10 - 1);
+    let secs = done[b].duration_since(done[a]).as_secs_f64();
+    if secs > 0.0 {
+        (b - a) as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// Per target, the median over `repetitions` (each one value per target).
+pub fn median_per_target(repetitions: &[Vec<f64>], targets: usize) -> Vec<f64> {
+    (0..targets)
+        .map(|t| {
+            let mut v: Vec<f64> = repetitions.iter().map(|r| r[t]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect()
 }
 
 /// Warms every broker's request path up (the JIT compiles it), `count` Metadata requests each.

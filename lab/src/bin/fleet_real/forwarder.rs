@@ -8,6 +8,16 @@
 //! order), so it also knows how long the broker took: the time between the request passing
 //! and the end of its response passing. Connections accepted are counted too.
 //!
+//! Over TLS ([`Framing::Tls`]) the frames are encrypted: the forwarder then cuts both
+//! directions into TLS records (1-byte content type, 2-byte version, 2-byte length, the
+//! payload) and records, per connection, when the ClientHello passed, when the broker's
+//! first handshake record (its ServerHello) came back, when the client's first encrypted
+//! record passed (TLS 1.3's client Finished: sent only once it has verified the broker's whole
+//! first flight; the dummy ChangeCipherSpec of middlebox compatibility may come earlier and
+//! is not counted), and when the broker first sent anything after that (the handshake is
+//! established: a session ticket or the first answer). That much is visible in the clear;
+//! requests are not.
+//!
 //! A forwarder can be made to refuse ([`Forwarder::refuse`]): it closes its listener (new
 //! connections are refused by the kernel, as a dead broker's are) and every connection it
 //! carries; [`Forwarder::accept_again`] binds the same port again.
@@ -42,15 +52,44 @@ pub struct Request {
     pub took_us: Option<u64>,
 }
 
+/// The TLS handshake of one connection as it passed a [`Framing::Tls`] forwarder (µs since
+/// the time base).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Handshake {
+    /// The client's ClientHello (its first handshake record) passed.
+    pub hello_us: u64,
+    /// The broker's first handshake record (ServerHello) passed back: the broker process
+    /// did the key exchange (a stopped broker never gets here).
+    pub answered_us: Option<u64>,
+    /// The client's first encrypted record (its Finished) passed: it had verified the
+    /// broker's whole first flight.
+    pub finished_us: Option<u64>,
+    /// The broker sent something after the client's Finished: established.
+    pub established_us: Option<u64>,
+}
+
 /// What one forwarder saw.
 #[derive(Debug, Default)]
 pub struct Log {
-    /// Every request, in the order it was answered or (unanswered) as the connection ended.
+    /// Every request, in the order it was answered or (unanswered) as the connection ended
+    /// (none for [`Framing::Tls`]: its requests are encrypted).
     pub requests: Vec<Request>,
     /// When each connection was accepted (µs since the time base).
     pub accepted_us: Vec<u64>,
     /// How long each TCP connect from the forwarder to the broker took (µs).
     pub upstream_connect_us: Vec<u64>,
+    /// Every TLS handshake begun ([`Framing::Tls`]), logged once established (a kept
+    /// connection may stay open long after) or else as its connection ends.
+    pub handshakes: Vec<Handshake>,
+}
+
+/// What a forwarder reads of the bytes it passes on.
+#[derive(Clone, Debug)]
+pub enum Framing {
+    /// Plain Kafka frames; requests whose client id is this one are the fleet's.
+    Kafka(String),
+    /// TLS records (the Kafka frames inside are encrypted).
+    Tls,
 }
 
 /// A running forwarder. Its tasks end when the runtime they were spawned on shuts down.
@@ -74,13 +113,13 @@ impl Forwarder {
         bind: SocketAddr,
         target: SocketAddr,
         base: Instant,
-        client_id: &str,
+        framing: Framing,
     ) -> std::io::Result<Forwarder> {
         let listener = TcpListener::bind(bind).await?;
         let address = listener.local_addr()?;
         let log = Arc::new(Mutex::new(Log::default()));
         let (open, opened) = watch::channel(true);
-        let ctx = Arc::new(Ctx { target, base, client_id: client_id.as_bytes().to_vec(), log: log.clone() });
+        let ctx = Arc::new(Ctx { target, base, framing, log: log.clone() });
         tokio::spawn(serve(listener, address, ctx, opened));
         Ok(Forwarder { address, log, open })
     }
@@ -109,7 +148,7 @@ impl Forwarder {
 struct Ctx {
     target: SocketAddr,
     base: Instant,
-    client_id: Vec<u8>,
+    framing: Framing,
     log: Arc<Mutex<Log>>,
 }
 
@@ -157,14 +196,31 @@ async fn serve(mut listener: TcpListener, address: SocketAddr, ctx: Arc<Ctx>, mu
     }
 }
 
-/// One connection: connect upstream, then pass bytes both ways, logging frames, until either
-/// side closes or the forwarder is told to refuse.
-async fn carry(client: TcpStream, ctx: Arc<Ctx>, mut open: watch::Receiver<bool>) {
+/// One connection: connect upstream, then pass bytes both ways, logging what the framing
+/// shows, until either side closes or the forwarder is told to refuse.
+async fn carry(client: TcpStream, ctx: Arc<Ctx>, open: watch::Receiver<bool>) {
     let _ = client.set_nodelay(true);
     let started = Instant::now();
     let Ok(server) = TcpStream::connect(ctx.target).await else { return };
     let _ = server.set_nodelay(true);
     lock(&ctx.log).upstream_connect_us.push(started.elapsed().as_micros() as u64);
+    match &ctx.framing {
+        Framing::Kafka(client_id) => carry_kafka(client, server, &ctx, client_id.as_bytes(), open).await,
+        Framing::Tls => carry_tls(client, server, &ctx, open).await,
+    }
+}
+
+/// Resolves when the forwarder is told to refuse (or is gone).
+async fn refused(mut open: watch::Receiver<bool>) {
+    loop {
+        if !*open.borrow_and_update() || open.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Passes Kafka frames both ways, logging each request and when its answer passed back.
+async fn carry_kafka(client: TcpStream, server: TcpStream, ctx: &Ctx, fleet_id: &[u8], open: watch::Receiver<bool>) {
     let (mut client_r, mut client_w) = client.into_split();
     let (mut server_r, mut server_w) = server.into_split();
     // Requests sent and not yet answered, oldest first.
@@ -182,7 +238,7 @@ async fn carry(client: TcpStream, ctx: Arc<Ctx>, mut open: watch::Receiver<bool>
                     header.first().copied().unwrap_or(0xff),
                     header.get(1).copied().unwrap_or(0xff),
                 ]);
-                let ours = client_id(header).is_some_and(|id| id == ctx.client_id.as_slice());
+                let ours = client_id(header).is_some_and(|id| id == fleet_id);
                 lock(&pending).push_back(Request { at_us: ctx.now_us(), api, ours, took_us: None });
             });
             if server_w.write_all(&buf[..n]).await.is_err() {
@@ -213,9 +269,75 @@ async fn carry(client: TcpStream, ctx: Arc<Ctx>, mut open: watch::Receiver<bool>
             }
         }
     };
-    let refused = async {
+    tokio::select! {
+        () = up => {}
+        () = down => {}
+        () = refused(open) => {}
+    }
+    // Requests never answered are logged too (a hung broker's).
+    let unanswered: Vec<Request> = lock(&pending).drain(..).collect();
+    lock(&ctx.log).requests.extend(unanswered);
+}
+
+/// TLS record content types (RFC 8446 §5.1).
+const CHANGE_CIPHER_SPEC: u8 = 20;
+const HANDSHAKE: u8 = 22;
+const APPLICATION_DATA: u8 = 23;
+
+/// Passes TLS records both ways, logging the handshake's steps (see the module docs).
+async fn carry_tls(client: TcpStream, server: TcpStream, ctx: &Ctx, open: watch::Receiver<bool>) {
+    let (mut client_r, mut client_w) = client.into_split();
+    let (mut server_r, mut server_w) = server.into_split();
+    // Both directions run in this one task (the select below), and a record is logged
+    // before it is passed on: the client's Finished is logged after every record of the
+    // broker's first flight, which it needed to write it.
+    let handshake: Mutex<Option<Handshake>> = Mutex::new(None);
+    let up = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut records = Records::default();
         loop {
-            if !*open.borrow_and_update() || open.changed().await.is_err() {
+            let n = match client_r.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            records.feed(&buf[..n], |kind| {
+                let mut h = lock(&handshake);
+                match (&mut *h, kind) {
+                    (None, HANDSHAKE) => *h = Some(Handshake { hello_us: ctx.now_us(), ..Handshake::default() }),
+                    // Middlebox compatibility's dummy ChangeCipherSpec may pass before the
+                    // broker's whole first flight did: it is not the Finished.
+                    (Some(_), CHANGE_CIPHER_SPEC) => {}
+                    (Some(h), APPLICATION_DATA) if h.answered_us.is_some() && h.finished_us.is_none() => {
+                        h.finished_us = Some(ctx.now_us());
+                    }
+                    _ => {}
+                }
+            });
+            if server_w.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    let down = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut records = Records::default();
+        loop {
+            let n = match server_r.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            records.feed(&buf[..n], |kind| {
+                let mut h = lock(&handshake);
+                if let Some(h) = h.as_mut() {
+                    if h.answered_us.is_none() && kind == HANDSHAKE {
+                        h.answered_us = Some(ctx.now_us());
+                    } else if h.finished_us.is_some() && h.established_us.is_none() {
+                        h.established_us = Some(ctx.now_us());
+                        lock(&ctx.log).handshakes.push(*h);
+                    }
+                }
+            });
+            if client_w.write_all(&buf[..n]).await.is_err() {
                 return;
             }
         }
@@ -223,11 +345,52 @@ async fn carry(client: TcpStream, ctx: Arc<Ctx>, mut open: watch::Receiver<bool>
     tokio::select! {
         () = up => {}
         () = down => {}
-        () = refused => {}
+        () = refused(open) => {}
     }
-    // Requests never answered are logged too (a hung broker's).
-    let unanswered: Vec<Request> = lock(&pending).drain(..).collect();
-    lock(&ctx.log).requests.extend(unanswered);
+    // One never established is logged as its connection ends.
+    let unestablished = lock(&handshake).take().filter(|h| h.established_us.is_none());
+    if let Some(h) = unestablished {
+        lock(&ctx.log).handshakes.push(h);
+    }
+}
+
+/// Cuts a byte stream into TLS records.
+#[derive(Default)]
+struct Records {
+    /// The current record's header (type, version, length) read so far.
+    head: [u8; 5],
+    head_got: usize,
+    /// Payload bytes of the current record still to come (when `head_got == 5`).
+    left: usize,
+}
+
+impl Records {
+    /// Feeds `data`; calls `on_record(content type)` for every record completed.
+    fn feed(&mut self, mut data: &[u8], mut on_record: impl FnMut(u8)) {
+        while !data.is_empty() {
+            if self.head_got < 5 {
+                let take = (5 - self.head_got).min(data.len());
+                self.head[self.head_got..self.head_got + take].copy_from_slice(&data[..take]);
+                self.head_got += take;
+                data = &data[take..];
+                if self.head_got == 5 {
+                    self.left = u16::from_be_bytes([self.head[3], self.head[4]]) as usize;
+                    if self.left == 0 {
+                        on_record(self.head[0]);
+                        self.head_got = 0;
+                    }
+                }
+                continue;
+            }
+            let take = self.left.min(data.len());
+            self.left -= take;
+            data = &data[take..];
+            if self.left == 0 {
+                on_record(self.head[0]);
+                self.head_got = 0;
+            }
+        }
+    }
 }
 
 /// The client id of a request header (api key, version, correlation id, then an int16
@@ -308,5 +471,25 @@ mod tests {
             frames.feed(chunk, |h| seen.push((i16::from_be_bytes([h[0], h[1]]), client_id(h).map(<[u8]>::to_vec))));
         }
         assert_eq!(seen, vec![(18, Some(b"fleet".to_vec())), (3, Some(b"other".to_vec()))]);
+    }
+
+    #[test]
+    fn records_are_cut_across_reads() {
+        let mut stream = Vec::new();
+        for (kind, len) in
+            [(HANDSHAKE, 517usize), (CHANGE_CIPHER_SPEC, 1), (APPLICATION_DATA, 0), (APPLICATION_DATA, 70)]
+        {
+            stream.extend_from_slice(&[kind, 3, 3]);
+            stream.extend_from_slice(&(len as u16).to_be_bytes());
+            stream.extend(std::iter::repeat_n(0xAB, len));
+        }
+        for chunk_len in [1, 4, 5, 7, 1000] {
+            let mut seen = Vec::new();
+            let mut records = Records::default();
+            for chunk in stream.chunks(chunk_len) {
+                records.feed(chunk, |kind| seen.push(kind));
+            }
+            assert_eq!(seen, vec![HANDSHAKE, CHANGE_CIPHER_SPEC, APPLICATION_DATA, APPLICATION_DATA], "{chunk_len}");
+        }
     }
 }
