@@ -6,6 +6,7 @@
 //! Options: `--out DIR` (default `docs/performance`), `--clients N`, `--brokers N`,
 //! `--seed N`, `--threads N` (default: available cores), `--rtt-ms X` and `--service-ms X`
 //! (the network round trip and the mean broker time per Metadata request; default 1 and 1),
+//! `--no-storm-causes` (the storm's clients refresh without saying why),
 //! `--sweep` (instead: the tuning sweep of the adaptive knobs, about ten minutes; writes
 //! `tuning.md` and `tuning.json`).
 //!
@@ -51,10 +52,11 @@ fn parse_args() -> Result<Args, String> {
             "--rtt-ms" => args.config.rtt = millis(&value()?, "--rtt-ms")?,
             "--service-ms" => args.config.service_time = millis(&value()?, "--service-ms")?,
             "--sweep" => args.sweep = true,
+            "--no-storm-causes" => args.config.storm_causes = false,
             "-h" | "--help" => {
                 println!(
                     "usage: fleet [--out DIR] [--clients N] [--brokers N] [--seed N] [--threads N] \
-                     [--rtt-ms X] [--service-ms X] [--sweep]"
+                     [--rtt-ms X] [--service-ms X] [--no-storm-causes] [--sweep]"
                 );
                 std::process::exit(0);
             }

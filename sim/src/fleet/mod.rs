@@ -107,6 +107,11 @@ pub struct FleetConfig {
     pub accept_time: Duration,
     /// What the listener adds to a new connection (default: plaintext, nothing).
     pub security: Security,
+    /// Whether the failover storm's clients say why they refresh (default true), as a real
+    /// client knows: its kept connection to the dead broker was lost, or its requests for
+    /// that broker's partitions answer NOT_LEADER. False: every client asks plainly
+    /// (`RefreshCause::Requested`), as an application that does not pass the cause on.
+    pub storm_causes: bool,
     /// Cores all brokers share (0, the default: every broker runs on cores of its own). A
     /// broker's work then waits for its own queue and for a free core, as on one machine
     /// running every broker.
@@ -138,6 +143,7 @@ impl Default for FleetConfig {
             api_versions_time: Duration::from_micros(50),
             accept_time: Duration::from_micros(150),
             security: Security::PLAINTEXT,
+            storm_causes: true,
             shared_cores: 0,
             warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),

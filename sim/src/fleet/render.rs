@@ -25,14 +25,14 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
         out,
         "{} clients share {} brokers (virtual time, seed {}). Network round trip {} (±20 %); an \
          attempt on a new connection is a TCP handshake, then ApiVersions, then Metadata, one round \
-         trip each (on the connection a client kept from its last refresh, Metadata alone). Each \
+         trip each (on the connection a client kept from its last refresh, ApiVersions and Metadata). Each \
          broker serves one FIFO queue; a Metadata request takes an exponentially distributed {} \
          on average ({:.0} per second per broker), an ApiVersions request {}, and every accepted \
          connection {} (accept and close). Listener: {}{}{}. Hung brokers accept connections and \
          never answer; the dead broker of the storm refuses them. Each client is a core `Cluster` with \
          3 seed brokers, warmed up by calm refreshes (64 for adaptive strategies — a full \
          response-time window — and 2 otherwise, about one per {}); then every client refreshes \
-         once, at a random time within {} ({} in the failover storm). `all-at-once` runs with its \
+         once, at a random time within {} ({} in the failover storm, {}). `all-at-once` runs with its \
          hedge budget lifted (otherwise a `Cluster` would cut it down to 1 + tokens attempts); the \
          oracle knows which brokers are healthy, is connected to every one, and sends one request \
          to the one whose queue empties first. Full model: `sim/src/fleet/mod.rs`; how far it is \
@@ -62,6 +62,12 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
         dur(c.warmup_spacing),
         dur(c.request_window),
         dur(c.storm_window),
+        if c.storm_causes {
+            "each saying why: `ConnectionLost` naming the dead broker if its kept connection was \
+             there, `StaleMetadata` otherwise"
+        } else {
+            "without saying why"
+        },
     );
     let _ = writeln!(out, "Regenerate with `{command}`.\n");
     let _ = writeln!(
@@ -97,7 +103,9 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
             let show = |x: Option<f64>| match (t.unit.as_str(), x) {
                 ("ms", x) => fmt_ms(x),
                 (_, None) => "—".into(),
+                ("ratio", Some(v)) if v.is_infinite() => "∞".into(),
                 ("ratio", Some(v)) => alloc::format!("{v:.2}×"),
+                ("per_refresh", Some(v)) => alloc::format!("{v:.3}"),
                 ("attempts_per_refresh", Some(v)) => alloc::format!("{v:.3}"),
                 (_, Some(v)) => alloc::format!("{v}"),
             };

@@ -86,6 +86,9 @@ impl WarmFleet {
                         }
                         None => (RefreshCause::StaleMetadata, None),
                     };
+                    if !config.storm_causes {
+                        c.cause = (RefreshCause::Requested, None);
+                    }
                 }
             }
         }
