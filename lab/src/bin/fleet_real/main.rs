@@ -36,7 +36,7 @@
 //! Writes everything (every refresh's time, every broker's requests per 100 ms, the
 //! calibration and the fitted simulator parameters) as JSON to `--out` (default
 //! `target/fleet-real.json` under `CARGO_TARGET_DIR`, or `/tmp/fleet-real.json`), which
-//! `cargo run --release -p stagger-sim --example fleet_fit -- --real PATH...` reads to run the
+//! `cargo run --release -p stagger-lab --bin fleet_fit -- --real PATH...` reads to run the
 //! simulator with the same fleet and the fitted times. About 6 minutes with the defaults
 //! (cluster start ~1 min, calibration ~1 min, six runs); the cluster is stopped at the end,
 //! and by its watchdog if this process dies. Two runs show the machine's run-to-run noise:
@@ -945,6 +945,9 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     let warm_api_latency = broker_latency(&warm_logs, API_VERSIONS, 0, u64::MAX);
     std::thread::sleep(args.settle);
 
+    // Which broker each client keeps a connection to, read before the incident: once the
+    // dead broker's connections close, a client has released it and `kept` no longer says.
+    let kept_before: Vec<Option<String>> = clients.iter().map(|c| c.stats().kept).collect();
     // The incident.
     let node = args.node;
     let mut paused = None;
@@ -976,7 +979,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
             // NOT_LEADER. Elsewhere it knows nothing. Both strategies are told the same.
             let cause = match scenario {
                 Scenario::FailoverStorm if args.causes => {
-                    if client.stats().kept.as_deref() == Some(dead.as_str()) {
+                    if kept_before[i].as_deref() == Some(dead.as_str()) {
                         (RefreshCause::ConnectionLost, Some(dead.clone()))
                     } else {
                         (RefreshCause::StaleMetadata, None)
