@@ -6,7 +6,9 @@
 //! Options: `--out DIR` (default `docs/performance`), `--clients N`, `--brokers N`,
 //! `--seed N`, `--threads N` (default: available cores), `--rtt-ms X` and `--service-ms X`
 //! (the network round trip and the mean broker time per Metadata request; default 1 and 1),
-//! `--no-storm-causes` (the storm's clients refresh without saying why),
+//! `--no-storm-causes` (the storm's clients refresh without saying why), `--sasl-ssl-ms X`
+//! (a SASL_SSL SCRAM listener whose TLS handshake and SASL exchange cost a broker X ms per
+//! new connection; `fleet_real --listener sasl_ssl` measures it),
 //! `--sweep` (instead: the tuning sweep of the adaptive knobs, about ten minutes; writes
 //! `tuning.md` and `tuning.json`).
 //!
@@ -53,10 +55,14 @@ fn parse_args() -> Result<Args, String> {
             "--service-ms" => args.config.service_time = millis(&value()?, "--service-ms")?,
             "--sweep" => args.sweep = true,
             "--no-storm-causes" => args.config.storm_causes = false,
+            "--sasl-ssl-ms" => {
+                let broker = millis(&value()?, "--sasl-ssl-ms")?;
+                args.config.security = stagger_sim::fleet::Security::sasl_ssl_scram(broker, Duration::ZERO);
+            }
             "-h" | "--help" => {
                 println!(
                     "usage: fleet [--out DIR] [--clients N] [--brokers N] [--seed N] [--threads N] \
-                     [--rtt-ms X] [--service-ms X] [--no-storm-causes] [--sweep]"
+                     [--rtt-ms X] [--service-ms X] [--no-storm-causes] [--sasl-ssl-ms X] [--sweep]"
                 );
                 std::process::exit(0);
             }

@@ -72,6 +72,13 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
     let _ = writeln!(out, "Regenerate with `{command}`.\n");
     let _ = writeln!(
         out,
+        "What the check against a real cluster covers ([fleet-vs-real.md](fleet-vs-real.md)): the \
+         healthy, one-broker-hung and failover-storm scenarios, at 300 clients on 3 brokers, over \
+         PLAINTEXT and SASL_SSL. A third of the brokers hung, the cold start and the scale of \
+         thousands of clients on tens of brokers are the model's alone.\n"
+    );
+    let _ = writeln!(
+        out,
         "Columns: time to metadata (the application's request → `Refreshed`) percentiles; \
          attempts per refresh (`Connect` and `Reuse` commands ÷ refreshes: the amplification); \
          connections and ApiVersions per refresh (new connections brokers accepted, and the \
