@@ -11,8 +11,11 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::BrokerId;
-use kafka_protocol::messages::{MetadataResponse, ResponseHeader};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader, TopicName,
+};
 use kafka_protocol::protocol::Decodable;
+use kafka_protocol::protocol::{Encodable, HeaderVersion};
 use proptest::prelude::*;
 
 // ---- a fake broker, built from kafka-protocol itself ----
