@@ -1,7 +1,7 @@
 //! The fleet simulation: 10,000 clients on one 30-broker cluster, every preset and an oracle,
 //! four scenarios; writes `fleet.json`, `fleet.md` and `fleet.svg`.
 //!
-//! Run: `cargo run --release -p stagger-sim --example fleet -- --out docs/performance`
+//! Run: `cargo run --release -p stagger-lab --bin fleet -- --out docs/performance`
 //!
 //! Options: `--out DIR` (default `docs/performance`), `--clients N`, `--brokers N`,
 //! `--seed N`, `--threads N` (default: available cores), `--rtt-ms X` and `--service-ms X`
@@ -25,8 +25,8 @@ use stagger_sim::fleet::{
     ScenarioResult, Strategy, WarmFleet,
 };
 
-const COMMAND: &str = "cargo run --release -p stagger-sim --example fleet -- --out docs/performance";
-const SWEEP_COMMAND: &str = "cargo run --release -p stagger-sim --example fleet -- --sweep --out docs/performance";
+const COMMAND: &str = "cargo run --release -p stagger-lab --bin fleet -- --out docs/performance";
+const SWEEP_COMMAND: &str = "cargo run --release -p stagger-lab --bin fleet -- --sweep --out docs/performance";
 
 struct Args {
     out: PathBuf,
