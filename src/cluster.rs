@@ -70,6 +70,9 @@ pub struct Cluster {
     /// The window of recent first answers on fresh connections (handshake → the broker's
     /// first answer): the broker pace of the adaptive stagger's silent phase.
     first_answer_times: Estimator,
+    /// The window of recent first answers on kept connections (reuse → the ApiVersions
+    /// answer): the broker pace of a kept connection's silent phase.
+    kept_answer_times: Estimator,
     /// Whether an attempt of the running refresh failed with REBOOTSTRAP_REQUIRED.
     rebootstrap_required: bool,
     /// The broker that reset a kept connection since the last refresh request, if one did.
@@ -102,6 +105,7 @@ impl Cluster {
             response_times: Estimator::new(),
             handshake_times: Estimator::new(),
             first_answer_times: Estimator::new(),
+            kept_answer_times: Estimator::new(),
             rebootstrap_required: false,
             lost: None,
             kept: None,
@@ -275,20 +279,16 @@ impl Cluster {
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
-        let (recent_response_time, handshake_hint, first_answer_hint) = match config.fanout.stagger {
-            Stagger::Adaptive(_) => {
-                let q = self.config.window_quantile;
-                let first_answers = self.first_answer_times.quantile(q);
-                (self.response_times.quantile(q), self.handshake_times.quantile(q), first_answers)
-            }
-            Stagger::Fixed(_) => (None, None, None),
-        };
+        let q = self.config.window_quantile;
+        let adaptive = matches!(config.fanout.stagger, Stagger::Adaptive(_));
+        let hint = |window: &Estimator| if adaptive { window.quantile(q) } else { None };
         let ctx = RefreshContext {
             epoch: self.epoch,
             hedge_tokens: self.hedge_tokens(),
-            recent_response_time,
-            handshake_hint,
-            first_answer_hint,
+            recent_response_time: hint(&self.response_times),
+            handshake_hint: hint(&self.handshake_times),
+            first_answer_hint: hint(&self.first_answer_times),
+            kept_answer_hint: hint(&self.kept_answer_times),
             cause,
             fit_candidates: true,
         };
@@ -380,11 +380,15 @@ impl Cluster {
             if let (AttemptState::Won, Some(end)) = (a.state, a.ended_at) {
                 self.response_times.observe(end.saturating_since(a.started_at));
             }
-            if let (false, Some(up)) = (a.reused_connection, a.connected_at) {
-                self.handshake_times.observe(up.saturating_since(a.started_at));
-                if let Some(first) = a.first_frame_at {
-                    self.first_answer_times.observe(first.saturating_since(up));
+            match (a.reused_connection, a.connected_at, a.first_frame_at) {
+                (false, Some(up), first) => {
+                    self.handshake_times.observe(up.saturating_since(a.started_at));
+                    if let Some(first) = first {
+                        self.first_answer_times.observe(first.saturating_since(up));
+                    }
                 }
+                (true, Some(up), Some(first)) => self.kept_answer_times.observe(first.saturating_since(up)),
+                _ => {}
             }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());
             discovered_tried += discovered as u32;

@@ -1067,6 +1067,38 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     assert_eq!(cluster.poll_timeout(), Some(ms(1_016)), "{:?}", cluster.current().unwrap().next_timer());
 }
 
+/// A fresh connection's first answer may end a TLS handshake queued behind a burst of
+/// others; a kept connection's is one ApiVersions request. Once the cluster has seen a kept
+/// connection answer, a silent kept connection is suspected at that pace, not at the
+/// handshakes'; before, at most `pace` after it came up: a stopped broker behind a kept
+/// connection costs milliseconds, not twice a burst's handshake.
+#[test]
+fn a_kept_connection_waits_at_most_the_pace_and_then_the_pace_of_kept_connections() {
+    let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
+    let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
+    // A fresh connection: TCP up after 1 ms, the TLS handshake done 300 ms later.
+    cluster.request_refresh(ms(0));
+    let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
+    cluster.handle_input(ms(1), Input::Connected { attempt });
+    cluster.handle_input(ms(301), Input::FirstFrame { attempt });
+    cluster.handle_input(ms(305), response(attempt));
+    assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+    // The first reuse knows only fresh connections' pace, 2 × 300 ms: capped at the 100 ms
+    // pace.
+    cluster.request_refresh(ms(1_000));
+    let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
+    cluster.handle_input(ms(1_000), Input::Connected { attempt });
+    assert_eq!(cluster.poll_timeout(), Some(ms(1_100)));
+    cluster.handle_input(ms(1_001), Input::FirstFrame { attempt });
+    cluster.handle_input(ms(1_002), response(attempt));
+    assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+    // The next knows a kept connection answers after 1 ms: suspected at the 10 ms floor.
+    cluster.request_refresh(ms(2_000));
+    let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
+    cluster.handle_input(ms(2_000), Input::Connected { attempt });
+    assert_eq!(cluster.poll_timeout(), Some(ms(2_010)));
+}
+
 /// A long-lived cluster learns its brokers' pace from the first answers on fresh
 /// connections: where they answer 3 ms after the handshake, a connected, silent broker is
 /// suspected 2 × 3 ms after its handshake — up to the 10 ms floor — instead of the 24 ms a
@@ -1172,25 +1204,42 @@ fn warmed_cluster(brokers: usize) -> (Cluster, BrokerIndex) {
 }
 
 #[test]
-fn after_a_lost_connection_a_silent_broker_is_suspected_only_after_the_pace_and_one_broker_starts_per_tick() {
+fn after_a_lost_connection_a_broker_still_connecting_is_suspected_after_the_pace_and_a_connected_one_at_the_ceiling() {
     let (mut cluster, lost) = warmed_cluster(4);
     let cause = stagger::RefreshCause::ConnectionLost;
     cluster.request_refresh_because(ms(1_000), cause, Some(lost));
     assert_eq!(cluster.current().unwrap().cause(), cause);
     let [ClusterEvent::Connect { attempt, broker: first }] = events(&mut cluster)[..] else { panic!("one Connect") };
     assert_ne!(first, lost, "the broker that was lost is tried last");
-    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
     // A failover: every client of the lost broker refreshes now, and the brokers left are
-    // queued. Not 10 ms (2 × the 3 ms pace, floored) but the 100 ms pace, then one broker.
+    // queued. A connect still pending is suspected after the 100 ms pace (not the 10 ms the
+    // 3.5 ms response time would give), then one broker starts.
     let next = cluster.current().unwrap().next_timer();
-    assert_eq!(next, Some((us(1_100_100), stagger::TimerKind::Stagger)));
-    cluster.handle_timeout(us(1_100_099));
+    assert_eq!(next, Some((ms(1_100), stagger::TimerKind::Stagger)));
+    cluster.handle_timeout(us(1_099_999));
     assert!(events(&mut cluster).is_empty());
-    cluster.handle_timeout(us(1_100_100));
-    let [ClusterEvent::Connect { broker: second, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
+    cluster.handle_timeout(ms(1_100));
+    let [ClusterEvent::Connect { attempt: second_attempt, broker: second }] = events(&mut cluster)[..] else {
+        panic!("one Connect")
+    };
     assert!(second != first && second != lost);
     let next = cluster.current().unwrap().next_timer();
     assert!(!matches!(next, Some((_, stagger::TimerKind::Spread))), "no partner: {next:?}");
+    // A broker that accepted the connection is alive or stopped, and in a failover far more
+    // likely queued: a new connection to a third broker would only lengthen its queue, so it
+    // is suspected only at the ceiling (2 s) after its handshake.
+    cluster.handle_input(us(1_100_100), Input::Connected { attempt: second_attempt });
+    // The first, still connecting long after this one connected, is outrun.
+    let ev = events(&mut cluster);
+    assert!(
+        matches!(ev[..], [ClusterEvent::Cancel { attempt: a, reason: stagger::CancelReason::Outrun }] if a == attempt),
+        "{ev:?}"
+    );
+    let next = cluster.current().unwrap().next_timer();
+    assert_eq!(next, Some((us(3_100_100), stagger::TimerKind::Stagger)));
+    cluster.handle_timeout(us(3_100_099));
+    let ev = events(&mut cluster);
+    assert!(ev.is_empty(), "{ev:?}");
 }
 
 #[test]
@@ -1199,7 +1248,7 @@ fn stale_metadata_is_gentle_too_but_a_request_timeout_keeps_the_refresh_quick_an
     cluster.request_refresh_because(ms(1_000), stagger::RefreshCause::StaleMetadata, None);
     let [ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
     cluster.handle_input(us(1_000_100), Input::Connected { attempt });
-    assert_eq!(cluster.current().unwrap().next_timer(), Some((us(1_100_100), stagger::TimerKind::Stagger)));
+    assert_eq!(cluster.current().unwrap().next_timer(), Some((us(3_000_100), stagger::TimerKind::Stagger)));
 
     let (mut cluster, hung) = warmed_cluster(4);
     cluster.request_refresh_because(ms(1_000), stagger::RefreshCause::RequestTimedOut, Some(hung));
@@ -1226,12 +1275,12 @@ fn a_periodic_refresh_says_so_and_a_cause_joining_a_running_refresh_still_marks_
 }
 
 #[test]
-fn in_a_gentle_refresh_an_answering_broker_also_gets_at_least_the_pace() {
+fn in_a_gentle_refresh_an_answering_broker_gets_the_ceiling() {
     for (cause, want) in [
         // 16 × the 3.5 ms response time the first refresh taught the cluster.
         (stagger::RefreshCause::Requested, us(1_056_000)),
-        // A failover: the broker left is queued behind everyone's refresh.
-        (stagger::RefreshCause::StaleMetadata, us(1_100_000)),
+        // A failover: the broker left is alive and queued behind everyone's refresh.
+        (stagger::RefreshCause::StaleMetadata, us(3_000_000)),
     ] {
         let (mut cluster, _) = warmed_cluster(4);
         cluster.request_refresh_because(ms(1_000), cause, None);

@@ -18,9 +18,12 @@
 //! ([`crate::Cluster::request_refresh_because`]'s `broker`) counts as failed: it is tried
 //! last and no longer preferred for a kept connection.
 //!
-//! *Gentle* ([`RefreshCause::storm_likely`]): no broker, silent or answering, is suspected
-//! before the adaptive stagger's `pace`, and each stagger tick starts one broker instead of
-//! the growth's count (see [`crate::config::Adaptive`]).
+//! *Gentle* ([`RefreshCause::storm_likely`]): a broker still connecting is suspected only
+//! after the adaptive stagger's `pace`, a broker that accepted the connection (silent or
+//! answering) only at its `ceiling`, and each stagger tick starts one broker instead of the
+//! growth's count (see [`crate::config::Adaptive`]). In a failover a connected broker is far
+//! more likely queued than stopped, and a hedge to another one costs that broker a new
+//! connection (over SASL_SSL a TLS handshake and a SCRAM exchange) while it is as queued.
 
 use serde::{Deserialize, Serialize};
 

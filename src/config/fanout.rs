@@ -56,9 +56,11 @@ pub enum Stagger {
 ///
 /// **Why the refresh runs** ([`crate::RefreshCause`]) moves the silent waits too: a cause every
 /// client sees at once (a refused or reset connection, stale metadata: a failover) makes the
-/// refresh gentle — no broker, silent or answering, is suspected before `pace`, and each tick
-/// starts one broker — because then the brokers left are queued behind a storm of refreshes,
-/// and a hedge would only add a connection and an ApiVersions to every queue.
+/// refresh gentle — a broker still connecting is suspected only after `pace`, one that
+/// accepted the connection (silent or answering) only at `ceiling`, and each tick starts one
+/// broker — because then the brokers left are queued behind a storm of refreshes, and a
+/// hedge would only add a connection, a TLS handshake where there is one, and an ApiVersions
+/// to every queue (measured on real Kafka: `docs/performance/storm.md`).
 ///
 /// The defaults of `silent`, `multiple` and `floor` come from first answers measured on real
 /// Kafka: `docs/performance/gentleness.md`.
@@ -82,7 +84,10 @@ pub struct Adaptive {
     /// Lower clamp on every wait (default 10 ms, RFC 8305's minimum Connection Attempt
     /// Delay): no wait is shorter, whatever the pace windows hold.
     pub floor: Duration,
-    /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long.
+    /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long. It is
+    /// also how long a gentle refresh waits on a broker that accepted the connection before
+    /// adding another: past a broker stopped during a failover, that is what such a refresh
+    /// pays, against the whole attempt timeout for `sequential`.
     pub ceiling: Duration,
     /// An answering broker is hedged only after `patience` × what an answer normally takes
     /// (default 16): its slowness is queueing, and hedging into queues is what turns a
@@ -92,7 +97,10 @@ pub struct Adaptive {
     /// 100 ms: with two brokers per tick, a fresh broker at least every ~50 ms past any run
     /// of hung ones — librdkafka's pace — while a failover storm's clients still slow down;
     /// measured in `docs/performance/hung-first.md` and `fleet.md`). A delay that starts
-    /// longer than `pace` is never shortened by it.
+    /// longer than `pace` is never shortened by it. It is also the longest a kept
+    /// connection stays unsuspected while silent (its first answer is one request on an
+    /// authenticated connection, however slow a burst of handshakes made the window), and
+    /// how long a gentle refresh waits for a connect.
     pub pace: Duration,
 }
 

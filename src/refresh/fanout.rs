@@ -12,7 +12,8 @@
 //! 2. an attempt fails fast (refused, reset, a broker error) and
 //!    `fanout.tuning.next_on_failure` holds: the next at once (`inputs.rs`);
 //! 3. the stagger timer fires — the leader is suspected ([`Refresh::stagger_deadline`]):
-//!    the growth's count (one in a gentle refresh), the first now and the rest spread
+//!    the growth's count (one in a gentle refresh, whose timer waits `pace` for a connect
+//!    and `ceiling` for a connected broker), the first now and the rest spread
 //!    ([`Refresh::on_stagger`]);
 //! 4. a spread partner is due and no broker has answered ([`Refresh::on_spread`]);
 //! 5. at a tick with the throttle full, in place of the newest silent suspect it supersedes
@@ -300,7 +301,7 @@ impl Refresh {
         let info = self.attempts.info(n);
         let Some(connected_at) = info.connected_at else { return };
         let wait = now.saturating_since(connected_at);
-        if a.is_late(wait, self.handshake_of(info, connected_at), self.first_answer_hint) {
+        if a.is_late(wait, self.handshake_of(info, connected_at), self.broker_pace(info)) {
             self.ticks.queueing = self.ticks.queueing.max(wait);
         }
     }
@@ -391,7 +392,8 @@ impl Refresh {
     /// is answering, patience from the latest start; otherwise, if the latest attempt is
     /// connected, twice the broker pace (or its handshake, if longer) from the handshake;
     /// before that, the cold stagger or the recent response time from its start. A gentle
-    /// refresh ([`crate::RefreshCause::storm_likely`]) waits at least `pace` in every phase.
+    /// refresh ([`crate::RefreshCause::storm_likely`]) waits at least `pace` while connecting
+    /// and at least `ceiling` once connected.
     pub(super) fn stagger_deadline(&self, n: u32) -> Instant {
         let (from, delay) = self.stagger_basis(n);
         from.saturating_add(delay)
@@ -408,27 +410,54 @@ impl Refresh {
             Stagger::Fixed(d) => (info.started_at, d),
             Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
                 let typical = self.recent_response_time.unwrap_or_else(|| self.attempts.first_answer_time());
-                (info.started_at, self.gentle(a, a.while_answering(typical.max(queueing))))
+                (info.started_at, self.gentle(a, a.while_answering(typical.max(queueing)), true))
             }
             Stagger::Adaptive(a) => {
                 let (from, delay) = match info.connected_at {
-                    Some(at) => (at, a.while_connected(self.handshake_of(info, at), self.first_answer_hint)),
+                    Some(at) => {
+                        let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info));
+                        // A kept connection's first answer is one request on an authenticated
+                        // connection: a live broker gives it within the pace, whatever a
+                        // burst taught the window.
+                        (at, if info.reused_connection { wait.min(a.pace.max(a.floor)) } else { wait })
+                    }
                     None => (info.started_at, a.before_connect(self.recent_response_time)),
                 };
-                (from, self.gentle(a, a.while_silent(delay, slot.superseded_before, queueing)))
+                (
+                    from,
+                    self.gentle(
+                        a,
+                        a.while_silent(delay, slot.superseded_before, queueing),
+                        info.connected_at.is_some(),
+                    ),
+                )
             }
         };
         (from, scale_duration(delay, slot.jitter))
     }
 
-    /// `delay`, or at least the pace in a gentle refresh ([`crate::RefreshCause::storm_likely`]):
-    /// in a failover the brokers left are queued behind every client's refresh, so a live
-    /// broker looks silent, or slow to finish an answer, for longer than any window says.
-    fn gentle(&self, a: Adaptive, delay: Duration) -> Duration {
+    /// `delay`, or in a gentle refresh ([`crate::RefreshCause::storm_likely`]) at least the
+    /// pace while connecting and the ceiling once `connected`: in a failover the brokers left
+    /// are queued behind every client's refresh, so a live broker looks silent, or slow to
+    /// finish an answer, for longer than any window says, and a hedge to another would cost
+    /// that queued broker a new connection (and over TLS its handshake).
+    fn gentle(&self, a: Adaptive, delay: Duration, connected: bool) -> Duration {
         if self.cause.storm_likely() {
-            delay.max(a.pace)
+            delay.max(if connected { a.ceiling } else { a.pace })
         } else {
             delay
+        }
+    }
+
+    /// How long attempt `info`'s live broker normally stays silent after connecting: the
+    /// cluster's first answers on kept connections for a kept one (fresh ones' until it has
+    /// seen any), on fresh ones otherwise (where the first answer may end a TLS handshake, and a burst of handshakes must not
+    /// teach a kept connection to wait for a stopped broker).
+    fn broker_pace(&self, info: &AttemptInfo) -> Option<Duration> {
+        if info.reused_connection {
+            self.kept_answer_hint.or(self.first_answer_hint)
+        } else {
+            self.first_answer_hint
         }
     }
 

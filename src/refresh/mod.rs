@@ -48,6 +48,10 @@ pub(crate) struct RefreshContext {
     /// The broker pace: a quantile of recent first answers on fresh connections (handshake →
     /// first answer), the adaptive stagger's measure of how long a live broker stays silent.
     pub(crate) first_answer_hint: Option<Duration>,
+    /// The broker pace on kept connections: a quantile of recent first answers there
+    /// (reuse → the ApiVersions answer). A fresh connection's first answer may be a TLS
+    /// handshake, far costlier than one request on an authenticated connection.
+    pub(crate) kept_answer_hint: Option<Duration>,
     /// Why the refresh runs: a storm-likely cause makes it gentle (see [`RefreshCause`]).
     pub(crate) cause: RefreshCause,
     /// Try only as many candidates as the attempt table can hold instead of refusing a
@@ -63,6 +67,7 @@ impl Default for RefreshContext {
             recent_response_time: None,
             handshake_hint: None,
             first_answer_hint: None,
+            kept_answer_hint: None,
             cause: RefreshCause::Bootstrap,
             fit_candidates: false,
         }
@@ -148,6 +153,7 @@ pub struct Refresh {
     recent_response_time: Option<Duration>,
     handshake_hint: Option<Duration>,
     first_answer_hint: Option<Duration>,
+    kept_answer_hint: Option<Duration>,
     cause: RefreshCause,
     /// The latest failure: its attempt and candidate position (the error itself lives in
     /// `outcomes`, so recording a failure never copies it).
@@ -242,6 +248,7 @@ impl Refresh {
             recent_response_time: ctx.recent_response_time,
             handshake_hint: ctx.handshake_hint,
             first_answer_hint: ctx.first_answer_hint,
+            kept_answer_hint: ctx.kept_answer_hint,
             cause: ctx.cause,
             last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),

@@ -496,13 +496,15 @@ fn main() -> Res<()> {
             let t = Instant::now();
             let run = run(&lab, name, scenario)?;
             eprintln!(
-                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  peak {:>4}  ({:.0} s)",
+                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {}  kept before {}  peak {:>4}  ({:.0} s)",
                 scenario.name(),
                 name,
                 fmt_ms(&run["p50_ms"]),
                 fmt_ms(&run["p99_ms"]),
                 run["attempts_per_refresh"].as_f64().unwrap_or(0.0),
                 run["requests_per_refresh"].as_f64().unwrap_or(0.0),
+                run["connections_per_broker"],
+                run["kept_before_per_broker"],
                 run["peak_requests"],
                 t.elapsed().as_secs_f64()
             );
@@ -1069,6 +1071,13 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
         warm_latency,
         warm_api_latency,
     );
+    // Where the clients' kept connections were when the incident came: a storm's clients
+    // kept on the dead broker must open a new connection whatever the strategy, so the
+    // connections a strategy adds are those beyond this.
+    let seeds = lab.seeds();
+    let kept_per_broker: Vec<usize> =
+        seeds.iter().map(|s| kept_before.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect();
+    value["kept_before_per_broker"] = json!(kept_per_broker);
     value["loadavg_before"] = json!(load_before);
     value["loadavg_after"] = json!(load_after);
     value["cpu_busy"] = json!(busy);
