@@ -1070,10 +1070,10 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
 /// A fresh connection's first answer may end a TLS handshake queued behind a burst of
 /// others; a kept connection's is one ApiVersions request. Once the cluster has seen a kept
 /// connection answer, a silent kept connection is suspected at that pace, not at the
-/// handshakes'; before, at most `pace` after it came up: a stopped broker behind a kept
+/// handshakes'; before, at most `cold` after it came up: a stopped broker behind a kept
 /// connection costs milliseconds, not twice a burst's handshake.
 #[test]
-fn a_kept_connection_waits_at_most_the_pace_and_then_the_pace_of_kept_connections() {
+fn a_kept_connection_waits_at_most_the_cold_delay_and_then_the_pace_of_kept_connections() {
     let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
     // A fresh connection: TCP up after 1 ms, the TLS handshake done 300 ms later.
@@ -1083,12 +1083,12 @@ fn a_kept_connection_waits_at_most_the_pace_and_then_the_pace_of_kept_connection
     cluster.handle_input(ms(301), Input::FirstFrame { attempt });
     cluster.handle_input(ms(305), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
-    // The first reuse knows only fresh connections' pace, 2 × 300 ms: capped at the 100 ms
-    // pace.
+    // The first reuse knows only fresh connections' pace, 2 × 300 ms: capped at the 40 ms
+    // cold delay.
     cluster.request_refresh(ms(1_000));
     let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
     cluster.handle_input(ms(1_000), Input::Connected { attempt });
-    assert_eq!(cluster.poll_timeout(), Some(ms(1_100)));
+    assert_eq!(cluster.poll_timeout(), Some(ms(1_040)));
     cluster.handle_input(ms(1_001), Input::FirstFrame { attempt });
     cluster.handle_input(ms(1_002), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));

@@ -70,7 +70,10 @@ pub struct Adaptive {
     /// Delay while nothing is known about the attempt (default 40 ms: a blackholed broker
     /// first costs about what it costs librdkafka, ~50 ms, without opening more
     /// connections; RFC 8305 allows down to 10 ms, and its 250 ms is for paths where every
-    /// extra connect is a cost, which here it is not: see [`Tuning::cancel_outrun`]).
+    /// extra connect is a cost, which here it is not: see [`Tuning::cancel_outrun`]). It is
+    /// also the longest a kept connection stays unsuspected while silent in a refresh that is
+    /// not gentle: its first answer is one request on an authenticated connection, however
+    /// slow a burst of handshakes made the windows.
     pub cold: Duration,
     /// A connected broker silent for `multiple` × the broker pace (or × its handshake time,
     /// on a path slower than that) is suspected (default 2: twice what this cluster's first
@@ -97,10 +100,8 @@ pub struct Adaptive {
     /// 100 ms: with two brokers per tick, a fresh broker at least every ~50 ms past any run
     /// of hung ones — librdkafka's pace — while a failover storm's clients still slow down;
     /// measured in `docs/performance/hung-first.md` and `fleet.md`). A delay that starts
-    /// longer than `pace` is never shortened by it. It is also the longest a kept
-    /// connection stays unsuspected while silent (its first answer is one request on an
-    /// authenticated connection, however slow a burst of handshakes made the window), and
-    /// how long a gentle refresh waits for a connect.
+    /// longer than `pace` is never shortened by it. It is also how long a gentle refresh
+    /// waits for a connect.
     pub pace: Duration,
 }
 

@@ -417,9 +417,9 @@ impl Refresh {
                     Some(at) => {
                         let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info));
                         // A kept connection's first answer is one request on an authenticated
-                        // connection: a live broker gives it within the pace, whatever a
-                        // burst taught the window.
-                        (at, if info.reused_connection { wait.min(a.pace.max(a.floor)) } else { wait })
+                        // connection: silent past `cold`, its broker costs what a blackholed
+                        // one does, whatever a burst taught the window.
+                        (at, if info.reused_connection { wait.min(a.cold.max(a.floor)) } else { wait })
                     }
                     None => (info.started_at, a.before_connect(self.recent_response_time)),
                 };
