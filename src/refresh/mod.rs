@@ -7,6 +7,7 @@ mod in_flight;
 mod inputs;
 mod resolve;
 mod retry;
+mod stagger;
 mod timers;
 
 use alloc::collections::VecDeque;

@@ -1,0 +1,100 @@
+//! The stagger delay: when the leading attempt is suspected and the next one starts. A fixed
+//! stagger counts from the attempt's start; the adaptive one reads the phase the attempt is
+//! in (connecting, connected but silent, answering), the cluster's windows, the queueing seen
+//! in this refresh and why the refresh runs ([`crate::RefreshCause`]).
+
+use core::time::Duration;
+
+use crate::config::{Adaptive, Stagger};
+use crate::time::{scale_duration, Instant};
+
+use super::contract::AttemptInfo;
+use super::Refresh;
+
+impl Refresh {
+    ///
+    /// A fixed stagger counts from the attempt's start. The adaptive one depends on what
+    /// the attempts have shown so far (see [`crate::config::Adaptive`]): while any broker
+    /// is answering, patience from the latest start; otherwise, if the latest attempt is
+    /// connected, twice the broker pace (or its handshake, if longer) from the handshake;
+    /// before that, the cold stagger or the recent response time from its start. A gentle
+    /// refresh ([`crate::RefreshCause::storm_likely`]) waits at least `pace` while connecting
+    /// and at least `ceiling` once connected.
+    pub(super) fn stagger_deadline(&self, n: u32) -> Instant {
+        let (from, delay) = self.stagger_basis(n);
+        from.saturating_add(delay)
+    }
+
+    /// What the stagger deadline of attempt `n` counts from, and the (jittered) delay it
+    /// adds; a silent phase's delay stretched by the supersedes before `n` started and by
+    /// the queueing seen ([`crate::config::Adaptive::while_silent`]).
+    pub(super) fn stagger_basis(&self, n: u32) -> (Instant, Duration) {
+        let slot = self.attempts.slot(n);
+        let info = &slot.info;
+        let queueing = self.ticks.queueing;
+        let (from, delay) = match self.config.fanout.stagger {
+            Stagger::Fixed(d) => (info.started_at, d),
+            Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
+                let typical = self.recent_response_time.unwrap_or_else(|| self.attempts.first_answer_time());
+                (info.started_at, self.gentle(a, a.while_answering(typical.max(queueing)), true))
+            }
+            Stagger::Adaptive(a) => {
+                let (from, delay) = match info.connected_at {
+                    Some(at) => {
+                        let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info));
+                        // A kept connection's first answer is one request on an authenticated
+                        // connection: silent past `cold`, its broker costs what a blackholed
+                        // one does, whatever a burst taught the window.
+                        (at, if info.reused_connection { wait.min(a.cold.max(a.floor)) } else { wait })
+                    }
+                    None => (info.started_at, a.before_connect(self.recent_response_time)),
+                };
+                (
+                    from,
+                    self.gentle(
+                        a,
+                        a.while_silent(delay, slot.superseded_before, queueing),
+                        info.connected_at.is_some(),
+                    ),
+                )
+            }
+        };
+        (from, scale_duration(delay, slot.jitter))
+    }
+
+    /// `delay`, or in a gentle refresh ([`crate::RefreshCause::storm_likely`]) at least the
+    /// pace while connecting and the ceiling once `connected`: in a failover the brokers left
+    /// are queued behind every client's refresh, so a live broker looks silent, or slow to
+    /// finish an answer, for longer than any window says, and a hedge to another would cost
+    /// that queued broker a new connection (and over TLS its handshake).
+    fn gentle(&self, a: Adaptive, delay: Duration, connected: bool) -> Duration {
+        if self.cause.storm_likely() {
+            delay.max(if connected { a.ceiling } else { a.pace })
+        } else {
+            delay
+        }
+    }
+
+    /// How long attempt `info`'s live broker normally stays silent after connecting: the
+    /// cluster's first answers on kept connections for a kept one (fresh ones' until it has
+    /// seen any), on fresh ones otherwise (where the first answer may end a TLS handshake, and a burst of handshakes must not
+    /// teach a kept connection to wait for a stopped broker).
+    pub(super) fn broker_pace(&self, info: &AttemptInfo) -> Option<Duration> {
+        if info.reused_connection {
+            self.kept_answer_hint.or(self.first_answer_hint)
+        } else {
+            self.first_answer_hint
+        }
+    }
+
+    /// The handshake time that stands for attempt `info`'s round trip: its own, or the
+    /// cluster's recent one for a kept connection (whose "handshake" measures nothing).
+    pub(super) fn handshake_of(&self, info: &AttemptInfo, connected_at: Instant) -> Duration {
+        let measured = connected_at.saturating_since(info.started_at);
+        match (info.reused_connection, self.handshake_hint) {
+            (true, Some(hint)) => hint,
+            (false, Some(hint)) if measured.is_zero() => hint,
+            _ => measured,
+        }
+    }
+}
