@@ -90,7 +90,7 @@ fn drive_behind_a_slow_broker(refresh: &mut Refresh) -> u64 {
         if first.is_none() {
             let attempt = pending.pop().expect("the first attempt");
             first = Some(attempt);
-            refresh.handle_input(Instant::from_micros(50), Input::Connected { attempt });
+            refresh.handle_input(Instant::from_micros(50), Input::Connected { attempt, tls: false });
             refresh.handle_input(Instant::from_micros(100), Input::FirstFrame { attempt });
             inputs += 2;
             continue;
@@ -111,7 +111,7 @@ fn drive_behind_a_slow_broker(refresh: &mut Refresh) -> u64 {
 
 /// The steady-state diet for one attempt at `now` µs: its broker connects, then refuses.
 fn connect_then_refuse(refresh: &mut Refresh, attempt: AttemptId, now: u64) {
-    refresh.handle_input(Instant::from_micros(now), Input::Connected { attempt });
+    refresh.handle_input(Instant::from_micros(now), Input::Connected { attempt, tls: false });
     refresh.handle_input(
         Instant::from_micros(now + 50),
         Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) },

@@ -153,7 +153,7 @@ impl Cluster {
             Some(r) if epoch == r.epoch() => {
                 let rebootstrap = asks_to_rebootstrap(&input);
                 let fresh_connection = match input {
-                    Input::Connected { attempt } => r.attempt(attempt).is_some_and(|a| !a.reused_connection),
+                    Input::Connected { attempt, .. } => r.attempt(attempt).is_some_and(|a| !a.reused_connection),
                     _ => false,
                 };
                 let outcome = r.handle_input(self.now, input);

@@ -57,7 +57,7 @@
 //! /// (A real adapter gets these inputs from `kafka::KafkaAttempt` and its socket.)
 //! fn fake(b: BrokerIndex, attempt: AttemptId, t: Instant) -> Vec<(Instant, Input)> {
 //!     let at = |ms| t.saturating_add(Duration::from_millis(ms));
-//!     let mut sends = vec![(at(1), Input::Connected { attempt })]; // both accept TCP
+//!     let mut sends = vec![(at(1), Input::Connected { attempt, tls: false })]; // both accept TCP
 //!     if b == BrokerIndex(1) {
 //!         let node = BrokerMetadata { node_id: 1, host: "10.0.0.2".into(), port: 9092, rack: None };
 //!         let metadata = Metadata { brokers: vec![node], ..Metadata::default() };

@@ -59,7 +59,7 @@ fn drive(config: RefreshConfig, brokers: usize, succeed: bool) -> (u64, usize) {
                 step += 1;
                 let attempt = *attempt;
                 let now = now.saturating_add(Duration::from_micros(200));
-                refresh.handle_input(now, Input::Connected { attempt });
+                refresh.handle_input(now, Input::Connected { attempt, tls: false });
                 match step % 3 {
                     0 => {
                         refresh

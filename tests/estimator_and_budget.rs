@@ -198,14 +198,16 @@ impl Driver {
                         self.next_plan += 1;
                         let t = self.now;
                         match plan {
-                            Plan::Hang => self.pending.push((t + 100, attempt, Input::Connected { attempt })),
+                            Plan::Hang => {
+                                self.pending.push((t + 100, attempt, Input::Connected { attempt, tls: false }))
+                            }
                             Plan::Refuse => self.pending.push((
                                 t + 100,
                                 attempt,
                                 Input::Failed { attempt, error: AttemptError::new(ErrorKind::Refused) },
                             )),
                             Plan::Answer(after) => {
-                                self.pending.push((t + 100, attempt, Input::Connected { attempt }));
+                                self.pending.push((t + 100, attempt, Input::Connected { attempt, tls: false }));
                                 if after > 200 {
                                     self.pending.push((t + 200, attempt, Input::FirstFrame { attempt }));
                                 }

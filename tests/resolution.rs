@@ -166,7 +166,7 @@ fn stale_repeated_and_mismatched_answers_are_ignored_and_say_why() {
     let answer = || addrs(&["10.0.0.1:9092"]);
     let rows = [
         (Input::Resolved { attempt: a1, addresses: answer() }, InputOutcome::Unexpected),
-        (Input::Connected { attempt: a0 }, InputOutcome::Unexpected),
+        (Input::Connected { attempt: a0, tls: false }, InputOutcome::Unexpected),
         (Input::FirstFrame { attempt: a0 }, InputOutcome::Unexpected),
         (Input::Response { attempt: a0, metadata: metadata() }, InputOutcome::Unexpected),
         (Input::Resolved { attempt: attempt(&r, 9), addresses: answer() }, InputOutcome::NotIssued),

@@ -125,7 +125,7 @@ fn all_healthy_means_exactly_one_attempt() {
     let mut run = Run::new(RefreshConfig::default(), 5);
     assert_eq!(run.connects().len(), 1);
     let a0 = run.attempt(0);
-    run.input(us(300), Input::Connected { attempt: a0 });
+    run.input(us(300), Input::Connected { attempt: a0, tls: false });
     // A live broker answers ApiVersions one round trip later; from then on it is answering,
     // and the adaptive stagger is patient with it.
     run.input(us(600), Input::FirstFrame { attempt: a0 });
@@ -179,7 +179,7 @@ fn ticks(out: &[(Instant, Command)]) -> Vec<(Instant, BrokerIndex)> {
 fn adaptive_hedges_a_silent_broker_twice_the_silent_pace_after_a_1ms_handshake() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
-    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.input(ms(1), Input::Connected { attempt: a0, tls: false });
     // Silent after connecting, and no first answer seen yet: the broker pace is the 12 ms
     // `silent` knob, longer than the 1 ms handshake, so the tick comes 2 × 12 ms = 24 ms
     // after the handshake. It starts two brokers (growth Linear(2)), spread: two 1 ms
@@ -193,7 +193,7 @@ fn adaptive_hedges_a_silent_broker_twice_the_silent_pace_after_a_1ms_handshake()
 fn adaptive_hedges_a_silent_broker_on_a_slow_path_two_handshakes_after_it() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
-    run.input(ms(30), Input::Connected { attempt: a0 });
+    run.input(ms(30), Input::Connected { attempt: a0, tls: false });
     // A 30 ms handshake is longer than the 12 ms silent pace: the round trip itself counts,
     // 2 × 30 ms after the handshake. The tick starts both its brokers at once: a fresh broker
     // answers about two handshakes (60 ms) after its start, not within half the delay.
@@ -208,7 +208,7 @@ fn adaptive_hedges_a_silent_broker_on_a_slow_path_two_handshakes_after_it() {
 fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
-    run.input(us(100), Input::Connected { attempt: a0 });
+    run.input(us(100), Input::Connected { attempt: a0, tls: false });
     // Silent: the tick at 24.1 ms (2 × the 12 ms silent pace after the handshake) starts
     // one broker; its partner is due half the delay later (no sooner than the 10 ms floor):
     // at 36.1 ms.
@@ -218,7 +218,7 @@ fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
     assert_eq!(run.refresh.next_timer(), Some((us(36_100), stagger::TimerKind::Spread)));
     let a1 = run.attempt(1);
     assert!(!run.refresh.attempt(a1).unwrap().partner, "the tick's first attempt is no partner");
-    run.input(us(24_200), Input::Connected { attempt: a1 });
+    run.input(us(24_200), Input::Connected { attempt: a1, tls: false });
     run.input(us(25_000), Input::FirstFrame { attempt: a1 });
     assert_eq!(run.refresh.in_flight(), 1, "the answer overtook the silent first broker");
     // Answering, broker 1 gets patience: 16 × its 0.9 ms to the first answer, from its start.
@@ -236,7 +236,7 @@ fn a_spread_tick_drops_its_partner_when_the_first_attempt_answers() {
 fn a_healthy_broker_answering_15ms_after_a_loopback_handshake_is_not_hedged() {
     let mut run = Run::new(no_jitter(RefreshConfig::default()), 3);
     let a0 = run.attempt(0);
-    run.input(us(100), Input::Connected { attempt: a0 });
+    run.input(us(100), Input::Connected { attempt: a0, tls: false });
     assert!(run.advance(ms(15)).is_empty(), "suspected only at 24.1 ms");
     assert!(run.input(ms(15), Input::FirstFrame { attempt: a0 }).is_empty());
     let out = run.input(ms(16), response(a0));
@@ -252,14 +252,14 @@ fn a_healthy_broker_answering_15ms_after_a_loopback_handshake_is_not_hedged() {
 fn a_stopped_broker_first_costs_one_more_connection_24ms_after_its_handshake() {
     let mut run = Run::new(no_jitter(RefreshConfig::default()), 3);
     let a0 = run.attempt(0);
-    run.input(us(100), Input::Connected { attempt: a0 });
+    run.input(us(100), Input::Connected { attempt: a0, tls: false });
     assert!(run.advance(us(24_099)).is_empty());
     let out = run.advance(us(24_100));
     assert_eq!(ticks(&out), [(us(24_100), BrokerIndex(1))], "{out:?}");
     // The partner (broker 2) is due half the 24 ms later: 36.1 ms.
     assert_eq!(run.refresh.next_timer(), Some((us(36_100), stagger::TimerKind::Spread)));
     let a1 = run.attempt(1);
-    run.input(us(24_200), Input::Connected { attempt: a1 });
+    run.input(us(24_200), Input::Connected { attempt: a1, tls: false });
     assert_eq!(run.refresh.next_timer(), Some((us(36_100), stagger::TimerKind::Spread)));
     let out = run.input(ms(25), Input::FirstFrame { attempt: a1 });
     assert_eq!(out, [Command::Cancel { attempt: a0, reason: CancelReason::Overtaken }]);
@@ -268,6 +268,39 @@ fn a_stopped_broker_first_costs_one_more_connection_24ms_after_its_handshake() {
     assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a1), "{out:?}");
     assert_eq!(run.connects().len(), 2);
     assert!(run.refresh.poll_timeout().is_none());
+}
+
+/// Over TLS the broker's first answer is the end of its TLS handshake, the costliest thing it
+/// does for a client: a healthy broker's takes longer than an ApiVersions answer, so until
+/// one is seen a connection whose TLS handshake follows is judged by `silent_tls` (20 ms,
+/// suspected 40 ms after the TCP handshake), not `silent`. A healthy broker answering its
+/// TLS handshake at 30 ms is not hedged; a stopped one is, at 40.1 ms, and the tick's
+/// partner waits half that for the hedge's own TLS handshake.
+#[test]
+fn over_tls_a_connected_broker_is_judged_by_the_tls_pace() {
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 3);
+    let a0 = run.attempt(0);
+    run.input(us(100), Input::Connected { attempt: a0, tls: true });
+    assert!(run.advance(ms(30)).is_empty(), "24.1 ms is not a suspicion over TLS");
+    assert!(run.input(ms(30), Input::FirstFrame { attempt: a0 }).is_empty());
+    let out = run.input(ms(45), response(a0));
+    assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a0), "{out:?}");
+    assert_eq!(run.connects().len(), 1);
+
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 3);
+    let a0 = run.attempt(0);
+    run.input(us(100), Input::Connected { attempt: a0, tls: true });
+    assert!(run.advance(us(40_099)).is_empty());
+    let out = run.advance(us(40_100));
+    assert_eq!(ticks(&out), [(us(40_100), BrokerIndex(1))], "{out:?}");
+    assert_eq!(run.refresh.next_timer(), Some((us(60_100), stagger::TimerKind::Spread)));
+    let a1 = run.attempt(1);
+    run.input(us(40_200), Input::Connected { attempt: a1, tls: true });
+    // Its TLS handshake takes 18 ms: within the partner's 20 ms, so no third connection.
+    let out = run.input(us(58_200), Input::FirstFrame { attempt: a1 });
+    assert_eq!(out, [Command::Cancel { attempt: a0, reason: CancelReason::Overtaken }]);
+    assert!(run.advance(ms(61)).is_empty(), "the partner was dropped");
+    assert_eq!(run.connects().len(), 2);
 }
 
 /// When the tick's first broker is silent too, the partner follows; the next tick still
@@ -281,12 +314,12 @@ fn a_spread_partner_follows_a_silent_first_attempt_and_is_spared_until_suspected
     c.fanout.stagger = Stagger::Adaptive(stagger::Adaptive { silent, floor, ..Default::default() });
     let mut run = Run::new(c, 6);
     let a0 = run.attempt(0);
-    run.input(us(100), Input::Connected { attempt: a0 });
+    run.input(us(100), Input::Connected { attempt: a0, tls: false });
     // Silent: 2 × the 500 µs pace (longer than the 100 µs handshake) = 1 ms: the tick at
     // 1.1 ms starts one broker.
     run.advance(us(1_100));
     let a1 = run.attempt(1);
-    run.input(us(1_150), Input::Connected { attempt: a1 });
+    run.input(us(1_150), Input::Connected { attempt: a1, tls: false });
     // Its partner is due half the 1 ms later, but no sooner than the floor: at 2.1 ms.
     assert!(run.advance(us(2_099)).is_empty());
     let out = run.advance(us(2_100));
@@ -390,7 +423,7 @@ fn past_a_long_run_of_hung_brokers_the_silent_wait_doubles_only_up_to_the_pace()
     drain(&mut r);
     for n in 0..10u32 {
         let connected = now.saturating_add(Duration::from_millis(1));
-        r.handle_input(connected, Input::Connected { attempt: table::attempt(&r, n) });
+        r.handle_input(connected, Input::Connected { attempt: table::attempt(&r, n), tls: false });
         drain(&mut r);
         let tick = r.poll_timeout().expect("a tick is armed");
         waits.push(tick.saturating_since(connected).as_millis() as u64);
@@ -475,16 +508,16 @@ fn adaptive_patience_follows_the_recent_window() {
 fn an_answer_overtakes_every_silent_attempt() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
-    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.input(ms(1), Input::Connected { attempt: a0, tls: false });
     // The tick 24 ms after the handshake starts broker 1; broker 1 connects but says nothing
     // either, so the tick's partner, broker 2, follows 12 ms later.
     run.advance(ms(25));
     let a1 = run.attempt(1);
-    run.input(ms(26), Input::Connected { attempt: a1 });
+    run.input(ms(26), Input::Connected { attempt: a1, tls: false });
     run.advance(ms(37));
     let a2 = run.attempt(2);
     assert_eq!(run.connects().iter().map(|c| c.0).collect::<Vec<_>>(), [ms(0), ms(25), ms(37)]);
-    run.input(ms(38), Input::Connected { attempt: a2 });
+    run.input(ms(38), Input::Connected { attempt: a2, tls: false });
     // Broker 1 answers first: the hung broker 0 and the still silent broker 2 are cancelled,
     // so only one metadata request is ever sent.
     let out = run.input(ms(39), Input::FirstFrame { attempt: a1 });
@@ -509,16 +542,16 @@ fn an_answer_overtakes_every_silent_attempt() {
 fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
     let mut run = Run::new(no_jitter(RefreshConfig::adaptive()), 5);
     let a0 = run.attempt(0);
-    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.input(ms(1), Input::Connected { attempt: a0, tls: false });
     // Broker 0 is silent: the tick at 25 ms starts broker 1, which connects and is silent
     // too, and its partner broker 2 follows at 37 ms.
     run.advance(ms(25));
     let a1 = run.attempt(1);
-    run.input(ms(26), Input::Connected { attempt: a1 });
+    run.input(ms(26), Input::Connected { attempt: a1, tls: false });
     run.advance(ms(37));
     let a2 = run.attempt(2);
     assert_eq!(run.connects().iter().map(|c| c.0).collect::<Vec<_>>(), [ms(0), ms(25), ms(37)]);
-    run.input(ms(38), Input::Connected { attempt: a2 });
+    run.input(ms(38), Input::Connected { attempt: a2, tls: false });
     run.input(ms(39), Input::FirstFrame { attempt: a2 });
     assert_eq!(run.refresh.in_flight(), 1, "brokers 0 and 1 overtaken");
     let out = run.input(ms(40), failed(a2, ErrorKind::BrokerError(129)));
@@ -534,7 +567,7 @@ fn brokers_overtaken_by_an_answer_that_then_fails_are_tried_again_at_once() {
     // second time; the tick's other broker, overtaken for the first time, is. Broker 1 is
     // silent after its handshake at 42 ms: the tick at 66 ms starts broker 3, and its
     // partner broker 4 follows at 78 ms.
-    run.input(ms(42), Input::Connected { attempt: a4 });
+    run.input(ms(42), Input::Connected { attempt: a4, tls: false });
     run.advance(ms(78));
     let tick: Vec<_> = run.connects()[5..].iter().map(|&(t, _, b)| (t, b)).collect();
     assert_eq!(tick, [(ms(66), BrokerIndex(3)), (ms(78), BrokerIndex(4))]);
@@ -574,7 +607,7 @@ fn without_cancel_silent_on_answer_silent_attempts_keep_running() {
     c.fanout.tuning.cancel_silent_on_answer = false;
     let mut run = Run::new(c, 5);
     let a0 = run.attempt(0);
-    run.input(ms(1), Input::Connected { attempt: a0 });
+    run.input(ms(1), Input::Connected { attempt: a0, tls: false });
     // Broker 0 is silent: the tick at 25 ms starts broker 1, and its partner broker 2 at 37 ms.
     run.advance(ms(37));
     assert_eq!(run.connects().iter().map(|c| c.0).collect::<Vec<_>>(), [ms(0), ms(25), ms(37)]);
@@ -723,7 +756,7 @@ fn a_response_after_done_and_stale_inputs_are_ignored() {
     assert_eq!(run.terminals(), 1);
     assert!(run.input(ms(12), response(a0)).is_empty());
     assert!(run.input(ms(12), failed(a0, ErrorKind::Closed)).is_empty());
-    assert!(run.input(ms(13), Input::Connected { attempt: AttemptId(99) }).is_empty());
+    assert!(run.input(ms(13), Input::Connected { attempt: AttemptId(99), tls: false }).is_empty());
     run.refresh.handle_timeout(ms(100_000));
     assert!(run.drain(ms(100_000)).is_empty());
 }
@@ -1004,7 +1037,7 @@ fn adaptive_default_gets_past_three_silent_brokers_without_exceeding_the_throttl
         for (started, attempt, _) in &connects {
             let connected = started.saturating_add(Duration::from_micros(100));
             if run.refresh.attempt(*attempt).unwrap().connected_at.is_none() && connected <= t.max(connected) {
-                run.input(connected, Input::Connected { attempt: *attempt });
+                run.input(connected, Input::Connected { attempt: *attempt, tls: false });
             }
         }
         if connects.len() >= 4 {
@@ -1053,7 +1086,7 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     // 1 ms after it.
     cluster.request_refresh(ms(0));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
-    cluster.handle_input(ms(8), Input::Connected { attempt });
+    cluster.handle_input(ms(8), Input::Connected { attempt, tls: false });
     cluster.handle_input(ms(9), Input::FirstFrame { attempt });
     cluster.handle_input(ms(10), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
@@ -1063,7 +1096,7 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
     cluster.request_refresh(ms(1_000));
     let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
     assert!(cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
-    cluster.handle_input(ms(1_000), Input::Connected { attempt });
+    cluster.handle_input(ms(1_000), Input::Connected { attempt, tls: false });
     assert_eq!(cluster.poll_timeout(), Some(ms(1_016)), "{:?}", cluster.current().unwrap().next_timer());
 }
 
@@ -1079,7 +1112,7 @@ fn a_kept_connection_waits_at_most_the_cold_delay_and_then_the_pace_of_kept_conn
     // A fresh connection: TCP up after 1 ms, the TLS handshake done 300 ms later.
     cluster.request_refresh(ms(0));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
-    cluster.handle_input(ms(1), Input::Connected { attempt });
+    cluster.handle_input(ms(1), Input::Connected { attempt, tls: false });
     cluster.handle_input(ms(301), Input::FirstFrame { attempt });
     cluster.handle_input(ms(305), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
@@ -1087,7 +1120,7 @@ fn a_kept_connection_waits_at_most_the_cold_delay_and_then_the_pace_of_kept_conn
     // cold delay.
     cluster.request_refresh(ms(1_000));
     let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
-    cluster.handle_input(ms(1_000), Input::Connected { attempt });
+    cluster.handle_input(ms(1_000), Input::Connected { attempt, tls: false });
     assert_eq!(cluster.poll_timeout(), Some(ms(1_040)));
     cluster.handle_input(ms(1_001), Input::FirstFrame { attempt });
     cluster.handle_input(ms(1_002), response(attempt));
@@ -1095,7 +1128,7 @@ fn a_kept_connection_waits_at_most_the_cold_delay_and_then_the_pace_of_kept_conn
     // The next knows a kept connection answers after 1 ms: suspected at the 10 ms floor.
     cluster.request_refresh(ms(2_000));
     let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
-    cluster.handle_input(ms(2_000), Input::Connected { attempt });
+    cluster.handle_input(ms(2_000), Input::Connected { attempt, tls: false });
     assert_eq!(cluster.poll_timeout(), Some(ms(2_010)));
 }
 
@@ -1108,7 +1141,7 @@ fn a_cluster_that_has_seen_fast_first_answers_suspects_sooner_than_a_one_shot_re
     let refresh = no_jitter(RefreshConfig::adaptive());
     let mut one_shot = Run::new(refresh, 3);
     let a0 = one_shot.attempt(0);
-    one_shot.input(us(100), Input::Connected { attempt: a0 });
+    one_shot.input(us(100), Input::Connected { attempt: a0, tls: false });
     assert_eq!(one_shot.refresh.poll_timeout(), Some(us(24_100)), "2 × the 12 ms silent pace");
 
     let config = ClusterConfig { refresh, ..ClusterConfig::default() };
@@ -1116,7 +1149,7 @@ fn a_cluster_that_has_seen_fast_first_answers_suspects_sooner_than_a_one_shot_re
     // First refresh: a fresh connection, up in 100 µs; its broker answers 3 ms later.
     cluster.request_refresh(ms(0));
     let [ClusterEvent::Connect { attempt, broker }] = events(&mut cluster)[..] else { panic!("one Connect") };
-    cluster.handle_input(us(100), Input::Connected { attempt });
+    cluster.handle_input(us(100), Input::Connected { attempt, tls: false });
     cluster.handle_input(us(3_100), Input::FirstFrame { attempt });
     cluster.handle_input(us(3_500), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
@@ -1124,7 +1157,7 @@ fn a_cluster_that_has_seen_fast_first_answers_suspects_sooner_than_a_one_shot_re
     cluster.connection_closed(broker);
     cluster.request_refresh(ms(1_000));
     let [ClusterEvent::Connect { attempt, broker: first }] = events(&mut cluster)[..] else { panic!("one Connect") };
-    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+    cluster.handle_input(us(1_000_100), Input::Connected { attempt, tls: false });
     assert!(!cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
     // Silent: suspected 10 ms after its handshake, and the next broker starts.
     let next = cluster.current().unwrap().next_timer();
@@ -1156,7 +1189,7 @@ fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
     // partner never replaces in place.
     let mut start = 0;
     for (k, (wait, partner)) in [(24, None), (48, Some(37)), (96, Some(98))].into_iter().enumerate() {
-        cluster.handle_input(ms(start + 1), Input::Connected { attempt });
+        cluster.handle_input(ms(start + 1), Input::Connected { attempt, tls: false });
         let tick = start + 1 + wait;
         if let Some(partner) = partner {
             let next = cluster.current().unwrap().next_timer();
@@ -1177,7 +1210,7 @@ fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
     }
     assert_eq!(cluster.current().unwrap().stats().hedges, 0);
     // Once a broker answers, nothing is replaced any more: it is busy, not hung.
-    cluster.handle_input(ms(start + 1), Input::Connected { attempt });
+    cluster.handle_input(ms(start + 1), Input::Connected { attempt, tls: false });
     cluster.handle_input(ms(start + 2), Input::FirstFrame { attempt });
     assert_eq!(cluster.current().unwrap().next_timer().map(|(_, k)| k), Some(stagger::TimerKind::AttemptTimeout));
     cluster.handle_input(ms(start + 3), response(attempt));
@@ -1194,7 +1227,7 @@ fn warmed_cluster(brokers: usize) -> (Cluster, BrokerIndex) {
     cluster.request_refresh(ms(0));
     assert_eq!(cluster.current().unwrap().cause(), stagger::RefreshCause::Bootstrap, "no metadata yet");
     let [ClusterEvent::Connect { attempt, broker }] = events(&mut cluster)[..] else { panic!("one Connect") };
-    cluster.handle_input(us(100), Input::Connected { attempt });
+    cluster.handle_input(us(100), Input::Connected { attempt, tls: false });
     cluster.handle_input(us(3_100), Input::FirstFrame { attempt });
     cluster.handle_input(us(3_500), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
@@ -1228,7 +1261,7 @@ fn after_a_lost_connection_a_broker_still_connecting_is_suspected_after_the_pace
     // A broker that accepted the connection is alive or stopped, and in a failover far more
     // likely queued: a new connection to a third broker would only lengthen its queue, so it
     // is suspected only at the ceiling (2 s) after its handshake.
-    cluster.handle_input(us(1_100_100), Input::Connected { attempt: second_attempt });
+    cluster.handle_input(us(1_100_100), Input::Connected { attempt: second_attempt, tls: false });
     // The first, still connecting long after this one connected, is outrun.
     let ev = events(&mut cluster);
     assert!(
@@ -1247,14 +1280,14 @@ fn stale_metadata_is_gentle_too_but_a_request_timeout_keeps_the_refresh_quick_an
     let (mut cluster, _) = warmed_cluster(4);
     cluster.request_refresh_because(ms(1_000), stagger::RefreshCause::StaleMetadata, None);
     let [ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
-    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+    cluster.handle_input(us(1_000_100), Input::Connected { attempt, tls: false });
     assert_eq!(cluster.current().unwrap().next_timer(), Some((us(3_000_100), stagger::TimerKind::Stagger)));
 
     let (mut cluster, hung) = warmed_cluster(4);
     cluster.request_refresh_because(ms(1_000), stagger::RefreshCause::RequestTimedOut, Some(hung));
     let [ClusterEvent::Connect { attempt, broker }] = events(&mut cluster)[..] else { panic!("one Connect") };
     assert_ne!(broker, hung, "the broker that timed out is tried last");
-    cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+    cluster.handle_input(us(1_000_100), Input::Connected { attempt, tls: false });
     // One client's evidence of a hung broker: as quick as ever (2 × the 3 ms pace, floored).
     assert_eq!(cluster.current().unwrap().next_timer(), Some((us(1_010_100), stagger::TimerKind::Stagger)));
 }
@@ -1285,7 +1318,7 @@ fn in_a_gentle_refresh_an_answering_broker_gets_the_ceiling() {
         let (mut cluster, _) = warmed_cluster(4);
         cluster.request_refresh_because(ms(1_000), cause, None);
         let [ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
-        cluster.handle_input(us(1_000_100), Input::Connected { attempt });
+        cluster.handle_input(us(1_000_100), Input::Connected { attempt, tls: false });
         cluster.handle_input(us(1_001_000), Input::FirstFrame { attempt });
         let next = cluster.current().unwrap().next_timer();
         assert_eq!(next, Some((want, stagger::TimerKind::Stagger)), "{cause:?}");
@@ -1301,7 +1334,7 @@ fn a_plain_request_after_a_reset_kept_connection_is_a_refresh_because_of_it() {
     assert_eq!(cluster.book().candidates(ms(1_000), 0).last(), Some(&discovered), "tried last");
     // Said once: the refresh after it is plain again.
     let [.., ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("a Connect") };
-    cluster.handle_input(ms(1_001), Input::Connected { attempt });
+    cluster.handle_input(ms(1_001), Input::Connected { attempt, tls: false });
     cluster.handle_input(ms(1_002), Input::FirstFrame { attempt });
     cluster.handle_input(ms(1_003), response(attempt));
     cluster.request_refresh(ms(2_000));

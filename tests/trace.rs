@@ -24,7 +24,7 @@ fn record() -> Trace {
         }
     };
     drain(&mut rec, Instant::ZERO, &mut attempts);
-    rec.handle_input(ms(1), Input::Connected { attempt: attempts[0] });
+    rec.handle_input(ms(1), Input::Connected { attempt: attempts[0], tls: false });
     drain(&mut rec, ms(1), &mut attempts);
     while attempts.len() < 2 {
         let at = rec.refresh().poll_timeout().unwrap();
@@ -137,7 +137,7 @@ fn a_version_1_trace_replays_with_the_silence_rule_it_was_recorded_with() {
     let book = BrokerBook::new(["10.0.0.1:9092", "10.0.0.2:9092"]).unwrap();
     let mut recorder = Recorder::new(&old, &book, Instant::ZERO, "test").unwrap();
     let Some(Command::Connect { attempt: first, .. }) = recorder.poll_command(Instant::ZERO) else { panic!() };
-    recorder.handle_input(Instant::from_micros(100), Input::Connected { attempt: first });
+    recorder.handle_input(Instant::from_micros(100), Input::Connected { attempt: first, tls: false });
     recorder.handle_timeout(Instant::from_micros(2_100)); // 2 ms floor: the hedge
     while recorder.poll_command(Instant::from_micros(2_100)).is_some() {}
     let mut trace = recorder.into_trace();

@@ -239,7 +239,7 @@ impl<'a> World<'a> {
                 if let Some(span) = self.span_mut(attempt) {
                     span.connected_at = Some(at);
                 }
-                Input::Connected { attempt }
+                Input::Connected { attempt, tls: false }
             }
             Pending::Answered => {
                 self.events.push(SimEvent::Answered { at, attempt, broker });

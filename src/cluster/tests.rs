@@ -233,8 +233,8 @@ fn inputs_say_what_became_of_them_and_the_finished_refresh_stays_readable() {
     let epoch = cluster.request_refresh(ms(3));
     let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
     assert_eq!(attempt.epoch(), epoch);
-    assert_eq!(cluster.handle_input(ms(4), Input::Connected { attempt }), InputOutcome::Applied);
-    assert_eq!(cluster.handle_input(ms(4), Input::Connected { attempt }), InputOutcome::Repeated);
+    assert_eq!(cluster.handle_input(ms(4), Input::Connected { attempt, tls: false }), InputOutcome::Applied);
+    assert_eq!(cluster.handle_input(ms(4), Input::Connected { attempt, tls: false }), InputOutcome::Repeated);
     assert_eq!(cluster.handle_input(ms(5), failed(attempt, REBOOTSTRAP_REQUIRED)), InputOutcome::Applied);
 }
 
@@ -288,7 +288,7 @@ fn the_winners_connection_is_kept_reused_and_counted() {
     let [ClusterEvent::Connect { attempt, broker: a }] = ev[..] else { panic!("{ev:?}") };
     assert!(cluster.book().get(a).unwrap().is_discovered());
     assert_ne!(attempt, first);
-    cluster.handle_input(ms(11), Input::Connected { attempt });
+    cluster.handle_input(ms(11), Input::Connected { attempt, tls: false });
     cluster.handle_input(ms(12), Input::Response { attempt, metadata: metadata(Some("c1"), &[(1, "a"), (2, "b")]) });
     let ev = events(&mut cluster);
     assert_eq!(
@@ -307,7 +307,7 @@ fn the_winners_connection_is_kept_reused_and_counted() {
     assert_eq!(broker, a);
     assert!(cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
     assert_eq!(cluster.kept(), None, "the connection belongs to the attempt now");
-    cluster.handle_input(ms(20), Input::Connected { attempt });
+    cluster.handle_input(ms(20), Input::Connected { attempt, tls: false });
     cluster.handle_input(ms(21), Input::Response { attempt, metadata: metadata(Some("c1"), &[(1, "a"), (2, "b")]) });
     let ev = events(&mut cluster);
     assert!(

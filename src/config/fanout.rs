@@ -30,9 +30,12 @@ pub enum Stagger {
 ///    broker is hung is a first answer later than this cluster's brokers give one. So the
 ///    next attempt starts `multiple` × the broker pace after the handshake: the pace is the
 ///    [`ClusterConfig::window_quantile`](crate::ClusterConfig::window_quantile) of the first
-///    answers a long-lived [`crate::Cluster`] has seen on fresh connections, or `silent`
-///    while none has been seen (a one-shot refresh). On a slow path the round trip itself
-///    counts: never sooner than `multiple` × the handshake.
+///    answers a long-lived [`crate::Cluster`] has seen on fresh connections, or a prior
+///    while none has been seen (a one-shot refresh): `silent`, or `silent_tls` when a TLS
+///    handshake follows the TCP one ([`crate::Input::Connected`]'s `tls`), since then the
+///    first answer is the end of that handshake, the broker's costliest work for a client.
+///    On a slow path the round trip itself counts: never sooner than `multiple` × the
+///    handshake.
 /// 3. **Answering.** The broker showed its process runs: the end of a TLS handshake, or its
 ///    first Kafka frame ([`crate::Input::FirstFrame`]). It is alive and working on our
 ///    request; what remains is queueing and broker work. Another broker would most likely
@@ -84,6 +87,12 @@ pub struct Adaptive {
     /// Kafka 4.4 broker measured in `docs/performance/gentleness.md`, and well inside
     /// librdkafka's ~50 ms per broker past a hung one).
     pub silent: Duration,
+    /// The broker pace while no first answer has been seen, on a connection whose first
+    /// answer ends a TLS handshake (default 20 ms, so such a broker is suspected 32–40 ms
+    /// after its TCP handshake, jittered: above the TLS handshakes of healthy Kafka 4.4
+    /// brokers measured over SASL_SSL in `docs/performance/gentleness.md`, where `silent`'s
+    /// 24 ms made a second TLS handshake and SCRAM exchange in some healthy refreshes).
+    pub silent_tls: Duration,
     /// Lower clamp on every wait (default 10 ms, RFC 8305's minimum Connection Attempt
     /// Delay): no wait is shorter, whatever the pace windows hold.
     pub floor: Duration,
@@ -111,6 +120,7 @@ impl Default for Adaptive {
             cold: Duration::from_millis(40),
             multiple: 2,
             silent: Duration::from_millis(12),
+            silent_tls: Duration::from_millis(20),
             floor: Duration::from_millis(10),
             ceiling: Duration::from_secs(2),
             patience: 16,
@@ -139,11 +149,22 @@ impl Adaptive {
         self.clamp(handshake.saturating_mul(self.multiple))
     }
 
+    /// The broker pace assumed while no first answer has been seen: `silent_tls` when the
+    /// first answer ends a TLS handshake, `silent` otherwise.
+    pub fn prior(&self, tls: bool) -> Duration {
+        if tls {
+            self.silent_tls
+        } else {
+            self.silent
+        }
+    }
+
     /// Phase 2: the wait, from the end of its handshake, for the first answer of an attempt
     /// whose handshake took `handshake`, given the broker pace (a quantile of the first
-    /// answers seen on fresh connections; `silent` when none was).
-    pub fn while_connected(&self, handshake: Duration, broker_pace: Option<Duration>) -> Duration {
-        let pace = broker_pace.unwrap_or(self.silent);
+    /// answers seen on fresh connections; the [`Adaptive::prior`] when none was) and
+    /// whether a TLS handshake follows (`tls`).
+    pub fn while_connected(&self, handshake: Duration, broker_pace: Option<Duration>, tls: bool) -> Duration {
+        let pace = broker_pace.unwrap_or(self.prior(tls));
         self.clamp(pace.max(handshake).saturating_mul(self.multiple))
     }
 
@@ -163,8 +184,8 @@ impl Adaptive {
 
     /// Whether a first answer `wait` after a handshake of `handshake` is late: it came only
     /// after phase 2 had suspected its broker, so the broker was queueing, not hung.
-    pub fn is_late(&self, wait: Duration, handshake: Duration, broker_pace: Option<Duration>) -> bool {
-        wait > self.while_connected(handshake, broker_pace)
+    pub fn is_late(&self, wait: Duration, handshake: Duration, broker_pace: Option<Duration>, tls: bool) -> bool {
+        wait > self.while_connected(handshake, broker_pace, tls)
     }
 }
 

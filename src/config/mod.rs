@@ -273,17 +273,20 @@ mod tests {
         let a = Adaptive::default();
         let ms = Duration::from_millis;
         let loopback = Duration::from_micros(100);
-        // (handshake, broker pace seen) -> wait after the handshake
+        // (handshake, broker pace seen, TLS follows) -> wait after the handshake
         let table = [
-            (loopback, None, ms(24)),         // nothing seen yet: 2 × silent
-            (loopback, Some(ms(3)), ms(10)),  // a fast cluster: 2 × 3 ms, up to the floor
-            (loopback, Some(ms(30)), ms(60)), // a queued one: 2 × its pace
-            (ms(40), Some(ms(3)), ms(80)),    // a slow path: 2 × the round trip
-            (ms(40), None, ms(80)),
-            (loopback, Some(ms(5000)), ms(2000)), // the ceiling
+            (loopback, None, false, ms(24)),         // nothing seen yet: 2 × silent
+            (loopback, None, true, ms(40)),          // nothing seen, a TLS handshake next: 2 × silent_tls
+            (loopback, Some(ms(3)), false, ms(10)),  // a fast cluster: 2 × 3 ms, up to the floor
+            (loopback, Some(ms(3)), true, ms(10)),   // a window seen over TLS wins over the prior
+            (loopback, Some(ms(30)), false, ms(60)), // a queued one: 2 × its pace
+            (ms(40), Some(ms(3)), false, ms(80)),    // a slow path: 2 × the round trip
+            (ms(40), None, false, ms(80)),
+            (ms(40), None, true, ms(80)),
+            (loopback, Some(ms(5000)), false, ms(2000)), // the ceiling
         ];
-        for (handshake, pace, want) in table {
-            assert_eq!(a.while_connected(handshake, pace), want, "{handshake:?} {pace:?}");
+        for (handshake, pace, tls, want) in table {
+            assert_eq!(a.while_connected(handshake, pace, tls), want, "{handshake:?} {pace:?} {tls}");
         }
     }
 
@@ -304,8 +307,10 @@ mod tests {
         for (delay, supersedes, queueing, want) in table {
             assert_eq!(a.while_silent(delay, supersedes, queueing), want, "{delay:?} {supersedes} {queueing:?}");
         }
-        assert!(a.is_late(ms(25), ms(1), None), "after the phase-2 wait (2 × the 12 ms silent pace)");
-        assert!(!a.is_late(ms(20), ms(1), None), "within it");
-        assert!(a.is_late(ms(11), ms(1), Some(ms(1))), "after 2 × a 1 ms pace, floored at 10 ms");
+        assert!(a.is_late(ms(25), ms(1), None, false), "after the phase-2 wait (2 × the 12 ms silent pace)");
+        assert!(!a.is_late(ms(20), ms(1), None, false), "within it");
+        assert!(!a.is_late(ms(35), ms(1), None, true), "within 2 × the 20 ms TLS pace");
+        assert!(a.is_late(ms(41), ms(1), None, true), "after it");
+        assert!(a.is_late(ms(11), ms(1), Some(ms(1)), false), "after 2 × a 1 ms pace, floored at 10 ms");
     }
 }

@@ -40,6 +40,12 @@ pub(super) const KNOBS: &[Knob] = &[
         "broker pace (handshake to first answer) assumed until a first answer is seen",
         |c| adaptive(c).map(|a| Slot::Duration(&mut a.silent)),
     ),
+    Knob::refresh(
+        "fanout.stagger.adaptive.silent_tls",
+        KnobKind::Duration,
+        "broker pace assumed until a first answer is seen, when that answer ends a TLS handshake",
+        |c| adaptive(c).map(|a| Slot::Duration(&mut a.silent_tls)),
+    ),
     Knob::refresh("fanout.stagger.adaptive.floor", KnobKind::Duration, "lower clamp of every adaptive wait", |c| {
         adaptive(c).map(|a| Slot::Duration(&mut a.floor))
     }),

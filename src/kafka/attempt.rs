@@ -36,6 +36,9 @@ pub struct KafkaAttempt {
     exchange: Exchange,
     /// Whether the transport is plaintext (a TLS answer to it is then worth naming).
     plaintext: bool,
+    /// Whether a TLS handshake follows the transport coming up (a fresh TLS connection; a
+    /// kept one is secured already): `Input::Connected`'s `tls`.
+    tls_handshake: bool,
     /// The first bytes received.
     head: [u8; HEAD],
     received: usize,
@@ -94,21 +97,22 @@ impl KafkaAttempt {
         if config.sasl.is_some() {
             exchange.set_sasl_nonce(&seeded_nonce(attempt));
         }
-        KafkaAttempt::with_exchange(attempt, exchange, plaintext)
+        KafkaAttempt::with_exchange(attempt, exchange, plaintext, !plaintext)
     }
 
     /// The conversation of `attempt` on a connection kept from an earlier attempt, for a
     /// `ClusterEvent::Reuse` ([`Exchange::resumed`]): ApiVersions, then Metadata, with no
     /// SASL, since the connection authenticated already.
     pub fn resumed(attempt: AttemptId, config: &ExchangeConfig, plaintext: bool) -> KafkaAttempt {
-        KafkaAttempt::with_exchange(attempt, Exchange::resumed(config), plaintext)
+        KafkaAttempt::with_exchange(attempt, Exchange::resumed(config), plaintext, false)
     }
 
-    fn with_exchange(attempt: AttemptId, exchange: Exchange, plaintext: bool) -> KafkaAttempt {
+    fn with_exchange(attempt: AttemptId, exchange: Exchange, plaintext: bool, tls_handshake: bool) -> KafkaAttempt {
         KafkaAttempt {
             attempt,
             exchange,
             plaintext,
+            tls_handshake,
             head: [0; HEAD],
             received: 0,
             connected: Once::NotYet,
@@ -192,7 +196,7 @@ impl KafkaAttempt {
     pub fn poll_input(&mut self) -> Option<Input> {
         let attempt = self.attempt;
         if self.connected.take() {
-            return Some(Input::Connected { attempt });
+            return Some(Input::Connected { attempt, tls: self.tls_handshake });
         }
         if self.answered.take() {
             return Some(Input::FirstFrame { attempt });
@@ -291,7 +295,7 @@ mod tests {
         assert!(a.poll_transmit().is_some(), "ready before the transport is");
         assert!(inputs(&mut a).is_empty());
         a.handle_connected();
-        assert_eq!(inputs(&mut a), [Input::Connected { attempt: AttemptId(7) }]);
+        assert_eq!(inputs(&mut a), [Input::Connected { attempt: AttemptId(7), tls: false }]);
         assert!(!a.is_finished());
     }
 
@@ -329,10 +333,17 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_tls_connection_is_already_secured_so_no_handshake_follows_its_connect() {
+        let mut a = KafkaAttempt::resumed(AttemptId(4), &ExchangeConfig::default(), false);
+        a.handle_connected();
+        assert_eq!(inputs(&mut a), [Input::Connected { attempt: AttemptId(4), tls: false }]);
+    }
+
+    #[test]
     fn a_completed_tls_handshake_is_the_brokers_first_answer_and_is_reported_once() {
         let mut a = KafkaAttempt::new(AttemptId(3), &ExchangeConfig::default(), None, false);
         a.handle_connected();
-        assert_eq!(inputs(&mut a), [Input::Connected { attempt: AttemptId(3) }]);
+        assert_eq!(inputs(&mut a), [Input::Connected { attempt: AttemptId(3), tls: true }], "a TLS handshake follows");
         a.handle_secured();
         assert_eq!(inputs(&mut a), [Input::FirstFrame { attempt: AttemptId(3) }], "the broker process runs");
         a.handle_secured();

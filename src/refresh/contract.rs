@@ -98,6 +98,13 @@ pub enum Input {
     Connected {
         /// Which attempt.
         attempt: AttemptId,
+        /// Whether a TLS handshake follows on this connection: the broker's first answer is
+        /// then the end of that handshake, which costs the broker far more than an
+        /// ApiVersions answer, so the adaptive stagger judges its silence by the TLS pace
+        /// ([`crate::config::Adaptive::silent_tls`]). [`crate::kafka::KafkaAttempt`] sets
+        /// it; a kept connection's resumed exchange has no handshake and says `false`.
+        #[serde(default)]
+        tls: bool,
     },
     /// The broker's process answered on this attempt: the end of its TLS handshake, or its
     /// first Kafka frame (the ApiVersions response, even an error one), so it is alive and
@@ -150,7 +157,7 @@ impl Input {
     /// The attempt this input is about.
     pub fn attempt(&self) -> AttemptId {
         match self {
-            Input::Connected { attempt }
+            Input::Connected { attempt, .. }
             | Input::FirstFrame { attempt }
             | Input::Response { attempt, .. }
             | Input::Failed { attempt, .. }
@@ -395,6 +402,10 @@ pub struct AttemptInfo {
     /// measures nothing).
     #[serde(default, alias = "kept")]
     pub reused_connection: bool,
+    /// Whether its transport carries a TLS handshake after the TCP one
+    /// ([`Input::Connected`]'s `tls`): its broker's first answer ends that handshake.
+    #[serde(default)]
+    pub tls: bool,
     /// When it ended, if it did.
     pub ended_at: Option<Instant>,
     /// Where it stands.

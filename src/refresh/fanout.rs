@@ -302,7 +302,7 @@ impl Refresh {
         let info = self.attempts.info(n);
         let Some(connected_at) = info.connected_at else { return };
         let wait = now.saturating_since(connected_at);
-        if a.is_late(wait, self.handshake_of(info, connected_at), self.broker_pace(info)) {
+        if a.is_late(wait, self.handshake_of(info, connected_at), self.broker_pace(info), info.tls) {
             self.ticks.queueing = self.ticks.queueing.max(wait);
         }
     }
@@ -358,6 +358,7 @@ impl Refresh {
                 first_frame_at: None,
                 // Only the first attempt to a candidate can have its kept connection.
                 reused_connection: self.reused.get_mut(candidate).is_some_and(core::mem::take),
+                tls: false,
                 ended_at: None,
                 state: AttemptState::InFlight,
                 hedge,

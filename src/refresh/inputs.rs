@@ -14,7 +14,7 @@ impl Refresh {
             return outcome;
         }
         let fresh = match input {
-            Input::Connected { .. } => self.on_connected(now, n),
+            Input::Connected { tls, .. } => self.on_connected(now, n, tls),
             Input::FirstFrame { .. } => self.on_answered(now, n),
             Input::Response { attempt, metadata } => {
                 self.on_response(now, n, attempt, metadata);
@@ -35,13 +35,14 @@ impl Refresh {
 
     /// The transport is up: older attempts still connecting long after are outrun
     /// (`fanout.tuning.cancel_outrun`), and an adaptive stagger now counts from the
-    /// handshake, so the leader's armed tick moves.
-    fn on_connected(&mut self, now: Instant, n: u32) -> bool {
+    /// handshake (at the TLS pace when `tls`), so the leader's armed tick moves.
+    fn on_connected(&mut self, now: Instant, n: u32, tls: bool) -> bool {
         let info = self.attempts.info_mut(n);
         if info.connected_at.is_some() {
             return false;
         }
         info.connected_at = Some(now);
+        info.tls = tls;
         self.cancel_outrun(now, n);
         if self.ticks.leader == Some(n) && self.timers.get(TimerKind::Stagger).is_some() {
             self.timers.set(TimerKind::Stagger, Some(self.stagger_deadline(n)));

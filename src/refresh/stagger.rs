@@ -41,7 +41,7 @@ impl Refresh {
             Stagger::Adaptive(a) => {
                 let (from, delay) = match info.connected_at {
                     Some(at) => {
-                        let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info));
+                        let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info), info.tls);
                         // A kept connection's first answer is one request on an authenticated
                         // connection: silent past `cold`, its broker costs what a blackholed
                         // one does, whatever a burst taught the window.

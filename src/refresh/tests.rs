@@ -39,13 +39,13 @@ fn handle_input_says_what_became_of_each_input() {
     let at = Instant::from_millis;
     let refused = |n| Input::Failed { attempt: id(n), error: AttemptError::new(crate::error::ErrorKind::Refused) };
     let rows = [
-        (at(1), Input::Connected { attempt: id(0) }, InputOutcome::Applied),
-        (at(2), Input::Connected { attempt: id(0) }, InputOutcome::Repeated),
+        (at(1), Input::Connected { attempt: id(0), tls: false }, InputOutcome::Applied),
+        (at(2), Input::Connected { attempt: id(0), tls: false }, InputOutcome::Repeated),
         (at(3), Input::FirstFrame { attempt: id(0) }, InputOutcome::Applied),
         (at(4), Input::FirstFrame { attempt: id(0) }, InputOutcome::Repeated),
-        (at(5), Input::Connected { attempt: AttemptId::new(7, 0) }, InputOutcome::OtherRefresh),
+        (at(5), Input::Connected { attempt: AttemptId::new(7, 0), tls: false }, InputOutcome::OtherRefresh),
         // #0.1 is issued by the stagger tick due at 100 ms, in this very call.
-        (at(100), Input::Connected { attempt: id(1) }, InputOutcome::NotIssued),
+        (at(100), Input::Connected { attempt: id(1), tls: false }, InputOutcome::NotIssued),
         (at(101), refused(1), InputOutcome::Applied),
         (at(102), refused(1), InputOutcome::AttemptEnded),
         // #0.0 times out at 150 ms, in the call that reports it.
@@ -73,7 +73,7 @@ fn attempt_ids_serialise_as_epoch_and_number_and_read_the_old_integer_too() {
     assert_eq!(serde_json::from_str::<AttemptId>(&old.to_string()).unwrap(), id);
     assert_eq!(serde_json::from_str::<AttemptId>(r#"{"number": 7, "epoch": 3}"#).unwrap(), id);
     let input: Input = serde_json::from_str(r#"{"connected": {"attempt": 5}}"#).unwrap();
-    assert_eq!(input, Input::Connected { attempt: AttemptId::new(0, 5) });
+    assert_eq!(input, Input::Connected { attempt: AttemptId::new(0, 5), tls: false });
     for bad in ["-1", r#"{"epoch": 1}"#, r#"{"epoch": 1, "number": 2, "x": 3}"#, "\"7\""] {
         assert!(serde_json::from_str::<AttemptId>(bad).is_err(), "{bad}");
     }
@@ -153,7 +153,7 @@ fn a_lookup_outrun_by_a_connected_seed_says_the_lookup_was_outrun_not_a_connect(
     // The lookup hangs; the cold 40 ms tick starts the IP seed, which connects at once.
     r.handle_timeout(Instant::from_millis(40));
     let Some(Command::Connect { attempt, .. }) = r.poll_command() else { panic!("the IP seed starts") };
-    r.handle_input(Instant::from_micros(40_100), Input::Connected { attempt });
+    r.handle_input(Instant::from_micros(40_100), Input::Connected { attempt, tls: false });
     let cancel = r.poll_command();
     assert!(matches!(cancel, Some(Command::Cancel { reason: CancelReason::Outrun, .. })), "{cancel:?}");
     let error = r.outcomes[0].last_error.as_ref().expect("the lookup's error");

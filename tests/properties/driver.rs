@@ -113,7 +113,9 @@ pub fn resolving_input(kind: &InputKind, attempt: AttemptId, resolves: bool, ste
     match kind {
         InputKind::Failed(..) => make_input(kind, attempt),
         _ if resolves && !mix.is_multiple_of(8) => Input::Resolved { attempt, addresses: answer() },
-        InputKind::Connected if !resolves && mix.is_multiple_of(8) => Input::Resolved { attempt, addresses: answer() },
+        InputKind::Connected(_) if !resolves && mix.is_multiple_of(8) => {
+            Input::Resolved { attempt, addresses: answer() }
+        }
         _ => make_input(kind, attempt),
     }
 }

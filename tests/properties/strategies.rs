@@ -159,7 +159,8 @@ pub enum Answer {
 /// What the adapter reports.
 #[derive(Clone, Debug)]
 pub enum InputKind {
-    Connected,
+    /// Whether a TLS handshake follows.
+    Connected(bool),
     Answered,
     Response(Answer),
     /// The error, and whether it carries a detail text.
@@ -264,7 +265,7 @@ pub fn decode_input_kind(selector: u8, x: u64) -> InputKind {
     match selector % 8 {
         0..=2 => InputKind::Response(decode_answer(x)),
         3..=5 => InputKind::Failed(decode_error(x), (x >> 39) & 1 == 1),
-        6 => InputKind::Connected,
+        6 => InputKind::Connected((x >> 7) & 1 == 1),
         _ => InputKind::Answered,
     }
 }
@@ -340,7 +341,7 @@ pub fn metadata(answer: &Answer) -> Metadata {
 
 pub fn make_input(kind: &InputKind, attempt: AttemptId) -> Input {
     match kind {
-        InputKind::Connected => Input::Connected { attempt },
+        InputKind::Connected(tls) => Input::Connected { attempt, tls: *tls },
         InputKind::Answered => Input::FirstFrame { attempt },
         InputKind::Response(answer) => Input::Response { attempt, metadata: metadata(answer) },
         InputKind::Failed(kind, detail) => Input::Failed {

@@ -119,7 +119,7 @@ fn call_at(refresh: &mut Refresh, t: Instant, call: &Call) -> Vec<(Instant, Comm
             }
             panic!("timers still due by {} after 10 000 calls: {out:?}", show(t));
         }
-        Call::Connected(n) => Input::Connected { attempt: attempt(refresh, *n) },
+        Call::Connected(n) => Input::Connected { attempt: attempt(refresh, *n), tls: false },
         Call::Answered(n) => Input::FirstFrame { attempt: attempt(refresh, *n) },
         Call::Response(n, metadata) => Input::Response { attempt: attempt(refresh, *n), metadata: metadata.clone() },
         Call::Failed(n, kind) => Input::Failed { attempt: attempt(refresh, *n), error: AttemptError::new(*kind) },

@@ -61,8 +61,9 @@ pub(crate) struct Answer {
 /// Progress of an attempt, as the driver reports it to the core.
 #[derive(Debug)]
 pub(crate) enum Progress {
-    /// The transport came up (`Input::Connected`).
-    Connected,
+    /// The transport came up (`Input::Connected`); `tls`: a TLS handshake follows (a fresh
+    /// connection to TLS brokers), so the broker's first answer will be its end.
+    Connected { tls: bool },
     /// The broker sent its first complete answer on this attempt (`Input::FirstFrame`): it is
     /// alive. Reported at most once per attempt, and always before its `Finished`, even when
     /// the same read completed the exchange.
@@ -195,10 +196,11 @@ impl AttemptSet {
                         continue;
                     };
                     let ctx = self.ctx.clone();
+                    let handshake_follows = matches!(conn, Conn::Fresh(_)) && ctx.tls.is_some();
                     self.push_for(attempt, address, tls.clone(), async move {
                         (attempt, converse(&ctx, attempt, &tls, conn, expected.as_ref()).await)
                     });
-                    return (attempt, Progress::Connected);
+                    return (attempt, Progress::Connected { tls: handshake_follows });
                 }
                 Step::Answered(conversation) => {
                     let Some((address, tls)) =

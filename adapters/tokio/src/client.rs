@@ -254,7 +254,7 @@ impl Background {
 
     fn progress(&mut self, at: Instant, attempt: AttemptId, progress: Progress) {
         let (input, reported) = match progress {
-            Progress::Connected => (Input::Connected { attempt }, Reported::Connected),
+            Progress::Connected { tls } => (Input::Connected { attempt, tls }, Reported::Connected),
             Progress::Answered => (Input::FirstFrame { attempt }, Reported::Answered),
             Progress::Finished(Ok(answer)) => {
                 let rejection = answer.metadata.rejection();

@@ -109,7 +109,7 @@ pub async fn refresh_with(
             (attempt, progress) = attempts.next() => {
                 at = clock.now();
                 let (input, reported) = match progress {
-                    Progress::Connected => (Input::Connected { attempt }, Reported::Connected),
+                    Progress::Connected { tls } => (Input::Connected { attempt, tls }, Reported::Connected),
                     Progress::Answered => (Input::FirstFrame { attempt }, Reported::Answered),
                     Progress::Finished(Ok(answer)) => {
                         answer_version = answer.version;

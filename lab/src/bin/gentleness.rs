@@ -40,16 +40,23 @@ enum Client {
 }
 
 /// The policies compared; `--set` settings as the CLI takes them.
-fn policies(stopped: usize) -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
-    let mut p = vec![
-        ("adaptive (default)", vec![]),
-        // The silence rule this replaced: a connected broker suspected 2 × the TCP handshake
-        // after it, floored at 2 ms (the kernel's pace, not the broker's).
-        (
-            "kernel pace (silent 0, floor 2 ms)",
-            vec![("fanout.stagger.adaptive.silent", "0ms"), ("fanout.stagger.adaptive.floor", "2ms")],
-        ),
-    ];
+fn policies(stopped: usize, listener: Listener) -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    let mut p = vec![("adaptive (default)", vec![])];
+    if listener == Listener::SaslSsl {
+        // One prior for every transport: a connection whose TLS handshake follows judged by
+        // the 12 ms plaintext pace, as before `silent_tls` existed.
+        p.push(("TLS-blind prior (silent_tls 12 ms)", vec![("fanout.stagger.adaptive.silent_tls", "12ms")]));
+    }
+    // The silence rule the broker pace replaced: a connected broker suspected 2 × the TCP
+    // handshake after it, floored at 2 ms (the kernel's pace, not the broker's).
+    p.push((
+        "kernel pace (silent 0, floor 2 ms)",
+        vec![
+            ("fanout.stagger.adaptive.silent", "0ms"),
+            ("fanout.stagger.adaptive.silent_tls", "0ms"),
+            ("fanout.stagger.adaptive.floor", "2ms"),
+        ],
+    ));
     if stopped == 0 {
         p.push((
             "sequential",
@@ -162,7 +169,7 @@ impl Bench {
     /// refreshes' own reports (attempts whose TCP handshake completed): a forwarder cannot
     /// tell whose a connection is when they overlap.
     async fn burst(&self, out: &mut String, listener: Listener, clients: usize, reps: usize) -> Res<()> {
-        let policies = policies(0);
+        let policies = policies(0, listener);
         let mut cells: Vec<Cell> = policies.iter().map(|_| Cell::default()).collect();
         let seeds = std::sync::Arc::new(self.cluster.seeds(listener));
         for rep in 0..reps {
@@ -253,7 +260,7 @@ impl Bench {
         stopped: usize,
         reps: usize,
     ) -> Res<()> {
-        let policies = policies(stopped);
+        let policies = policies(stopped, listener);
         let mut cells: Vec<Cell> = policies.iter().map(|_| Cell::default()).collect();
         let _paused: Vec<_> = (1..=stopped as u32).map(|node| self.cluster.kafka.pause(node)).collect();
         for rep in 0..reps {

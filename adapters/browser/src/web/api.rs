@@ -18,12 +18,14 @@ export interface Duration { secs: number; nanos: number }
 
 /** Adaptive stagger (the default): hedge against silence, not slowness. Connecting: wait `cold`; connected but
  *  silent: `clamp(multiple × max(broker pace, handshake), floor, ceiling)` after the handshake, the broker pace
- *  being the first answers seen (`silent` until one is); answering: `patience` × what an answer normally takes,
+ *  being the first answers seen (`silent`, or `silent_tls` over TLS, until one is); answering: `patience` × what an answer normally takes,
  *  from the attempt's start. */
 export interface AdaptiveStagger {
   cold: Duration; multiple: number; floor: Duration; ceiling: Duration; patience: number;
   /** The broker pace (handshake to first answer) assumed until a first answer is seen. */
   silent: Duration;
+  /** The same, when the first answer ends a TLS handshake (`Input::Connected`'s `tls`). */
+  silent_tls: Duration;
   /** The longest a silent wait grows by superseding silent brokers. */
   pace: Duration;
 }

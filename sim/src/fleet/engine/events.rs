@@ -64,7 +64,8 @@ impl Engine {
                     } else if self.is_live(ci, attempt) {
                         let at = self.now + (draw.rtt / 2) as u64;
                         self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: true });
-                        self.deliver(ci, Input::Connected { attempt });
+                        // A kept connection is secured already: no TLS handshake follows.
+                        self.deliver(ci, Input::Connected { attempt, tls: false });
                     }
                 }
                 Ev::TlsArrive { client, attempt, broker, draw } => {
@@ -321,7 +322,7 @@ impl Engine {
         };
         self.push(at, next);
         if self.clients[ci].cluster.is_some() {
-            self.deliver(ci, Input::Connected { attempt });
+            self.deliver(ci, Input::Connected { attempt, tls: self.tls_us.is_some() });
         }
     }
 
