@@ -123,7 +123,7 @@ class Forwarders:
 
 class Blackhole:
     """A loopback listener whose accept queue is full: the kernel drops new SYNs, so a connect
-    to it hangs (the technique of adapters/tokio/examples/common/blackhole.rs)."""
+    to it hangs (the technique of testing/faults/src/blackhole.rs)."""
 
     def __init__(self):
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

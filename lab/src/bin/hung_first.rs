@@ -6,7 +6,7 @@
 //! written zone by zone, one zone dark). The reference is librdkafka's pace of one new
 //! broker about every 51 ms, so "k × 51 ms" is what a peer needs for the same list.
 //!
-//! Run with `cargo run --release -p stagger-sim --example hung_first [-- --markdown]`.
+//! Run with `cargo run --release -p stagger-lab --bin hung_first [-- --markdown]`.
 
 use core::time::Duration;
 use stagger::RefreshConfig;

@@ -18,7 +18,7 @@
 //! broker is continued or restarted after its case. About 3 minutes in all.
 //!
 //! ```text
-//! cargo run --release -p stagger-tokio --example realsockets_kafka
+//! cargo run --release -p stagger-lab --bin realsockets_kafka
 //! ```
 
 use std::error::Error;
@@ -27,18 +27,11 @@ use std::time::{Duration, Instant};
 
 use stagger::RefreshConfig;
 use stagger_kafka_fixture::{KafkaCluster, Options};
+use stagger_lab::measure::{median, ms};
+use stagger_lab::sample::{once, Sample};
+use stagger_test_faults::blackhole::blackhole;
 use stagger_tokio::{AttemptOutcome, RefreshOutcome};
 use tokio::task::JoinSet;
-#[path = "common/blackhole.rs"]
-mod blackhole;
-#[path = "common/measure.rs"]
-mod measure;
-#[path = "common/sample.rs"]
-mod sample;
-
-use blackhole::blackhole;
-use measure::{median, ms};
-use sample::{once, Sample};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 

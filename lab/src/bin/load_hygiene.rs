@@ -1,7 +1,7 @@
 //! Load hygiene, measured: many sequential and concurrent refreshes in one process against
 //! healthy, hung, refusing and never-answering brokers, printing open descriptors, alive
 //! tasks and resident memory as they go, so "nothing leaks" can be seen, not just asserted
-//! (`tests/hygiene.rs` asserts the descriptor and task counts).
+//! (the tokio adapter's `tests/hygiene.rs` asserts the descriptor and task counts).
 //!
 //! * sequential: librdkafka's mock cluster (broker 1 hung: an hour's round-trip time;
 //!   brokers 2 and 3 healthy), a refusing port and a listener that never answers a connect;
@@ -10,7 +10,7 @@
 //!   queue and wait for SYN retransmits, which would measure the mock, not us.
 //!
 //! ```text
-//! cargo run --release -p stagger-tokio --example load_hygiene -- [sequential=1000] [concurrent=200] [rounds=5]
+//! cargo run --release -p stagger-lab --bin load_hygiene -- [sequential=1000] [concurrent=200] [rounds=5]
 //! ```
 
 use std::error::Error;

@@ -1,4 +1,4 @@
-//! One refresh over real sockets, measured: shared by the real-socket examples (`realsockets`
+//! One refresh over real sockets, measured: shared by the real-socket programs (`realsockets`
 //! on librdkafka's mock, `realsockets_kafka` on real Apache Kafka) so both count alike.
 
 use std::time::Duration;

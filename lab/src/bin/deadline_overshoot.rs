@@ -8,7 +8,7 @@
 //! socket. Prints p50 / p99 / max overshoot per policy; the target is p99 ≤ 50 ms.
 //!
 //! ```text
-//! cargo run --release -p stagger-tokio --example deadline_overshoot -- [runs=200] [deadline_ms=200]
+//! cargo run --release -p stagger-lab --bin deadline_overshoot -- [runs=200] [deadline_ms=200]
 //! ```
 
 use std::error::Error;

@@ -23,7 +23,7 @@
 //! SYNs; the dropped count is printed) and with starts spaced 1 ms apart. About 90 s in all.
 //!
 //! ```text
-//! cargo run --release -p stagger-tokio --example realsockets
+//! cargo run --release -p stagger-lab --bin realsockets
 //! ```
 
 use std::error::Error;
@@ -33,17 +33,10 @@ use std::time::{Duration, Instant};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 use stagger::RefreshConfig;
+use stagger_lab::measure::{median, ms};
+use stagger_lab::sample::{once, Sample};
+use stagger_test_faults::blackhole::{blackhole, Blackhole};
 use stagger_tokio::{AttemptOutcome, RefreshOutcome};
-#[path = "common/blackhole.rs"]
-mod blackhole;
-#[path = "common/measure.rs"]
-mod measure;
-#[path = "common/sample.rs"]
-mod sample;
-
-use blackhole::{blackhole, Blackhole};
-use measure::{median, ms};
-use sample::{once, Sample};
 use tokio::task::JoinSet;
 
 type Mock = MockCluster<'static, DefaultProducerContext>;
@@ -240,7 +233,7 @@ async fn main() -> Res<()> {
     }
     // Sequential: its refusing cells are fast and run like the others; the rest are
     // timer-bound (10 s per silent or handshake-less broker), so those runs all go at once to
-    // keep the example bounded.
+    // keep the program bounded.
     let seq_index = presets().iter().position(|(n, _)| n.starts_with("sequential")).unwrap();
     let seq_config = presets()[seq_index].1;
     let mut batch = JoinSet::new();

@@ -1,4 +1,5 @@
-//! Small number helpers shared by the real-socket examples, so their tables agree.
+//! Small number helpers shared by the real-socket programs (`realsockets`,
+//! `realsockets_kafka`, `librdkafka_reference`), so their tables agree.
 
 use std::time::Duration;
 

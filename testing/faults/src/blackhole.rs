@@ -1,5 +1,7 @@
-//! A loopback listener whose TCP handshake never completes, shared by the real-socket
-//! examples (`realsockets`, `librdkafka_reference`) so both measure the same fault.
+//! A loopback listener whose TCP handshake never completes, on tokio: the one the tokio
+//! adapter's `tests/blackhole.rs` and stagger-lab's real-socket programs (`realsockets`,
+//! `realsockets_kafka`, `librdkafka_reference`, `rule_costs`) share, so all of them meet the
+//! same fault. ([`crate::sockets::Unanswered`] is its blocking twin, for the fault matrix.)
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -11,7 +13,6 @@ pub struct Blackhole {
     /// Where clients are sent.
     pub address: SocketAddr,
     /// Connections that filled its accept queue (reported, so readers can check the setup).
-    #[allow(dead_code)] // not every example reports it
     pub queued: usize,
     /// The listener itself (backlog 1, never accepting).
     _listener: TcpListener,
