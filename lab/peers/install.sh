@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs and builds every peer of bench/peers into bench/peers/.cache (gitignored), each from
+# Installs and builds every peer of lab/peers into lab/peers/.cache (gitignored), each from
 # its ordinary registry, at the versions pinned below (the newest each registry held when the
 # benchmark was written), and builds stagger's CLI and library probe. Idempotent; a peer that
 # cannot be installed is reported in one line and left out, the others still install.
 #
-#   bash bench/peers/install.sh
+#   bash lab/peers/install.sh
 #
 # Writes .cache/versions.tsv (peer, version actually installed) and .cache/peers.tsv (peer,
 # the command that runs its probe); run.sh reads both.
@@ -14,7 +14,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="$here/.cache"
 mkdir -p "$cache"
-: "${CARGO_TARGET_DIR:=/work/target-peers}"
+: "${CARGO_TARGET_DIR:=$root/target}"
 export CARGO_TARGET_DIR
 
 KAFKA_CLIENTS_VERSION=4.4.0   # Maven: org.apache.kafka:kafka-clients
@@ -55,7 +55,7 @@ stagger_build() { # stagger_build NAME BINARY CARGO_ARGS...
 }
 : >"$cache/cargo.log"
 stagger_build "stagger CLI" "$CARGO_TARGET_DIR/release/stagger" -p stagger-cli
-stagger_build "stagger library" "$CARGO_TARGET_DIR/release/examples/peers_probe" -p stagger-tokio --example peers_probe
+stagger_build "stagger library" "$CARGO_TARGET_DIR/release/peers_probe" -p stagger-lab --bin peers_probe
 
 # --- Java: kafka-clients from Maven, the probe built with mvn
 if command -v mvn >/dev/null && command -v java >/dev/null &&

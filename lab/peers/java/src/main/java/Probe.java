@@ -1,4 +1,4 @@
-// bench/peers probe for the Java client (kafka-clients): one Admin, one describeCluster().
+// lab/peers probe for the Java client (kafka-clients): one Admin, one describeCluster().
 //
 //   java -cp 'jar:lib/*' Probe BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
 //

@@ -1,4 +1,4 @@
-"""bench/peers probe for the Python clients: one client, one metadata round, one JSON line.
+"""lab/peers probe for the Python clients: one client, one metadata round, one JSON line.
 
     python probe.py CLIENT BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
 

@@ -1,40 +1,48 @@
-// bench/peers probe for IBM/sarama: sarama.NewClient, which fetches the cluster's metadata
-// before it returns (its normal way to learn the cluster).
+// lab/peers probe for franz-go: one kgo.Client, one metadata request (kadm.BrokerMetadata).
 //
-//	sarama BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
+//	franz BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
 //
 // Prints one JSON line: {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,…,"error":"…"}.
 package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func once(bootstrap string, tuned bool) (int, time.Time, error) {
-	cfg := sarama.NewConfig()
-	cfg.ClientID = "peers-probe"
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID("peers-probe")}
 	if tuned {
-		// Dial, read and write timeouts 2 s (defaults 30 s each); the metadata retry
-		// backoff (250 ms) is already below 2 s.
-		cfg.Net.DialTimeout = 2 * time.Second
-		cfg.Net.ReadTimeout = 2 * time.Second
-		cfg.Net.WriteTimeout = 2 * time.Second
+		// Dial and per-request read/write overhead 2 s (defaults 10 s and 10 s); the retry
+		// backoff (default exponential 250 ms..2.5 s, jittered) capped at 2 s.
+		opts = append(opts,
+			kgo.DialTimeout(2*time.Second),
+			kgo.RequestTimeoutOverhead(2*time.Second),
+			kgo.RetryBackoffFn(func(tries int) time.Duration {
+				d := 250 * time.Millisecond << uint(min(tries, 8))
+				return min(d, 2*time.Second)
+			}),
+		)
 	}
-	cl, err := sarama.NewClient(strings.Split(bootstrap, ","), cfg)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, time.Now(), err
+	}
+	defer cl.Close()
+	m, err := kadm.NewClient(cl).BrokerMetadata(context.Background())
 	at := time.Now()
 	if err != nil {
 		return 0, at, err
 	}
-	n := len(cl.Brokers())
-	go cl.Close()
-	return n, at, nil
+	return len(m.Brokers), at, nil
 }
 
 func main() {

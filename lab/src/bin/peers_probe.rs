@@ -1,9 +1,9 @@
-//! The stagger library's probe for `bench/peers` (the peer benchmark): one refresh of the
+//! The stagger library's probe for `lab/peers` (the peer benchmark): one refresh of the
 //! seeds with the default options — what `stagger_tokio::refresh(&RefreshConfig::default(), …)`
 //! does — printed as one JSON line, like the other clients' probes there.
 //!
 //! ```text
-//! cargo run --release -p stagger-tokio --example peers_probe -- SEEDS [TUNED] [WARMUP_ADDRESS]
+//! cargo run --release -p stagger-lab --bin peers_probe -- SEEDS [TUNED] [WARMUP_ADDRESS]
 //! ```
 //!
 //! `SEEDS` is a comma-separated list of `host:port`. `TUNED` is accepted for the benchmark's

@@ -1,4 +1,4 @@
-module stagger.dev/bench/peers
+module stagger.dev/lab/peers
 
 go 1.26.0
 

@@ -1,4 +1,4 @@
-// bench/peers probe for kafkajs: one admin client, connect() + describeCluster().
+// lab/peers probe for kafkajs: one admin client, connect() + describeCluster().
 //
 //   node probe.js BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
 //
