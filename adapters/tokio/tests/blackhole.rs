@@ -6,12 +6,10 @@
 use std::time::Duration;
 
 use stagger::{CancelReason, ClusterConfig};
+use stagger_test_faults::blackhole;
 use stagger_test_faults::bounded;
 use stagger_test_faults::mock::Mock;
 use stagger_tokio::{refresh_with, AttemptOutcome, Client, ClientOptions, RefreshOptions};
-
-#[path = "../examples/common/blackhole.rs"]
-mod blackhole;
 
 /// Below the 200–250 ms (jittered) of the cold delay this replaced and far above the 32–40 ms
 /// of today's: only a real regression crosses it.

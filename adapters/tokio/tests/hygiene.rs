@@ -6,7 +6,8 @@
 //! (`RuntimeMetrics::num_alive_tasks`) and scheduler yields — never by sleeping and hoping.
 //! Where the other end (the in-process mock brokers) closes on its own schedule, the test
 //! waits for the count to come back, bounded by the test's 60 s limit. Timing and memory
-//! numbers are printed by `examples/deadline_overshoot.rs` and `examples/load_hygiene.rs`.
+//! numbers are printed by stagger-lab's `deadline_overshoot` and `load_hygiene`
+//! (`cargo run --release -p stagger-lab --bin load_hygiene`).
 
 use std::time::{Duration, Instant};
 

@@ -24,10 +24,8 @@ use std::time::{Duration, Instant};
 use stagger::RefreshConfig;
 use stagger_lab::bench::{arg, emit, write_out, Forwarded, Listener, Res, SETTLE};
 use stagger_lab::stats::spread;
+use stagger_test_faults::blackhole;
 use stagger_tokio::refresh_with;
-
-#[path = "../../../adapters/tokio/examples/common/blackhole.rs"]
-mod blackhole;
 
 /// Brokers in the cluster: three can be stopped with two left to answer.
 const BROKERS: u32 = 5;

@@ -2,7 +2,8 @@
 //! checked against the very same brokers and faults: a real Kafka-protocol cluster
 //! (librdkafka's mock, in-process), a fault proxy for what the mock cannot do, a scripted
 //! fake broker for protocol-level faults, a TLS test PKI, socket accounting (with refusing
-//! and never-answering listeners), and the fault matrix's rows ([`matrix`]).
+//! and never-answering listeners, and [`blackhole`] on tokio), and the fault matrix's rows
+//! ([`matrix`]).
 //!
 //! What the mock does on the wire (librdkafka 2.12 `rdkafka_mock.c`, checked in its source
 //! and by these tests):
@@ -19,6 +20,7 @@
 // Fixtures start things (sockets, listeners, PKI files) in `new`: a `Default` would hide that.
 #![allow(clippy::new_without_default)]
 
+pub mod blackhole;
 pub mod fake;
 pub mod matrix;
 pub mod mock;

@@ -1,0 +1,585 @@
+"""lab/peers driver: every installed peer against one real Kafka cluster, faults first.
+
+Run by run.sh (which installs the peers and starts the cluster); stdlib only. For each case
+and repetition, each (client, setting) runs once, in turn, as its own process with a kill
+timeout; nothing runs in parallel. Prints one Markdown table and writes it, with the
+method, the versions and the exact command, to docs/performance/peers.md.
+
+Connections are counted by counting TCP forwarders on 127.0.0.1 in front of every seed
+address that accepts TCP (healthy and hung brokers): each forwarder counts the connections
+it accepts, i.e. TCP handshakes completed with the *seed (bootstrap) addresses*. A refusing
+or blackholed seed completes no handshake by definition, so it needs no forwarder (and has
+none: a forwarder would turn "refused" into "accepted, then closed"). Connections a client
+opens afterwards to the brokers' advertised addresses (the real ports) are not counted.
+"""
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+# ---------------------------------------------------------------- counting forwarders
+
+
+class Forwarders:
+    """One counting TCP forwarder per upstream address, on an asyncio loop in a thread."""
+
+    def __init__(self, upstreams):
+        self.upstreams = upstreams
+        self.counts = [0] * len(upstreams)
+        self.addresses = [None] * len(upstreams)
+        self.loop = asyncio.new_event_loop()
+        self.servers = []
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self.thread.start()
+        ready.wait(10)
+        if None in self.addresses:
+            raise RuntimeError("forwarders did not start")
+
+    def _run(self, ready):
+        asyncio.set_event_loop(self.loop)
+
+        async def start():
+            for i, up in enumerate(self.upstreams):
+                server = await asyncio.start_server(
+                    lambda r, w, i=i: self._serve(i, r, w), "127.0.0.1", 0, backlog=512
+                )
+                self.servers.append(server)
+                port = server.sockets[0].getsockname()[1]
+                self.addresses[i] = f"127.0.0.1:{port}"
+            ready.set()
+
+        self.loop.run_until_complete(start())
+        self.loop.run_forever()
+
+    async def _serve(self, i, reader, writer):
+        self.counts[i] += 1
+        host, port = self.upstreams[i].rsplit(":", 1)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            writer.transport.abort()
+            return
+
+        async def pipe(src, dst):
+            try:
+                while True:
+                    data = await src.read(65536)
+                    if not data:
+                        break
+                    dst.write(data)
+                    await dst.drain()
+            except (OSError, asyncio.CancelledError):
+                pass
+            finally:
+                try:
+                    dst.close()
+                except OSError:
+                    pass
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def reset(self):
+        self.loop.call_soon_threadsafe(self._reset)
+        time.sleep(0.01)
+
+    def _reset(self):
+        self.counts = [0] * len(self.upstreams)
+
+    def snapshot(self):
+        box, done = [], threading.Event()
+
+        def take():
+            box.append(list(self.counts))
+            done.set()
+
+        self.loop.call_soon_threadsafe(take)
+        done.wait(5)
+        return box[0]
+
+    def close(self):
+        def stop():
+            for s in self.servers:
+                s.close()
+            self.loop.stop()
+
+        self.loop.call_soon_threadsafe(stop)
+        self.thread.join(5)
+
+
+# ---------------------------------------------------------------- a blackholed address
+
+
+class Blackhole:
+    """A loopback listener whose accept queue is full: the kernel drops new SYNs, so a connect
+    to it hangs (the technique of testing/faults/src/blackhole.rs)."""
+
+    def __init__(self):
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.fill = []
+        for _ in range(8):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(0.2)
+            try:
+                s.connect(self.listener.getsockname())
+                self.fill.append(s)
+            except (socket.timeout, OSError):
+                s.close()
+                break
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.settimeout(0.5)
+        try:
+            probe.connect(self.listener.getsockname())
+            raise RuntimeError("blackhole check: connect did not hang")
+        except socket.timeout:
+            pass
+        finally:
+            probe.close()
+
+    def close(self):
+        for s in self.fill:
+            s.close()
+        self.listener.close()
+
+
+# ---------------------------------------------------------------- the cluster
+
+
+class Cluster:
+    def __init__(self, script, kdir):
+        self.script, self.dir = script, kdir
+        env = self.env()
+        self.addresses = env["KAFKA_PLAINTEXT"].split(",")
+        self.version = env.get("KAFKA_VERSION", "?")
+
+    def env(self):
+        out = subprocess.run(["bash", self.script, "env", "--dir", self.dir], capture_output=True, text=True, check=True).stdout
+        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+    def pid(self, node):
+        with open(os.path.join(self.dir, f"node-{node}", "pid")) as f:
+            return int(f.read().strip())
+
+    def signal(self, nodes, sig):
+        for n in nodes:
+            try:
+                os.kill(self.pid(n), sig)
+            except ProcessLookupError:
+                pass
+
+    def kill(self, nodes):
+        self.signal(nodes, signal.SIGKILL)
+        for n in nodes:  # until the port refuses
+            host, port = self.addresses[n - 1].rsplit(":", 1)
+            for _ in range(200):
+                try:
+                    socket.create_connection((host, int(port)), timeout=0.2).close()
+                    time.sleep(0.05)
+                except OSError:
+                    break
+
+    def restart(self, node):
+        r = subprocess.run(["bash", self.script, "restart", "--node", str(node), "--dir", self.dir],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=200)
+        if r.returncode != 0:  # reported; the later cases still run on the brokers left
+            print(f"bench.py: restarting node {node} failed: {r.stderr.strip()[-300:]}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- probes
+
+
+def run_probe(argv, timeout, before=None, ready=True):
+    """Runs one probe; returns (result dict, wall seconds). With `ready`, waits (up to 60 s) for
+    the probe's {"ready":true} line (its warm-up done), calls `before()` (the fault, the counter
+    reset), then sends the go line; without, calls `before()` and starts it."""
+    import select
+
+    if before and not ready:
+        before()
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.PIPE,
+                         start_new_session=True)
+    fd, buf = p.stdout.fileno(), b""
+
+    def read_until(pred, deadline):
+        nonlocal buf
+        while not pred(buf):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return True  # EOF
+                buf += chunk
+        return True
+
+    def killed(why):
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        return {"ok": False, "killed": True, "elapsed_ms": None, "error": why}, time.monotonic() - t0
+
+    try:
+        if ready:
+            if not read_until(lambda b: b"ready" in b, time.monotonic() + 60) or b"ready" not in buf:
+                if before:
+                    before()
+                return killed("no ready line within 60 s (warm-up)")
+            rest = buf.split(b"ready", 1)[1]  # drop the ready line
+            buf = rest.split(b"\n", 1)[1] if b"\n" in rest else b""
+            if before:
+                before()
+            t0 = time.monotonic()
+            try:
+                p.stdin.write(b"go\n")
+                p.stdin.flush()
+            except OSError:
+                pass
+        if not read_until(lambda b: False, t0 + timeout):
+            return killed(f"killed after {timeout:g} s")
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    except BaseException:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        raise
+    out = buf.decode("utf-8", "replace")
+    doc = None
+    try:
+        doc = json.loads(out)  # the stagger CLI prints one (pretty) JSON object
+    except ValueError:
+        for line in reversed(out.strip().splitlines()):
+            try:
+                doc = json.loads(line)
+                break
+            except ValueError:
+                continue
+    if not isinstance(doc, dict):
+        return {"ok": False, "elapsed_ms": None, "error": f"no JSON (exit {p.returncode}): {out.strip()[-200:]!r}"}, time.monotonic() - t0
+    if "refresh" in doc:  # stagger CLI --json
+        r = doc["refresh"]
+        conns = sum(1 for a in r.get("attempts", []) if a.get("connected_ms") is not None)
+        doc = {"ok": r.get("elapsed_ms") is not None, "elapsed_ms": r.get("elapsed_ms"), "error": doc.get("error"), "brokers": len(doc.get("brokers", [])), "connections": conns,
+               "attempts": len(r.get("attempts", [])), "winner": r.get("winner")}
+    elif "error" in doc and "ok" not in doc:
+        doc = {"ok": False, "elapsed_ms": None, "error": str(doc.get("error"))[:200]}
+    return doc, time.monotonic() - t0
+
+
+def write_raw(path, results):
+    with open(path + ".tmp", "w") as f:
+        json.dump({"results": [{"case": k[0], "client": k[1], "setting": k[2], "runs": v} for k, v in results.items()]},
+                  f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def fmt_ms(v):
+    if v is None:
+        return "—"
+    if v >= 10000:
+        return f"{v / 1000:.1f} s"
+    if v >= 1000:
+        return f"{v / 1000:.2f} s"
+    if v >= 100:
+        return f"{v:.0f} ms"
+    if v >= 10:
+        return f"{v:.1f} ms"
+    return f"{v:.2f} ms"
+
+
+def fmt_ratio(r):
+    return f"{r:.0f}×" if r >= 10 else f"{r:.2g}×"
+
+
+def lower_median(values):
+    v = sorted(values)
+    return v[(len(v) - 1) // 2]
+
+
+def span(values):
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else f"{lo}–{hi}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kafka-script", required=True)
+    ap.add_argument("--kafka-dir", required=True)
+    ap.add_argument("--peers", required=True, help="peers.tsv from install.sh")
+    ap.add_argument("--versions", required=True, help="versions.tsv from install.sh")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--slow-reps", type=int, default=3)
+    ap.add_argument("--slow-s", type=float, default=10.0)
+    ap.add_argument("--timeout", type=float, default=40.0)
+    ap.add_argument("--only", default="", help="comma-separated client names to run (default all)")
+    ap.add_argument("--cases", default="", help="comma-separated case keys (healthy,hung1,hung3,refused2,blackhole)")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--raw", default="")
+    ap.add_argument("--command", default="bash lab/peers/run.sh")
+    ap.add_argument("--machine", default="polyglot: 2 cores, 24 GiB")
+    ap.add_argument("--kafka-version", default="4.4.0", help="for --cases none (a report only)")
+    ap.add_argument("--merge", default="", help="a raw results JSON whose cases not run now join the table")
+    ap.add_argument("--merge-note", default="", help="a sentence for the report on where the merged cases came from")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so every fault is undone on the way out
+
+    peers = []
+    with open(args.peers) as f:
+        for line in f:
+            if line.strip():
+                name, cmd = line.rstrip("\n").split("\t", 1)
+                peers.append((name, shlex.split(cmd)))
+    versions = []
+    with open(args.versions) as f:
+        for line in f:
+            if line.strip():
+                versions.append(line.rstrip("\n").split("\t"))
+    if args.only:
+        keep = [s.strip() for s in args.only.split(",")]
+        peers = [p for p in peers if any(k.lower() in p[0].lower() for k in keep)]
+
+    report_only = args.cases == "none"  # only the report, from --merge (no cluster needed)
+    if report_only:
+        cluster, n, warm, fwd, hole, kafka_version = None, 5, "", None, None, args.kafka_version
+    else:
+        cluster = Cluster(args.kafka_script, args.kafka_dir)
+        n, kafka_version = len(cluster.addresses), cluster.version
+        if n < 5:
+            sys.exit("bench.py: needs a cluster of at least 5 brokers (3 hung, 2 left to answer)")
+        warm = cluster.addresses[-1]  # never faulted: every probe's uncounted warm-up round goes here
+        fwd = Forwarders(cluster.addresses)
+        hole = Blackhole()
+
+    configs = []  # (client, setting, argv prefix, tuned flag)
+    for name, cmd in peers:
+        if name.startswith("stagger"):
+            configs.append((name, "defaults", cmd, None))
+        else:
+            configs.append((name, "defaults", cmd, "0"))
+            configs.append((name, "tuned 2 s", cmd, "1"))
+
+    def argv(cfg, seeds):
+        name, _, cmd, tuned = cfg
+        if name == "stagger CLI":
+            return cmd + ["metadata", "--brokers", ",".join(seeds), "--json"]
+        return cmd + [",".join(seeds), tuned or "0", warm]
+
+    all_cases = [
+        ("healthy", "healthy", []),
+        ("hung1", "1 hung first (SIGSTOP)", [1]),
+        ("hung3", "3 hung first (SIGSTOP)", [1, 2, 3]),
+        ("refused2", "2 refusing first (SIGKILL)", [1, 2]),
+        ("blackhole", "1 blackholed first (no handshake)", []),
+    ]
+    canonical = list(all_cases)
+    if args.cases:
+        want = args.cases.split(",")
+        all_cases = [c for c in all_cases if c[0] in want]
+
+    # Warm the brokers' request path (JIT) before measuring: stagger's CLI, straight to each broker.
+    cli = next((c for c in configs if c[0] == "stagger CLI"), None)
+    if cli and not report_only:
+        for i in range(40):
+            run_probe(argv(cli, [cluster.addresses[i % n]]), 30, ready=False)
+
+    started = time.monotonic()
+    results = {}  # (case key, client, setting) -> [run dicts]
+    for key, label, nodes in all_cases:
+        print(f"bench.py: case {label}", file=sys.stderr, flush=True)
+        if key == "refused2":
+            cluster.kill(nodes)
+            seeds = [cluster.addresses[i - 1] for i in nodes] + fwd.addresses[len(nodes):]
+        elif key == "blackhole":
+            seeds = [hole.address] + fwd.addresses
+        else:
+            seeds = list(fwd.addresses)
+        slow = set()
+        try:
+            for rep in range(args.reps):
+                for cfg in configs:
+                    cell = (key, cfg[0], cfg[1])
+                    runs = results.setdefault(cell, [])
+                    if cell in slow and rep >= args.slow_reps:
+                        continue
+                    def before():
+                        fwd.reset()
+                        if key.startswith("hung"):
+                            cluster.signal(nodes, signal.SIGSTOP)
+
+                    try:
+                        doc, wall = run_probe(argv(cfg, seeds), args.timeout, before, ready=cfg[0] != "stagger CLI")
+                    finally:
+                        if key.startswith("hung"):
+                            cluster.signal(nodes, signal.SIGCONT)
+                    time.sleep(0.05)
+                    counts = fwd.snapshot()
+                    doc["bootstrap_connections"] = sum(counts)
+                    doc["per_seed"] = counts
+                    doc["wall_s"] = round(wall, 3)
+                    runs.append(doc)
+                    if args.raw:
+                        write_raw(args.raw, results)
+                    took = doc.get("elapsed_ms")
+                    if rep == 0 and (took is None or took >= args.slow_s * 1000):
+                        slow.add(cell)
+                    print(f"  {label} | {cfg[0]} | {cfg[1]} | rep {rep}: "
+                          f"{'ok' if doc.get('ok') else 'FAIL'} {fmt_ms(took)} conns {sum(counts)} "
+                          f"{'' if doc.get('ok') else doc.get('error', '')[:120]}", file=sys.stderr, flush=True)
+                    if key.startswith("hung"):
+                        time.sleep(0.3)  # the continued brokers drain their accept queues
+        finally:
+            if key == "refused2":
+                for node in nodes:
+                    cluster.restart(node)
+    if not report_only:
+        fwd.close()
+        hole.close()
+    if args.raw:
+        write_raw(args.raw, results)
+    merged = []
+    if args.merge:
+        with open(args.merge) as f:
+            for cell in json.load(f)["results"]:
+                k = (cell["case"], cell["client"], cell["setting"])
+                if cell["case"] not in {c[0] for c in all_cases}:
+                    results[k] = cell["runs"]
+                    merged.append(cell["case"])
+    all_cases = [c for c in canonical if any(k[0] == c[0] for k in results)]
+
+    # ---------------------------------------------------------------- the table
+    ref = {}
+    for key, _, _ in all_cases:
+        for client in ("stagger CLI", "stagger library"):
+            runs = results.get((key, client, "defaults"), [])
+            times = sorted(r["elapsed_ms"] for r in runs if r.get("ok")) + [float("inf")] * sum(1 for r in runs if not r.get("ok"))
+            if times and lower_median(times) != float("inf"):
+                ref.setdefault(key, (client, lower_median(times)))
+    lines = [
+        "| case (faulty seeds first) | client | setting | time to metadata, median | min–max | × stagger CLI | "
+        "bootstrap connections, median (min–max) | runs failed |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, label, _ in all_cases:
+        for cfg in configs:
+            runs = results.get((key, cfg[0], cfg[1]), [])
+            if not runs:
+                continue
+            ok = [r["elapsed_ms"] for r in runs if r.get("ok")]
+            failed = [r for r in runs if not r.get("ok")]
+            conns = [r["bootstrap_connections"] for r in runs]
+            # A run without an answer counts as slower than every answer: the median is a run's.
+            times = sorted(ok) + [float("inf")] * len(failed)
+            med = lower_median(times)
+            if ok:
+                rng = f"{fmt_ms(min(ok))}–{fmt_ms(max(ok)) if not failed else 'no answer'}"
+            else:
+                rng = "—"
+            if med == float("inf"):
+                med_s, ratio = "no answer", "—"
+            else:
+                med_s = fmt_ms(med)
+                ratio = "1×" if cfg[0] == "stagger CLI" else (fmt_ratio(med / max(ref[key][1], 0.001)) if key in ref else "—")
+            fail = f"{len(failed)}/{len(runs)}"
+            if failed:
+                kinds = sorted({("killed" if r.get("killed") else "error") for r in failed})
+                fail += " (" + ", ".join(kinds) + ")"
+            lines.append(
+                f"| {label} | {cfg[0]} | {cfg[1]} | {med_s} | {rng} | {ratio} | "
+                f"{lower_median(conns)} ({span(conns)}) | {fail} |"
+            )
+    table = "\n".join(lines)
+    print(table)
+
+    errors = []
+    for (key, client, setting), runs in results.items():
+        for r in runs:
+            if not r.get("ok"):
+                errors.append(f"{key} / {client} / {setting}: {str(r.get('error'))[:160]}")
+    if args.out:
+        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        left_out = [v for v in versions if v[1] == "-"]
+        doc = [
+            "# stagger and its peers: time to metadata with faulty brokers first",
+            "",
+            f"Measured {now} by `{args.command}` on {args.machine} ({platform.system()} {platform.release()}), "
+            "shared with other work. Generated by lab/peers/bench.py: do not edit by hand, rerun.",
+            "",
+            f"Apache Kafka {kafka_version}, {n} KRaft brokers (each broker + controller) on 127.0.0.1, started by "
+            "`scripts/kafka.sh`. Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
+            "and is asked for the cluster's metadata once, its ordinary way: stagger `metadata --json` (CLI) and "
+            "`stagger_tokio::refresh_with` with the default options (library, `lab/src/bin/peers_probe.rs`); "
+            "kafka-clients `Admin.describeCluster()`; librdkafka `AdminClient.list_topics()` (confluent-kafka); franz-go "
+            "`kadm.BrokerMetadata`; sarama `NewClient` (fetches metadata before it returns); kafka-python and aiokafka "
+            "`describe_cluster()` on their admin clients (aiokafka after `start()`); kafkajs `admin.connect()` + "
+            "`describeCluster()`.",
+            "",
+            "* **Time to metadata** is measured inside each probe process, from creating the client to holding the "
+            "answer (process start-up excluded). Each probe first does one uncounted round with a separate client "
+            "against the last broker's own address (never faulted) *before the fault is made*, so imports, class "
+            "loading and first-use costs are not billed; then it says it is ready, the fault is made, the counters "
+            "are reset, and the measured round starts. stagger's CLI has no warm-up round (the fault is made before "
+            "it starts).",
+            "* **Faults**, made by the broker processes: *hung* = `SIGSTOP` (the kernel still accepts TCP, nobody "
+            "answers), applied just before each probe starts and lifted (`SIGCONT`) right after it exits, so the "
+            "brokers drain their accept queues between runs; *refusing* = `SIGKILL` for the whole case (its real "
+            "address, closed, is the seed), restarted after it with `kafka.sh restart`; *blackholed* = a loopback "
+            "listener whose accept queue is full, so SYNs are dropped and `connect` hangs.",
+            "* **Connections** are counted by counting TCP forwarders (Python asyncio, 127.0.0.1) in front of every "
+            "seed that accepts TCP (healthy and hung brokers): TCP handshakes completed with the *seed (bootstrap) "
+            "addresses* during the run. Refusing and blackholed seeds complete none by definition and are not "
+            "forwarded. Connections a client opens afterwards to the brokers' advertised addresses are not counted "
+            "(stagger opens none). The forwarders add one loopback hop (well under a millisecond) to every client alike.",
+            f"* **Repeats**: {args.reps} runs per (case, client, setting), the clients taking turns within each "
+            f"repetition; a cell whose first run took {args.slow_s:g} s or more (or got no answer) runs "
+            f"{args.slow_reps} times. Median = the lower median (a run that happened), a run without an answer "
+            "counting as slower than every answer (a median of *no answer*: most runs got none; min–max ending in "
+            f"*no answer*: some did not); a probe still running after {args.timeout:g} s is killed (counted as failed, "
+            "`killed`). × stagger CLI = the median over stagger CLI's median in the same case of the same run.",
+            "* **Settings**: *defaults* = the client as shipped; *tuned 2 s* = its per-request, per-connect and "
+            "socket timeouts set to 2 s, backoff ceilings capped at 2 s where their default is longer (see each "
+            "probe under `lab/peers/` for the exact keys). stagger runs at its defaults only.",
+            "",
+            "Versions installed (by `lab/peers/install.sh`):",
+            "",
+            "| client | version |",
+            "|---|---|",
+        ]
+        doc += [f"| {v[0]} | {v[1] if v[1] != '-' else v[2]} |" for v in versions]
+        if left_out:
+            doc += ["", "Left out: " + "; ".join(f"{v[0]} ({v[2]})" for v in left_out) + "."]
+        if merged:
+            doc += ["", f"Cases merged from earlier runs of the same command (`--merge`): "
+                    f"{', '.join(c[1] for c in canonical if c[0] in merged)}. {args.merge_note}".rstrip()]
+        doc += ["", table, ""]
+        if errors:
+            doc += ["Errors of the failed runs (first 160 characters each):", ""]
+            doc += [f"* {e}" for e in sorted(set(errors))[:40]]
+            doc += [""]
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write("\n".join(doc))
+        print(f"bench.py: wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

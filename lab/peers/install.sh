@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Installs and builds every peer of lab/peers into lab/peers/.cache (gitignored), each from
+# its ordinary registry, at the versions pinned below (the newest each registry held when the
+# benchmark was written), and builds stagger's CLI and library probe. Idempotent; a peer that
+# cannot be installed is reported in one line and left out, the others still install.
+#
+#   bash lab/peers/install.sh
+#
+# Writes .cache/versions.tsv (peer, version actually installed) and .cache/peers.tsv (peer,
+# the command that runs its probe); run.sh reads both.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="$here/.cache"
+mkdir -p "$cache"
+: "${CARGO_TARGET_DIR:=$root/target}"
+export CARGO_TARGET_DIR
+
+KAFKA_CLIENTS_VERSION=4.4.0   # Maven: org.apache.kafka:kafka-clients
+FRANZ_VERSION=v1.22.3         # Go: github.com/twmb/franz-go (kadm v1.20.0), see go/go.mod
+SARAMA_VERSION=v1.61.1        # Go: github.com/IBM/sarama, see go/go.mod
+CONFLUENT_VERSION=2.16.1      # PyPI: confluent-kafka (bundles librdkafka)
+KAFKA_PYTHON_VERSION=3.0.12   # PyPI: kafka-python
+AIOKAFKA_VERSION=0.14.0       # PyPI: aiokafka
+KAFKAJS_VERSION=2.2.4         # npm: kafkajs
+
+versions="$cache/versions.tsv.tmp"
+peers="$cache/peers.tsv.tmp"
+: >"$versions"
+: >"$peers"
+log() { echo "install.sh: $*" >&2; }
+left_out() { log "LEFT OUT $1: $2"; printf '%s\t-\tleft out: %s\n' "$1" "$2" >>"$versions"; }
+peer() { printf '%s\t%s\n' "$1" "$2" >>"$peers"; }
+version() { printf '%s\t%s\n' "$1" "$2" >>"$versions"; }
+
+# --- stagger: the CLI and the library's one-shot probe (rebuilt every time: the core changes).
+# If the tree does not build right now (others are editing it), an earlier build in the same
+# target directory is used, and versions.tsv says so with its build time.
+v="$(cd "$root" && cargo pkgid -p stagger 2>/dev/null | sed 's/.*[#@]//')"
+stagger_build() { # stagger_build NAME BINARY CARGO_ARGS...
+  local name="$1" bin="$2"
+  shift 2
+  if (cd "$root" && cargo build --release -q "$@") >>"$cache/cargo.log" 2>&1; then
+    version "$name" "${v:-?} (this tree, release build)"
+    peer "$name" "$bin"
+  elif [ -x "$bin" ]; then
+    log "cargo build of $name failed (see $cache/cargo.log); using the earlier build of $(date -u -r "$bin" '+%F %H:%M UTC')"
+    version "$name" "${v:-?} (release build of $(date -u -r "$bin" '+%F %H:%M UTC'): the tree did not build at run time)"
+    peer "$name" "$bin"
+  else
+    grep -m3 '^error' "$cache/cargo.log" >&2
+    left_out "$name" "cargo build failed and no earlier build (see $cache/cargo.log)"
+  fi
+}
+: >"$cache/cargo.log"
+stagger_build "stagger CLI" "$CARGO_TARGET_DIR/release/stagger" -p stagger-cli
+stagger_build "stagger library" "$CARGO_TARGET_DIR/release/peers_probe" -p stagger-lab --bin peers_probe
+
+# --- Java: kafka-clients from Maven, the probe built with mvn
+if command -v mvn >/dev/null && command -v java >/dev/null &&
+  mvn -q -B -Dstyle.color=never -f "$here/java/pom.xml" -Dkafka.clients.version="$KAFKA_CLIENTS_VERSION" \
+    package >"$cache/mvn.log" 2>&1 && [ -f "$cache/java/lib/kafka-clients-$KAFKA_CLIENTS_VERSION.jar" ]; then
+  version "kafka-clients (Java)" "$KAFKA_CLIENTS_VERSION ($(java -version 2>&1 | head -1 | tr -d '"'))"
+  peer "kafka-clients (Java)" "java -XX:+UseSerialGC -cp $cache/java/peers-java-probe-0.jar:$cache/java/lib/* Probe"
+else
+  tail -5 "$cache/mvn.log" >&2 2>/dev/null
+  left_out "kafka-clients (Java)" "Maven could not fetch or build kafka-clients $KAFKA_CLIENTS_VERSION (see $cache/mvn.log)"
+fi
+
+# --- Go: franz-go and sarama from the Go module proxy, one module, two probes
+if command -v go >/dev/null; then
+  mkdir -p "$cache/go"
+  for p in franz sarama; do
+    if (cd "$here/go" && GOFLAGS=-mod=mod go build -o "$cache/go/$p" "./$p") >"$cache/go-$p.log" 2>&1; then
+      if [ $p = franz ]; then
+        version "franz-go" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/twmb/franz-go) (kadm $(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kadm); $(go version | cut -d' ' -f3))"
+        peer "franz-go" "$cache/go/franz"
+      else
+        version "sarama" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/IBM/sarama) ($(go version | cut -d' ' -f3))"
+        peer "sarama" "$cache/go/sarama"
+      fi
+    else
+      tail -5 "$cache/go-$p.log" >&2
+      left_out "$p" "go build failed (see $cache/go-$p.log)"
+    fi
+  done
+else
+  left_out "franz-go" "no Go toolchain"
+  left_out "sarama" "no Go toolchain"
+fi
+
+# --- Python: one venv with confluent-kafka (librdkafka), kafka-python, aiokafka
+venv="$cache/venv"
+if [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >"$cache/venv.log" 2>&1; then
+  for spec in "confluent-kafka==$CONFLUENT_VERSION" "kafka-python==$KAFKA_PYTHON_VERSION" "aiokafka==$AIOKAFKA_VERSION"; do
+    name="${spec%%==*}"
+    if "$venv/bin/pip" install -q "$spec" >>"$cache/pip.log" 2>&1; then
+      v="$("$venv/bin/pip" show "$name" 2>/dev/null | awk '/^Version:/ {print $2}')"
+      case "$name" in
+        confluent-kafka)
+          lib="$("$venv/bin/python" -c 'import confluent_kafka; print(confluent_kafka.libversion()[0])' 2>/dev/null)"
+          version "librdkafka (confluent-kafka)" "confluent-kafka $v, librdkafka ${lib:-?}"
+          peer "librdkafka (confluent-kafka)" "$venv/bin/python $here/python/probe.py confluent-kafka" ;;
+        kafka-python)
+          version "kafka-python" "$v ($("$venv/bin/python" --version))"
+          peer "kafka-python" "$venv/bin/python $here/python/probe.py kafka-python" ;;
+        aiokafka)
+          version "aiokafka" "$v ($("$venv/bin/python" --version))"
+          peer "aiokafka" "$venv/bin/python $here/python/probe.py aiokafka" ;;
+      esac
+    else
+      tail -3 "$cache/pip.log" >&2
+      left_out "$name" "pip could not install $spec (see $cache/pip.log)"
+    fi
+  done
+else
+  left_out "confluent-kafka, kafka-python, aiokafka" "python3 -m venv failed (see $cache/venv.log)"
+fi
+
+# --- Node: kafkajs from npm
+if command -v npm >/dev/null && command -v node >/dev/null; then
+  mkdir -p "$cache/node"
+  cp "$here/node/package.json" "$cache/node/package.json"
+  if (cd "$cache/node" && npm install --no-audit --no-fund --silent) >"$cache/npm.log" 2>&1; then
+    version "kafkajs" "$(node -p "require('$cache/node/node_modules/kafkajs/package.json').version") (node $(node --version))"
+    peer "kafkajs" "env NODE_PATH=$cache/node/node_modules node $here/node/probe.js"
+  else
+    tail -3 "$cache/npm.log" >&2
+    left_out "kafkajs" "npm could not install kafkajs@$KAFKAJS_VERSION (see $cache/npm.log)"
+  fi
+else
+  left_out "kafkajs" "no node/npm"
+fi
+
+mv "$versions" "$cache/versions.tsv"
+mv "$peers" "$cache/peers.tsv"
+log "installed: $(cut -f1 "$cache/peers.tsv" | paste -sd, | sed 's/,/, /g')"

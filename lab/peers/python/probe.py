@@ -1,0 +1,109 @@
+"""lab/peers probe for the Python clients: one client, one metadata round, one JSON line.
+
+    python probe.py CLIENT BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
+
+CLIENT is confluent-kafka (librdkafka: AdminClient.list_topics), kafka-python
+(KafkaAdminClient.describe_cluster) or aiokafka (AIOKafkaAdminClient.start + describe_cluster).
+Prints {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,"elapsed_ms":…,"error":"…"}: the
+time from creating the client to the answer. With WARMUP_ADDRESS a first client asks that
+(healthy, uncounted) broker once, so imports and first-use costs are not billed; the probe
+then prints {"ready": true} and waits for a line on stdin (the benchmark makes its faults then).
+"""
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+
+logging.disable(logging.CRITICAL)
+
+
+def confluent(bootstrap, tuned):
+    from confluent_kafka.admin import AdminClient
+
+    conf = {"bootstrap.servers": bootstrap, "client.id": "peers-probe", "log_level": 0}
+    if tuned:
+        # Per-request and connect timeouts 2 s (defaults 60 s and 30 s); the reconnect backoff's
+        # ceiling 2 s (default 10 s); retry.backoff.max.ms (1 s) is already below 2 s.
+        conf.update({"socket.timeout.ms": 2000, "socket.connection.setup.timeout.ms": 2000,
+                     "reconnect.backoff.max.ms": 2000})
+    admin = AdminClient(conf)
+    md = admin.list_topics()  # no call timeout: librdkafka's own timeouts decide
+    at = time.perf_counter()
+    return len(md.brokers), at
+
+
+def kafka_python(bootstrap, tuned):
+    from kafka.admin import KafkaAdminClient
+
+    conf = {"bootstrap_servers": bootstrap.split(","), "client_id": "peers-probe"}
+    if tuned:
+        # Per-request timeout 2 s (admin default 30 s; it also bounds a connect); the reconnect
+        # backoff's ceiling 2 s (default 30 s); retry_backoff_ms (100 ms) is already below 2 s.
+        # bootstrap_timeout_ms (30 s) is the whole bootstrap's deadline, not a per-broker one.
+        conf.update({"request_timeout_ms": 2000, "reconnect_backoff_max_ms": 2000})
+    admin = KafkaAdminClient(**conf)
+    try:
+        d = admin.describe_cluster()
+        at = time.perf_counter()
+        return len(d["brokers"]), at
+    finally:
+        try:
+            admin.close()
+        except Exception:
+            pass
+
+
+def aiokafka(bootstrap, tuned):
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def go():
+        conf = {"bootstrap_servers": bootstrap, "client_id": "peers-probe"}
+        if tuned:
+            # Per-request (and connect) timeout 2 s (default 40 s); retry_backoff_ms (100 ms)
+            # is already below 2 s.
+            conf.update({"request_timeout_ms": 2000})
+        admin = AIOKafkaAdminClient(**conf)
+        try:
+            await admin.start()
+            d = await admin.describe_cluster()
+            at = time.perf_counter()
+            return len(d["brokers"]), at
+        finally:
+            try:
+                await admin.close()
+            except Exception:
+                pass
+
+    return asyncio.run(go())
+
+
+CLIENTS = {"confluent-kafka": confluent, "kafka-python": kafka_python, "aiokafka": aiokafka}
+
+
+def main():
+    client, bootstrap = sys.argv[1], sys.argv[2]
+    tuned = len(sys.argv) > 3 and sys.argv[3] == "1"
+    once = CLIENTS[client]
+    if len(sys.argv) > 4 and sys.argv[4]:
+        try:
+            once(sys.argv[4], tuned)
+        except Exception as e:  # noqa: BLE001
+            print(f"warm-up failed: {e!r}", file=sys.stderr)
+        # Warm-up done: tell the benchmark, and wait for its go (a line on stdin).
+        print('{"ready": true}', flush=True)
+        sys.stdin.readline()
+    t0 = time.perf_counter()
+    try:
+        n, at = once(bootstrap, tuned)
+        out = {"ok": True, "elapsed_ms": (at - t0) * 1000, "brokers": n}
+    except Exception as e:  # noqa: BLE001
+        out = {"ok": False, "elapsed_ms": (time.perf_counter() - t0) * 1000, "error": repr(e)}
+    print(json.dumps(out), flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
