@@ -13,7 +13,9 @@
 //! * `healthy`: every broker is up;
 //! * `k stopped`: the first k brokers are `SIGSTOP`ped (their kernels accept, nobody answers);
 //! * `burst of N` (`--burst N`, 100): a cold start, N library refreshes at once against a
-//!   healthy cluster; `--only burst` runs just that.
+//!   healthy cluster; `--only burst` runs just that, `--no-burst` skips it.
+//!
+//! `--listener plaintext` or `--listener sasl_ssl` measures one listener only.
 //!
 //! ```text
 //! cargo run --release -p stagger-lab --bin gentleness -- --reps 100 --cli target/release/stagger --out docs/performance/gentleness.md
@@ -46,6 +48,8 @@ fn policies(stopped: usize, listener: Listener) -> Vec<(&'static str, Vec<(&'sta
         // One prior for every transport: a connection whose TLS handshake follows judged by
         // the 12 ms plaintext pace, as before `silent_tls` existed.
         p.push(("TLS-blind prior (silent_tls 12 ms)", vec![("fanout.stagger.adaptive.silent_tls", "12ms")]));
+        // Between the two: what a shorter TLS prior would trade.
+        p.push(("silent_tls 16 ms", vec![("fanout.stagger.adaptive.silent_tls", "16ms")]));
     }
     // The silence rule the broker pace replaced: a connected broker suspected 2 × the TCP
     // handshake after it, floored at 2 ms (the kernel's pace, not the broker's).
@@ -322,7 +326,11 @@ async fn main() -> Res<()> {
         print!("{out}");
         return Ok(());
     }
-    for listener in Listener::ALL {
+    // `--listener sasl_ssl` (or `plaintext`) measures one listener; `--no-burst` skips the bursts.
+    let only: Option<String> = arg("--listener");
+    let listeners =
+        Listener::ALL.into_iter().filter(|l| only.as_deref().is_none_or(|o| l.name().to_lowercase().starts_with(o)));
+    for listener in listeners {
         for &client in clients {
             bench.case(&mut out, "healthy", client, listener, 0, reps).await?;
         }
@@ -330,7 +338,9 @@ async fn main() -> Res<()> {
             bench.case(&mut out, "1 stopped first", client, listener, 1, reps / 2).await?;
         }
         bench.case(&mut out, "3 stopped first", Client::Library, listener, 3, reps / 4).await?;
-        bench.burst(&mut out, listener, burst, (reps / 10).max(1)).await?;
+        if !std::env::args().any(|a| a == "--no-burst") {
+            bench.burst(&mut out, listener, burst, (reps / 10).max(1)).await?;
+        }
     }
     writeln!(
         out,
