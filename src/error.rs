@@ -14,6 +14,7 @@ use crate::refresh::AttemptId;
 /// What went wrong in one attempt; small and `Copy` so the core can count and compare it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "code", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The host name did not resolve.
     Dns,
@@ -171,6 +172,7 @@ impl fmt::Display for AttemptError {
 /// Why a refresh gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum GiveUpReason {
     /// Every broker failed in every pass (the first pass plus all retries).
     AllFailed {

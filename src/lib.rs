@@ -178,8 +178,8 @@ pub use error::{kafka_error_name, AttemptError, BrokerFailure, ConfigError, Erro
 pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
-    AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh, RefreshStats, TimerKind,
-    FIRST_ADDRESS_FAMILY_COUNT, MAX_ATTEMPTS, MAX_RESOLVED_ADDRESSES,
+    AttemptId, AttemptInfo, AttemptPhase, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh,
+    RefreshStats, TimerKind, FIRST_ADDRESS_FAMILY_COUNT, MAX_ATTEMPTS, MAX_RESOLVED_ADDRESSES,
 };
 pub use rng::Rng;
 pub use time::{duration_micros, scale_duration, Instant};
@@ -191,8 +191,3 @@ pub use trace::{Divergence, Recorder, Trace, TraceEvent, TRACE_VERSION};
 pub mod test_util {
     pub use crate::brokers::numbered_seeds;
 }
-
-/// The README's code samples, compiled by `cargo test --doc` so they cannot drift from the API.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

@@ -10,3 +10,10 @@ pub mod counting;
 pub mod measure;
 pub mod sample;
 pub mod stats;
+
+/// The workspace README's code samples (the core's run loop, the blocking adapter), compiled
+/// by `cargo test --doc` here, so they cannot drift from the API without the core crate
+/// depending on its own adapters for them.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct WorkspaceReadmeDoctests;

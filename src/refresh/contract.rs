@@ -172,6 +172,7 @@ impl Input {
 /// its attempt already ended by the same call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum InputOutcome {
     /// The input was applied to its attempt.
     Applied,
@@ -215,6 +216,7 @@ impl InputOutcome {
 /// Why the core asks the adapter to abandon an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CancelReason {
     /// Another attempt won the race.
     Lost,
@@ -251,6 +253,13 @@ impl CancelReason {
         CancelReason::Overtaken,
         CancelReason::Outrun,
     ];
+
+    /// Whether the attempt cancelled for this reason *failed* (its broker's error is a
+    /// timeout or the rejected answer) rather than being cancelled while it might still
+    /// have answered: what reports call "failed" against "cancelled", as the core counts it.
+    pub fn is_failure(self) -> bool {
+        matches!(self, CancelReason::TimedOut | CancelReason::Rejected)
+    }
 
     /// A short lowercase name for logs, tables and JSON.
     pub fn name(self) -> &'static str {
@@ -330,28 +339,34 @@ impl Command {
 }
 
 /// Why the core wants to be woken up; shown by traces and the visualiser. Each kind is one
-/// slot of the refresh's timer table.
+/// slot of the refresh's timer table, and the declaration order is the one order of timer
+/// kinds: the slot order, [`TimerKind::ALL`], and which of several timers due at the same
+/// instant fires first. The deadline beats everything, an attempt's timeout beats the tick
+/// that would hedge it, and a stagger tick beats the rest of a spread tick (it supersedes the
+/// partners still to come).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TimerKind {
+    /// The overall deadline.
+    Deadline,
+    /// The oldest in-flight attempt's timeout.
+    AttemptTimeout,
     /// The stagger delay of the latest attempt (the leader) ran out: a tick starts the next
     /// attempts. Armed only while a tick could start one (throttle, budget, brokers left).
     Stagger,
     /// A spread tick's next attempt (`fanout.tuning.spread_ticks`): a share of the delay after the
     /// tick's first, unless a broker answered meanwhile.
     Spread,
-    /// The oldest in-flight attempt's timeout.
-    AttemptTimeout,
     /// End of the backoff between two passes.
     Backoff,
-    /// The overall deadline.
-    Deadline,
 }
 
 impl TimerKind {
-    /// Every timer, in the timer table's slot order: for UIs that list them.
+    /// Every timer, in declaration order: the timer table's slots and the firing order of
+    /// timers due at the same instant (for UIs that list them, too).
     pub const ALL: [TimerKind; 5] =
-        [TimerKind::Stagger, TimerKind::Spread, TimerKind::AttemptTimeout, TimerKind::Backoff, TimerKind::Deadline];
+        [TimerKind::Deadline, TimerKind::AttemptTimeout, TimerKind::Stagger, TimerKind::Spread, TimerKind::Backoff];
 
     /// A short lowercase name for logs, tables and JSON (the serde name).
     pub fn name(self) -> &'static str {
@@ -368,6 +383,7 @@ impl TimerKind {
 /// Where an attempt stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AttemptState {
     /// Started, no answer yet.
     InFlight,
@@ -417,6 +433,35 @@ pub struct AttemptInfo {
     /// answered meanwhile.
     #[serde(default)]
     pub partner: bool,
+}
+
+impl AttemptInfo {
+    /// How far the attempt got towards its broker's answer, from `connected_at` and
+    /// `first_frame_at`: the phase the adaptive stagger judges it by
+    /// ([`crate::config::Adaptive`]), and what a report or a live view shows.
+    pub fn phase(&self) -> AttemptPhase {
+        match (self.connected_at, self.first_frame_at) {
+            (_, Some(_)) => AttemptPhase::Answering,
+            (Some(_), None) => AttemptPhase::Silent,
+            (None, None) => AttemptPhase::Connecting,
+        }
+    }
+}
+
+/// How far an attempt got towards its broker's answer ([`AttemptInfo::phase`]); whether it
+/// is still in flight is its [`AttemptState`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AttemptPhase {
+    /// Its transport has not come up (or a lookup is under way).
+    Connecting,
+    /// Connected, and its broker has said nothing yet: a stopped broker's kernel gets this
+    /// far too.
+    Silent,
+    /// Its broker answered (the end of a TLS handshake, or a first Kafka frame): the broker
+    /// process runs.
+    Answering,
 }
 
 /// Counters of one refresh, for reports and benchmarks.

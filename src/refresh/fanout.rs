@@ -34,7 +34,7 @@ use crate::config::{Growth, Stagger};
 use crate::time::Instant;
 
 use super::attempts::AttemptSlot;
-use super::contract::{AttemptInfo, AttemptState, CancelReason, Command, TimerKind};
+use super::contract::{AttemptInfo, AttemptPhase, AttemptState, CancelReason, Command, TimerKind};
 use super::{Phase, Refresh};
 
 /// Error detail of an attempt superseded to make room in a full throttle.
@@ -259,7 +259,7 @@ impl Refresh {
         silent_only: bool,
     ) -> bool {
         let live = |n: &u32| *n < suspects;
-        let is_silent = |n: &u32| self.attempts.info(*n).first_frame_at.is_none();
+        let is_silent = |n: &u32| self.attempts.info(*n).phase() != AttemptPhase::Answering;
         let silent_newest_first = || self.attempts.in_flight_iter().rev().filter(live).filter(is_silent);
         let overdue = |n: &u32| self.stagger_deadline(*n) <= now;
         let silent = silent_newest_first().find(overdue).or_else(|| silent_newest_first().next());
@@ -320,7 +320,7 @@ impl Refresh {
         let mut walk = self.attempts.oldest();
         while let Some(n) = walk {
             walk = self.attempts.next_of(n);
-            if self.attempts.info(n).first_frame_at.is_none() {
+            if self.attempts.info(n).phase() != AttemptPhase::Answering {
                 self.cancel(now, n, CancelReason::Overtaken, Some(OVERTAKEN));
                 self.pass.overtaken.push(self.attempts.slot(n).candidate);
             }

@@ -26,8 +26,8 @@ pub(crate) use attempts::attempt_capacity;
 pub use attempts::MAX_ATTEMPTS;
 use attempts::{passes, AttemptTable};
 pub use contract::{
-    AttemptId, AttemptInfo, AttemptState, CancelReason, Command, Input, InputOutcome, RefreshStats, TimerKind,
-    MAX_RESOLVED_ADDRESSES,
+    AttemptId, AttemptInfo, AttemptPhase, AttemptState, CancelReason, Command, Input, InputOutcome, RefreshStats,
+    TimerKind, MAX_RESOLVED_ADDRESSES,
 };
 use fanout::Ticks;
 use resolve::Resolution;

@@ -95,13 +95,14 @@ fn all_lists_every_cancel_reason_and_timer_once() {
     };
     assert_eq!(CancelReason::ALL.map(index), [0, 1, 2, 3, 4, 5, 6, 7]);
     let index = |t: TimerKind| match t {
-        TimerKind::Stagger => 0,
-        TimerKind::Spread => 1,
-        TimerKind::AttemptTimeout => 2,
-        TimerKind::Backoff => 3,
-        TimerKind::Deadline => 4,
+        TimerKind::Deadline => 0,
+        TimerKind::AttemptTimeout => 1,
+        TimerKind::Stagger => 2,
+        TimerKind::Spread => 3,
+        TimerKind::Backoff => 4,
     };
     assert_eq!(TimerKind::ALL.map(index), [0, 1, 2, 3, 4]);
+    assert_eq!(TimerKind::ALL.map(|t| t as usize), [0, 1, 2, 3, 4], "the slot order is the declaration order");
     for r in CancelReason::ALL {
         assert_eq!(serde_json::to_value(r).unwrap(), serde_json::json!(r.name()));
     }

@@ -6,26 +6,14 @@ use crate::time::Instant;
 use super::contract::TimerKind;
 use super::{Phase, Refresh};
 
-/// The order in which timers due at the same instant fire: the deadline beats everything,
-/// an attempt's timeout beats the tick that would hedge it, and a stagger tick beats the rest
-/// of a spread tick (it supersedes the partners still to come).
-const PRIORITY: [TimerKind; 5] =
-    [TimerKind::Deadline, TimerKind::AttemptTimeout, TimerKind::Stagger, TimerKind::Spread, TimerKind::Backoff];
-
-/// When each timer is due, if armed.
+/// When each timer is due, if armed; slot `k` is [`TimerKind::ALL`]`[k]`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct TimerTable {
-    at: [Option<Instant>; 5],
+    at: [Option<Instant>; TimerKind::ALL.len()],
 }
 
 fn slot(kind: TimerKind) -> usize {
-    match kind {
-        TimerKind::Stagger => 0,
-        TimerKind::Spread => 1,
-        TimerKind::AttemptTimeout => 2,
-        TimerKind::Backoff => 3,
-        TimerKind::Deadline => 4,
-    }
+    kind as usize
 }
 
 impl TimerTable {
@@ -51,13 +39,13 @@ impl TimerTable {
 
     /// Disarms every timer (the refresh is over).
     pub(super) fn clear(&mut self) {
-        self.at = [None; 5];
+        self.at = [None; TimerKind::ALL.len()];
     }
 
-    /// The earliest armed timer; ties go to the kind first in [`PRIORITY`].
+    /// The earliest armed timer; ties go to the kind first in [`TimerKind::ALL`].
     pub(super) fn next(&self) -> Option<(Instant, TimerKind)> {
         let mut best: Option<(Instant, TimerKind)> = None;
-        for kind in PRIORITY {
+        for kind in TimerKind::ALL {
             if let Some(at) = self.get(kind) {
                 if best.is_none_or(|(b, _)| at < b) {
                     best = Some((at, kind));

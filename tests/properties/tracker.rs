@@ -312,6 +312,9 @@ impl Tracker {
                         self.failures.push((attempt, live.broker, AttemptError::with_detail(kind, detail)));
                     }
                     CancelReason::Lost | CancelReason::Fatal => {}
+                    other => {
+                        self.violate(Inv::Contract, format!("{attempt} cancelled for {other:?}, unknown to this model"))
+                    }
                 }
             }
             Command::Done { attempt, broker, metadata } => {
@@ -427,6 +430,7 @@ impl Tracker {
                     );
                 }
             }
+            other => self.violate(Inv::GiveUp, format!("GiveUp({other:?}), a reason unknown to this model")),
         }
     }
 

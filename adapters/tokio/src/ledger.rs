@@ -197,13 +197,8 @@ impl Ledger {
                     CancelReason::Rejected => Some(
                         rejection.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Protocol, "answer rejected")),
                     ),
-                    // Listed one by one, so a new reason has to be placed here on purpose.
-                    CancelReason::Lost
-                    | CancelReason::Superseded
-                    | CancelReason::Overtaken
-                    | CancelReason::Outrun
-                    | CancelReason::Deadline
-                    | CancelReason::Fatal => None,
+                    // Every other reason cancels (`CancelReason::is_failure`).
+                    _ => None,
                 };
                 let broker = r.broker.clone();
                 let kind = match failure {

@@ -38,6 +38,7 @@ pub fn timer_name(kind: Option<TimerKind>) -> &'static str {
         Some(TimerKind::AttemptTimeout) => "attempt timeout",
         Some(TimerKind::Backoff) => "backoff over: next pass",
         Some(TimerKind::Deadline) => "deadline",
+        Some(other) => other.name(),
         None => "periodic refresh",
     }
 }
@@ -56,6 +57,7 @@ pub fn cancel_help(reason: CancelReason) -> &'static str {
         CancelReason::Outrun => {
             "still connecting long after a broker tried later had connected: its host is unreachable"
         }
+        _ => "cancelled by the core",
     }
 }
 
