@@ -60,10 +60,8 @@ impl Session {
                 conn.gone = true;
                 match how {
                     CloseKind::Clean => kafka.handle_closed(),
-                    CloseKind::Reset => kafka.handle_error(AttemptError::with_detail(
-                        ErrorKind::Closed,
-                        "the broker reset the connection",
-                    )),
+                    CloseKind::Reset => kafka
+                        .handle_error(AttemptError::with_detail(ErrorKind::Closed, "the broker reset the connection")),
                 }
             }
             Event::IoError { error, .. } => {

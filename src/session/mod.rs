@@ -110,8 +110,8 @@ use crate::refresh::Refresh;
 use crate::time::Instant;
 use crate::BrokerIndex;
 
-mod contract;
 mod conns;
+mod contract;
 mod drive;
 
 pub use contract::{Action, CloseKind, ConnId, Event, SessionConfig};
