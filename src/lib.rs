@@ -166,6 +166,8 @@ mod trace;
 
 #[cfg(feature = "kafka")]
 pub mod kafka;
+#[cfg(feature = "kafka")]
+pub mod session;
 
 pub use brokers::{validate_address, BrokerBook, BrokerEntry, BrokerIdentity, BrokerIndex};
 pub use client_stats::ClientStats;

@@ -131,6 +131,21 @@ impl KafkaAttempt {
         self
     }
 
+    /// Sets the SCRAM client nonce in place (the session's `Nonce` event).
+    pub(crate) fn set_sasl_nonce(&mut self, nonce: &super::sasl::Nonce) {
+        self.exchange.set_sasl_nonce(nonce);
+    }
+
+    /// Sets the `OAUTHBEARER` token in place (the session's `Token` event).
+    pub(crate) fn set_sasl_token(&mut self, token: super::sasl::Secret) {
+        self.exchange.set_sasl_token(token);
+    }
+
+    /// Received bytes held until their frame is complete.
+    pub(crate) fn buffered(&self) -> usize {
+        self.exchange.buffered()
+    }
+
     /// The transport is up: `Input::Connected` is due. An adapter whose transport comes up in
     /// stages reports the stage the core should time as the handshake (the tokio adapter:
     /// the TCP handshake, before TLS) and may report it itself instead.

@@ -186,6 +186,19 @@ impl Exchange {
         }
     }
 
+    /// Sets the `OAUTHBEARER` token a host fetched for this connection (the session's
+    /// `Token` event); call before the first bytes are handled. Other mechanisms ignore it.
+    pub(crate) fn set_sasl_token(&mut self, token: super::sasl::Secret) {
+        if let Some(sasl) = &mut self.sasl {
+            sasl.set_token(token);
+        }
+    }
+
+    /// Received bytes held until their frame is complete (bounded by the maximum frame size).
+    pub(crate) fn buffered(&self) -> usize {
+        self.frames.buffered()
+    }
+
     /// Next complete length-prefixed request frame to write, if any.
     ///
     /// At most one request is outstanding at a time, so this yields one frame after `new`

@@ -69,6 +69,12 @@ impl FrameDecoder {
         })
     }
 
+    /// How many received bytes wait for the rest of their frame (at most the maximum frame
+    /// size plus the prefix and the last piece pushed).
+    pub(crate) fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Drops everything buffered: once the exchange has its outcome, more bytes mean nothing.
     pub(crate) fn clear(&mut self) {
         self.buf = BytesMut::new();

@@ -37,7 +37,7 @@ mod api_versions_v5;
 mod attempt;
 mod convert;
 mod decode;
-mod exchange;
+pub(crate) mod exchange;
 mod frame;
 mod guard;
 pub mod sasl;

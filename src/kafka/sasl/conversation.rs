@@ -69,6 +69,14 @@ impl Conversation {
         }
     }
 
+    /// Replaces the `OAUTHBEARER` token (one the host fetched for this connection); ignored
+    /// for other mechanisms and once the conversation has started.
+    pub(in crate::kafka) fn set_token(&mut self, token: super::Secret) {
+        if let (State::Start, Sasl::OAuthBearer { token: old }) = (&self.state, &mut self.sasl) {
+            *old = token;
+        }
+    }
+
     /// The mechanism's name, for `SaslHandshake`.
     pub(in crate::kafka) fn mechanism(&self) -> &'static str {
         self.sasl.mechanism()

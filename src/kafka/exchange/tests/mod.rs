@@ -300,4 +300,4 @@ fn unsupported(correlation_id: i32) -> Vec<u8> {
 
 mod cluster_check;
 mod framing;
-mod sasl;
+pub(crate) mod sasl;

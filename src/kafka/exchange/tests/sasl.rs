@@ -11,7 +11,7 @@ use kafka_protocol::messages::{
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 
-const PASSWORD: &str = "correct horse";
+pub(crate) const PASSWORD: &str = "correct horse";
 
 fn config(sasl: Sasl) -> ExchangeConfig {
     ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() }
@@ -26,7 +26,7 @@ fn plain() -> Sasl {
 }
 
 /// ApiVersions listing Metadata v0..=13 and the SASL APIs.
-fn sasl_api_versions() -> ApiVersionsResponse {
+pub(crate) fn sasl_api_versions() -> ApiVersionsResponse {
     let mut response = api_versions((0, 13));
     for (key, max) in [(ApiKey::SaslHandshake, 1), (ApiKey::SaslAuthenticate, 2)] {
         response.api_keys.push(ApiVersion::default().with_api_key(key as i16).with_max_version(max));
@@ -92,7 +92,7 @@ fn plain_sends_user_and_password_then_metadata() {
 
 /// A SCRAM server written from RFC 5802's server side: it checks the client's proof
 /// against the stored key and signs with the server key.
-struct ScramServer {
+pub(crate) struct ScramServer {
     salted: Vec<u8>,
     auth_message: String,
 }
@@ -104,13 +104,13 @@ fn h_mac<D: Digest + hmac::digest::core_api::BlockSizeUser + Clone>(key: &[u8], 
 }
 
 impl ScramServer {
-    fn new<D: Digest + hmac::digest::core_api::BlockSizeUser + Clone + Sync>(password: &str) -> Self {
+    pub(crate) fn new<D: Digest + hmac::digest::core_api::BlockSizeUser + Clone + Sync>(password: &str) -> Self {
         let mut salted = vec![0; <D as Digest>::output_size()];
         pbkdf2::pbkdf2::<hmac::SimpleHmac<D>>(password.as_bytes(), b"pepper", 4096, &mut salted).unwrap();
         ScramServer { salted, auth_message: String::new() }
     }
 
-    fn first(&mut self, client_first: &[u8]) -> String {
+    pub(crate) fn first(&mut self, client_first: &[u8]) -> String {
         let text = core::str::from_utf8(client_first).unwrap();
         let bare = text.strip_prefix("n,,").unwrap();
         assert!(bare.starts_with("n=alice,r="), "{bare}");
@@ -121,7 +121,7 @@ impl ScramServer {
     }
 
     /// The server-final message, or `None` if the proof is wrong.
-    fn last<D: Digest + hmac::digest::core_api::BlockSizeUser + Clone>(
+    pub(crate) fn last<D: Digest + hmac::digest::core_api::BlockSizeUser + Clone>(
         &mut self,
         client_final: &[u8],
     ) -> Option<String> {

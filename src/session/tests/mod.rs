@@ -1,0 +1,317 @@
+//! The session against fake brokers whose answers `kafka-protocol` encodes (the exchange's
+//! own test helpers): each test is a table of host events and the actions they must cause.
+
+use super::*;
+use crate::config::{ClusterConfig, RefreshConfig, Stagger};
+use crate::error::{AttemptError, ErrorKind};
+use crate::kafka::exchange::tests::sasl::{sasl_api_versions, ScramServer, PASSWORD};
+use crate::kafka::exchange::tests::{cluster, response};
+use crate::kafka::sasl::{Sasl, ScramHash, Secret};
+use crate::kafka::ExchangeConfig;
+use alloc::string::String;
+use alloc::vec;
+use bytes::Bytes;
+use core::time::Duration;
+use kafka_protocol::messages::{
+    ApiKey, RequestHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeResponse,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+mod props;
+
+fn ms(millis: u64) -> Instant {
+    Instant::from_millis(millis)
+}
+
+/// A fixed 500 ms stagger without jitter, one pass: the timings below are exact.
+fn config() -> SessionConfig {
+    let mut refresh = RefreshConfig::staggered();
+    refresh.fanout.jitter = 0.0;
+    refresh.fanout.stagger = Stagger::Fixed(Duration::from_millis(500));
+    refresh.retry.retries = 0;
+    SessionConfig { cluster: ClusterConfig { refresh, ..ClusterConfig::default() }, ..SessionConfig::default() }
+}
+
+fn session(config: SessionConfig) -> Session {
+    Session::new(config, BrokerBook::new(["b1:9092", "b2:9093"]).unwrap(), ms(0)).unwrap()
+}
+
+fn actions(s: &mut Session) -> Vec<Action> {
+    core::iter::from_fn(|| s.poll_action()).collect()
+}
+
+/// The one fake broker: answers each request frame as a healthy Kafka with SASL would.
+#[derive(Default)]
+struct Broker {
+    scram: Option<ScramServer>,
+    /// What OAUTHBEARER payloads it received.
+    bearer: Vec<Vec<u8>>,
+    /// Requests seen, by API key.
+    seen: Vec<ApiKey>,
+}
+
+impl Broker {
+    fn answer(&mut self, frame: &Bytes) -> Vec<u8> {
+        let mut body = frame.slice(4..);
+        let key = ApiKey::try_from(i16::from_be_bytes([body[0], body[1]])).unwrap();
+        let version = i16::from_be_bytes([body[2], body[3]]);
+        let header = RequestHeader::decode(&mut body, key.request_header_version(version)).unwrap();
+        let id = header.correlation_id;
+        self.seen.push(key);
+        match key {
+            ApiKey::ApiVersions => response(id, version, &sasl_api_versions()),
+            ApiKey::SaslHandshake => {
+                let mechanisms = ["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"].map(StrBytes::from_static_str).to_vec();
+                response(id, version, &SaslHandshakeResponse::default().with_mechanisms(mechanisms))
+            }
+            ApiKey::SaslAuthenticate => {
+                let auth = SaslAuthenticateRequest::decode(&mut body, version).unwrap().auth_bytes.to_vec();
+                let reply = if auth.starts_with(b"n,,n=") {
+                    let server = self.scram.get_or_insert_with(|| ScramServer::new::<sha2::Sha256>(PASSWORD));
+                    server.first(&auth).into_bytes()
+                } else if auth.starts_with(b"c=") {
+                    let server = self.scram.as_mut().expect("client-first came first");
+                    server.last::<sha2::Sha256>(&auth).expect("the proof holds").into_bytes()
+                } else {
+                    if auth.starts_with(b"n,,\x01") {
+                        self.bearer.push(auth);
+                    }
+                    Vec::new()
+                };
+                let ok = SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(reply));
+                response(id, version, &ok)
+            }
+            _ => response(id, version, &cluster()),
+        }
+    }
+}
+
+/// The `Dial`s among `actions`: (conn, address).
+fn dials(actions: &[Action]) -> Vec<(ConnId, String)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Dial { conn, address, .. } => Some((*conn, String::from(&**address))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Answers every `Send` on `conn` in `actions` through `broker`, and every later one, until
+/// no request is left; returns every action seen on the way.
+fn serve(s: &mut Session, now: Instant, conn: ConnId, broker: &mut Broker, mut pending: Vec<Action>) -> Vec<Action> {
+    let mut seen = Vec::new();
+    while !pending.is_empty() {
+        let mut next = Vec::new();
+        for action in pending {
+            if let Action::Send { conn: c, bytes } = &action {
+                if *c == conn {
+                    s.handle_event(now, Event::Received { conn, bytes: &broker.answer(bytes) });
+                    next.extend(actions(s));
+                }
+            }
+            seen.push(action);
+        }
+        pending = next;
+    }
+    seen
+}
+
+fn refreshed(actions: &[Action]) -> Option<u32> {
+    actions.iter().find_map(|a| match a {
+        Action::Refreshed { epoch, .. } => Some(*epoch),
+        _ => None,
+    })
+}
+
+fn closes(actions: &[Action]) -> Vec<ConnId> {
+    actions.iter().filter_map(|a| if let Action::Close { conn } = a { Some(*conn) } else { None }).collect()
+}
+
+/// Runs a whole fresh refresh on the first broker; returns its conn and every action.
+fn healthy_refresh(s: &mut Session, broker: &mut Broker) -> (ConnId, Vec<Action>) {
+    let epoch = s.request_refresh(ms(0));
+    let first = actions(s);
+    let [(conn, ref address)] = dials(&first)[..] else { panic!("one dial: {first:?}") };
+    assert_eq!(address, "b1:9092");
+    s.handle_event(ms(1), Event::Connected { conn });
+    let sends = actions(s);
+    assert!(matches!(&sends[..], [Action::Send { .. }]), "ApiVersions once connected: {sends:?}");
+    let all = serve(s, ms(2), conn, broker, sends);
+    assert_eq!(refreshed(&all), Some(epoch), "{all:?}");
+    (conn, all)
+}
+
+#[test]
+fn a_healthy_one_shot_refresh_is_one_dial_two_requests_and_refreshed() {
+    let mut s = session(SessionConfig { one_shot: true, ..config() });
+    let mut broker = Broker::default();
+    let (conn, all) = healthy_refresh(&mut s, &mut broker);
+    assert_eq!(broker.seen, [ApiKey::ApiVersions, ApiKey::Metadata]);
+    assert_eq!(closes(&all), [conn], "one shot: the winner's connection closes, before Refreshed");
+    let close_at = all.iter().position(|a| matches!(a, Action::Close { .. })).unwrap();
+    assert!(close_at < all.iter().position(|a| matches!(a, Action::Refreshed { .. })).unwrap());
+    assert_eq!(s.metadata().unwrap().cluster_id.as_deref(), Some("kafka-cluster-1"));
+    assert_eq!((s.poll_timeout(), s.open_connections().count()), (None, 0));
+    assert_eq!(s.last_refresh().unwrap().attempts().count(), 1, "the attempt's record is readable");
+    s.handle_event(ms(3), Event::Received { conn, bytes: b"late" });
+    assert_eq!((actions(&mut s), s.ignored_events()), (vec![], 1), "a closed conn's bytes are ignored");
+}
+
+#[test]
+fn a_hung_first_broker_is_overtaken_by_the_second_and_closed() {
+    let mut s = session(config());
+    s.request_refresh(ms(0));
+    let [(hung, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::Connected { conn: hung });
+    let _api_versions_unanswered = actions(&mut s);
+    s.handle_timeout(ms(499));
+    assert!(dials(&actions(&mut s)).is_empty(), "not before the stagger");
+    assert_eq!(s.poll_timeout(), Some(ms(500)));
+    s.handle_timeout(ms(500));
+    let [(second, ref address)] = dials(&actions(&mut s))[..] else { panic!() };
+    assert_eq!(address, "b2:9093");
+    s.handle_event(ms(501), Event::Connected { conn: second });
+    let sends = actions(&mut s);
+    let all = serve(&mut s, ms(502), second, &mut Broker::default(), sends);
+    assert_eq!(closes(&all), [hung], "the hung one closes; the winner is kept");
+    assert_eq!(refreshed(&all), Some(1));
+    assert_eq!(s.kept_connection(), Some(second));
+}
+
+#[test]
+fn a_refused_broker_moves_on_at_once() {
+    let mut s = session(config());
+    s.request_refresh(ms(0));
+    let [(refused, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::IoError { conn: refused, error: AttemptError::new(ErrorKind::Refused) });
+    let next = actions(&mut s);
+    assert_eq!(dials(&next).len(), 1, "the next broker at once, not after the stagger: {next:?}");
+    assert!(closes(&next).is_empty(), "the host dropped the refused one itself");
+    assert!(!s.open_connections().any(|c| c == refused));
+}
+
+/// A SASL refresh: the nonce or token asked right after the `Dial`, the first request held
+/// until it comes.
+fn sasl_refresh(sasl: Sasl, fresh_tokens: bool, answer: impl FnOnce(ConnId) -> Event<'static>) -> Broker {
+    let exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
+    let mut s = session(SessionConfig { exchange, fresh_tokens, ..config() });
+    s.request_refresh(ms(0));
+    let first = actions(&mut s);
+    let [(conn, _)] = dials(&first)[..] else { panic!() };
+    assert!(matches!(first[1], Action::NeedNonce { conn: c } | Action::NeedToken { conn: c } if c == conn));
+    s.handle_event(ms(1), Event::Connected { conn });
+    assert_eq!(actions(&mut s), [], "the first request waits for the nonce or token");
+    s.handle_event(ms(1), answer(conn));
+    let sends = actions(&mut s);
+    let mut broker = Broker::default();
+    let all = serve(&mut s, ms(2), conn, &mut broker, sends);
+    assert_eq!(refreshed(&all), Some(1), "{all:?}");
+    broker
+}
+
+#[test]
+fn scram_takes_its_nonce_from_an_event() {
+    let sasl = Sasl::Scram { hash: ScramHash::Sha256, username: "alice".into(), password: Secret::new(PASSWORD) };
+    let broker = sasl_refresh(sasl, false, |conn| Event::Nonce { conn, bytes: [7; 18] });
+    let expected = [ApiKey::ApiVersions, ApiKey::SaslHandshake, ApiKey::SaslAuthenticate, ApiKey::SaslAuthenticate];
+    assert_eq!(broker.seen[..4], expected);
+    assert_eq!(broker.seen[4], ApiKey::Metadata);
+}
+
+#[test]
+fn oauthbearer_takes_a_fresh_token_from_an_event() {
+    let sasl = Sasl::OAuthBearer { token: Secret::new("stale") };
+    let broker = sasl_refresh(sasl, true, |conn| Event::Token { conn, token: Ok(Secret::new("fresh.jwt")) });
+    assert_eq!(broker.bearer, [b"n,,\x01auth=Bearer fresh.jwt\x01\x01".to_vec()]);
+}
+
+#[test]
+fn plain_needs_nothing_from_the_host() {
+    let exchange = ExchangeConfig {
+        sasl: Some(Sasl::Plain { username: "alice".into(), password: Secret::new(PASSWORD) }),
+        ..ExchangeConfig::default()
+    };
+    let mut s = session(SessionConfig { exchange, ..config() });
+    let mut broker = Broker::default();
+    healthy_refresh(&mut s, &mut broker);
+    assert_eq!(broker.seen.len(), 4, "ApiVersions, SaslHandshake, SaslAuthenticate, Metadata");
+    assert!(!alloc::format!("{s:?}").contains(PASSWORD), "no credential in Debug");
+}
+
+#[test]
+fn a_token_failure_fails_the_attempt_as_authentication() {
+    let exchange =
+        ExchangeConfig { sasl: Some(Sasl::OAuthBearer { token: Secret::new("x") }), ..ExchangeConfig::default() };
+    let mut s = session(SessionConfig { exchange, fresh_tokens: true, ..config() });
+    s.request_refresh(ms(0));
+    let [(conn, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::Token { conn, token: Err("idp down".into()) });
+    let after = actions(&mut s);
+    assert!(closes(&after).contains(&conn), "{after:?}");
+    let record = s.cluster().current().or(s.last_refresh()).unwrap().attempts().next().unwrap().1;
+    assert_eq!(record.state, crate::refresh::AttemptState::Failed);
+}
+
+#[test]
+fn the_next_refresh_reuses_the_kept_connection_without_a_dial() {
+    let mut s = session(config());
+    let mut broker = Broker::default();
+    let (conn, _) = healthy_refresh(&mut s, &mut broker);
+    assert_eq!(s.kept_connection(), Some(conn));
+    let epoch = s.request_refresh(ms(10));
+    let sends = actions(&mut s);
+    assert!(dials(&sends).is_empty(), "{sends:?}");
+    assert!(matches!(&sends[..], [Action::Send { conn: c, .. }] if *c == conn), "ApiVersions on the kept conn");
+    let all = serve(&mut s, ms(11), conn, &mut broker, sends);
+    assert_eq!(refreshed(&all), Some(epoch));
+    assert_eq!(broker.seen, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ApiVersions, ApiKey::Metadata]);
+    assert_eq!((s.stats().connections_opened, s.stats().connections_reused), (1, 1));
+    assert_eq!(s.kept_connection(), Some(conn), "kept again");
+}
+
+#[test]
+fn a_reset_kept_connection_makes_the_next_refresh_a_connection_lost_one() {
+    let mut s = session(config());
+    let (conn, _) = healthy_refresh(&mut s, &mut Broker::default());
+    s.handle_event(ms(5), Event::Closed { conn, how: CloseKind::Reset });
+    assert_eq!((actions(&mut s), s.kept_connection()), (vec![], None), "the host closed it: no Close");
+    s.request_refresh(ms(10));
+    assert_eq!(dials(&actions(&mut s)).len(), 1, "a new connection");
+    assert_eq!(s.cluster().current().unwrap().cause(), RefreshCause::ConnectionLost);
+}
+
+#[test]
+fn a_give_up_carries_every_brokers_error() {
+    let mut s = session(config());
+    let epoch = s.request_refresh(ms(0));
+    let mut all = Vec::new();
+    for t in 1..4 {
+        all.extend(actions(&mut s));
+        for (conn, _) in dials(&all) {
+            s.handle_event(ms(t), Event::IoError { conn, error: AttemptError::new(ErrorKind::Refused) });
+        }
+    }
+    all.extend(actions(&mut s));
+    let failed = all.iter().find_map(|a| match a {
+        Action::RefreshFailed { epoch, error } => Some((*epoch, error)),
+        _ => None,
+    });
+    let (e, error) = failed.expect("gave up");
+    assert_eq!(e, epoch);
+    assert_eq!(error.brokers.len(), 2, "{error:?}");
+    assert_eq!(s.open_connections().count(), 0);
+}
+
+#[test]
+fn resolution_is_an_action_and_its_answer_an_event() {
+    let book = BrokerBook::resolving(["kafka.example:9092"]).unwrap();
+    let mut s = Session::new(config(), book, ms(0)).unwrap();
+    s.request_refresh(ms(0));
+    let [Action::Resolve { lookup, ref name }] = actions(&mut s)[..] else { panic!() };
+    assert_eq!(&**name, "kafka.example:9092");
+    let addresses = vec!["10.0.0.1:9092".parse().unwrap()];
+    s.handle_event(ms(1), Event::Resolved { lookup, result: Ok(addresses) });
+    let dialled = actions(&mut s);
+    assert!(matches!(&dialled[..], [Action::Dial { address, tls: None, .. }] if &**address == "10.0.0.1:9092"));
+}
