@@ -329,7 +329,7 @@ async fn metadata(args: MetadataArgs) -> Result<(), Failure> {
                 let doc = output::json(&outcome);
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             } else {
-                print!("{}", output::table(&outcome.metadata, &outcome.winner));
+                print!("{}", output::table(&outcome.metadata, &outcome.winner, &args.topics));
                 println!(
                     "\nrefresh: {:.1} ms, {} attempts, winner {}",
                     ms(outcome.elapsed),
@@ -368,7 +368,7 @@ async fn demo(args: DemoArgs) -> Result<(), Failure> {
     let name = args.policy.preset.clone().unwrap_or_else(|| "adaptive (default)".into());
     println!("\nRefreshing with {name}:");
     let fast = run(&config, &seeds, live).await?;
-    print!("\n{}", output::table(&fast.metadata, &fast.winner));
+    print!("\n{}", output::table(&fast.metadata, &fast.winner, &[]));
     if args.no_compare {
         return Ok(());
     }

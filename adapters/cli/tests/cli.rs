@@ -59,6 +59,32 @@ fn lists_brokers_topics_and_partitions() {
     assert!(text.contains("partition 0, leader "), "{text}");
 }
 
+/// The listing's header says what it lists: all topics, the one asked for with `-t`, or
+/// each of several.
+#[test]
+fn the_header_says_which_topics_are_listed() {
+    let m = mock(3);
+    let header = |topics: &[&str]| {
+        let mut cmd = stagger();
+        cmd.args(["metadata", "-b", &m.addresses.join(",")]);
+        for t in topics {
+            cmd.args(["-t", t]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let first = text.lines().next().unwrap_or_default().to_owned();
+        let (head, from) = first.split_once(" (from broker ").unwrap_or_else(|| panic!("{text}"));
+        assert!(m.addresses.iter().any(|a| from == format!("{a}):")), "{first}");
+        (head.to_owned(), text)
+    };
+    assert_eq!(header(&[]).0, "Metadata for all topics");
+    let (head, text) = header(&["orders"]);
+    assert_eq!(head, "Metadata for topic \"orders\"");
+    assert!(text.contains(" 1 topics:") && !text.contains("payments"), "{text}");
+    assert_eq!(header(&["orders", "payments"]).0, "Metadata for topics \"orders\", \"payments\"");
+}
+
 #[test]
 fn json_output_has_the_documented_shape_and_topic_filter_works() {
     let m = mock(3);
