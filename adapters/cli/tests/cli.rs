@@ -256,6 +256,27 @@ fn help_has_examples() {
     }
 }
 
+/// The adaptive flags' help gives each knob's default as `stagger knobs --json` has it,
+/// in both subcommands that take them.
+#[test]
+fn adaptive_flags_help_gives_the_schemas_defaults() {
+    let schema: Value = serde_json::from_slice(&stagger().args(["knobs", "--json"]).output().unwrap().stdout).unwrap();
+    let default = |path: &str| {
+        let knob = schema.as_array().unwrap().iter().find(|k| k["path"] == path).expect(path);
+        knob["default"].as_str().expect("a default as text").to_owned()
+    };
+    for sub in ["metadata", "demo"] {
+        let help = String::from_utf8(stagger().args([sub, "--help"]).output().unwrap().stdout).unwrap();
+        for (flag, knob) in
+            [("--cold", "cold"), ("--silent", "silent"), ("--floor", "floor"), ("--patience", "patience")]
+        {
+            let path = format!("fanout.stagger.adaptive.{knob}");
+            let line = help.lines().find(|l| l.trim_start().starts_with(flag)).unwrap_or_else(|| panic!("{flag}"));
+            assert!(line.ends_with(&format!("({path}; default {})", default(&path))), "{sub} {flag}: {line}");
+        }
+    }
+}
+
 #[test]
 fn demo_runs_against_its_embedded_cluster() {
     let out = stagger()

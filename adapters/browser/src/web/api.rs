@@ -57,7 +57,7 @@ export type KnobKind =
   | { kind: "duration" | "u32" | "u64" | "f64" | "bool" }
   | { kind: "choice"; choices: { name: string; param: KnobKind | null }[] };
 /** One knob of the core's schema: its dotted path in the config's JSON, what it takes, one line of doc, and its
- *  default as text (`250ms`, `linear:2`, `adaptive`). `cluster` knobs belong to a long-lived client only. */
+ *  default as text, in the syntax setting it takes (a duration such as `1.5s`, `linear:N`, `adaptive`). `cluster` knobs belong to a long-lived client only. */
 export interface Knob { path: string; scope: "refresh" | "cluster"; kind: KnobKind; doc: string; default: string | null }
 export type PresetName = "adaptive" | "sequential" | "all-at-once" | "staggered";
 
