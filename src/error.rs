@@ -9,7 +9,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::brokers::BrokerIndex;
-use crate::refresh::AttemptId;
+use crate::refresh::{AttemptId, CancelReason};
 
 /// What went wrong in one attempt; small and `Copy` so the core can count and compare it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -196,6 +196,48 @@ pub struct BrokerFailure {
     pub attempts: u32,
     /// The most recent error from this broker, if any attempt ended with one.
     pub last_error: Option<AttemptError>,
+    /// Why the core cancelled this broker's latest attempt, if that is how it ended. Without
+    /// it a broker cancelled because another one's failure was fatal read as plainly
+    /// `cancelled`, and one overtaken or superseded read as the timeout its `last_error`'s
+    /// kind names, though no timeout ran out. `None` when the latest attempt failed (then
+    /// `last_error` is its error), resolved a name, or never started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<CancelReason>,
+}
+
+/// Why the core cancelled an attempt, as a broker's story in a [`RefreshError`] tells it
+/// (after `cancelled: `). [`CancelReason`]'s `Display` is the one-word label of timelines;
+/// this says what happened, so a reader of the error does not mistake a broker that was
+/// never given the time to answer for one that failed.
+fn cancelled_because(reason: CancelReason) -> &'static str {
+    match reason {
+        CancelReason::Lost => "another broker answered first",
+        CancelReason::TimedOut => "no answer within the attempt timeout",
+        CancelReason::Deadline => "the overall deadline passed",
+        CancelReason::Fatal => "another broker's failure was fatal",
+        CancelReason::Superseded => "superseded: silent past its stagger delay, another broker was tried in its place",
+        CancelReason::Rejected => "its answer could not be used",
+        CancelReason::Overtaken => "overtaken: silent while another broker was answering",
+        CancelReason::Outrun => "outrun: still connecting long after a later attempt had connected",
+    }
+}
+
+/// One broker's story in words: `not tried`, `cancelled: another broker's failure was
+/// fatal`, or its last error (`connection refused`). [`RefreshError`]'s `Display` lists it
+/// with the broker's attempts; the browser adapter and the web demo show it as it is. A
+/// cancellation comes before `last_error`: the error a cancel records (of the kind of the
+/// timeout it pre-empted) is for counting, not for telling the broker's story.
+impl fmt::Display for BrokerFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.cancelled, &self.last_error) {
+            _ if self.attempts == 0 => f.write_str("not tried"),
+            (Some(reason), _) => write!(f, "cancelled: {}", cancelled_because(reason)),
+            (None, Some(err)) => err.fmt(f),
+            // The only attempt that ends neither failed nor cancelled without winning is a
+            // name's lookup: its addresses are candidates, listed as brokers of their own.
+            (None, None) => f.write_str("resolved to the addresses listed on their own"),
+        }
+    }
 }
 
 /// The terminal error of a refresh: the reason, the last error seen, and every broker's story.
@@ -241,11 +283,11 @@ impl fmt::Display for RefreshError {
             (None, _) => {}
         }
         for b in &self.brokers {
-            write!(f, "\n  {}: ", b.address)?;
-            match (&b.last_error, b.attempts) {
-                (_, 0) => f.write_str("not tried")?,
-                (Some(err), n) => write!(f, "{err} ({n} attempt{})", if n == 1 { "" } else { "s" })?,
-                (None, n) => write!(f, "cancelled ({n} attempt{})", if n == 1 { "" } else { "s" })?,
+            write!(f, "\n  {}: {b}", b.address)?;
+            match b.attempts {
+                0 => {}
+                1 => f.write_str(" (1 attempt)")?,
+                n => write!(f, " ({n} attempts)")?,
             }
         }
         Ok(())

@@ -797,6 +797,91 @@ fn authentication_failure_is_fatal_at_once() {
     assert_eq!(run.connects().len(), 2, "no further attempts");
 }
 
+/// The give-up's words for each broker say what happened to it: the one that failed
+/// fatally, one cancelled for it, one started by a tick due at that very instant and
+/// cancelled in the same call, and one never contacted. None of them says a timeout ran
+/// out, because none did.
+#[test]
+fn after_a_fatal_failure_each_broker_reads_failed_cancelled_for_it_or_not_tried() {
+    let mut run = Run::new(fixed(10), 4);
+    run.advance(ms(19));
+    let (a0, a1) = (run.attempt(0), run.attempt(1));
+    // The tick due at 20 ms starts broker 2 before the failure reported at 20 ms is applied.
+    let out = run.input(ms(20), failed(a1, ErrorKind::Authentication));
+    let a2 = run.attempt(2);
+    assert_eq!(out.len(), 4, "{out:?}");
+    assert_eq!(
+        out[1..3],
+        [
+            Command::Cancel { attempt: a0, reason: CancelReason::Fatal },
+            Command::Cancel { attempt: a2, reason: CancelReason::Fatal },
+        ]
+    );
+    let Command::GiveUp(err) = &out[3] else { panic!("{out:?}") };
+    assert_eq!(
+        err.to_string(),
+        "metadata refresh failed: fatal error; last error from broker-1:9092: authentication failed\n  \
+         broker-0:9092: cancelled: another broker's failure was fatal (1 attempt)\n  \
+         broker-1:9092: authentication failed (1 attempt)\n  \
+         broker-2:9092: cancelled: another broker's failure was fatal (1 attempt)\n  \
+         broker-3:9092: not tried"
+    );
+    assert_eq!(
+        err.brokers.iter().map(|b| b.cancelled).collect::<Vec<_>>(),
+        [Some(CancelReason::Fatal), None, Some(CancelReason::Fatal), None]
+    );
+}
+
+/// A broker cancelled because another started answering reads as overtaken when a fatal
+/// failure then ends the refresh — not as the connect timeout its recorded error's kind
+/// names (the kind the property model counts), which never ran out.
+#[test]
+fn an_overtaken_broker_reads_overtaken_not_timed_out_when_the_refresh_then_fails_fatally() {
+    let mut run = Run::new(fixed(10), 3);
+    run.advance(ms(10));
+    let (a0, a1) = (run.attempt(0), run.attempt(1));
+    let out = run.input(ms(11), Input::FirstFrame { attempt: a1 });
+    assert_eq!(out, [Command::Cancel { attempt: a0, reason: CancelReason::Overtaken }]);
+    let out = run.input(ms(12), failed(a1, ErrorKind::BrokerError(58)));
+    let Some(Command::GiveUp(err)) = out.last() else { panic!("{out:?}") };
+    assert_eq!(err.brokers[0].last_error.as_ref().map(|e| e.kind), Some(ErrorKind::ConnectTimeout));
+    assert_eq!(
+        err.brokers.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+        [
+            "cancelled: overtaken: silent while another broker was answering",
+            "broker error 58 (SASL_AUTHENTICATION_FAILED)",
+            "not tried"
+        ]
+    );
+}
+
+/// A broker's story is its latest attempt's: overtaken, then tried again because the
+/// broker that overtook it failed, and refused, it reads refused.
+#[test]
+fn an_overtaken_broker_tried_again_reads_as_its_latest_attempt_ended() {
+    let mut c = fixed(10);
+    c.retry.retries = 0;
+    let mut run = Run::new(c, 2);
+    run.advance(ms(10));
+    let (a0, a1) = (run.attempt(0), run.attempt(1));
+    assert_eq!(
+        run.input(ms(11), Input::FirstFrame { attempt: a1 }),
+        [Command::Cancel { attempt: a0, reason: CancelReason::Overtaken }]
+    );
+    // Broker 1 fails after all: overtaken broker 0 is tried again, and refuses.
+    run.input(ms(12), failed(a1, ErrorKind::Closed));
+    let a2 = run.attempt(2);
+    assert_eq!(run.connects()[2].2, BrokerIndex(0));
+    let out = run.input(ms(13), failed(a2, ErrorKind::Refused));
+    let Some(Command::GiveUp(err)) = out.last() else { panic!("{out:?}") };
+    assert_eq!(
+        err.to_string(),
+        "metadata refresh failed: every broker failed in 1 pass; last error from broker-0:9092: connection refused\n  \
+         broker-0:9092: connection refused (2 attempts)\n  \
+         broker-1:9092: connection closed by the broker (1 attempt)"
+    );
+}
+
 #[test]
 fn cluster_authorization_error_code_is_fatal_too() {
     let mut r = Refresh::new(&fixed(10), &book(3), Instant::ZERO).unwrap();

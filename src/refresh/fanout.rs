@@ -369,7 +369,10 @@ impl Refresh {
             superseded_before: self.ticks.superseded,
         });
         self.timers.set(TimerKind::AttemptTimeout, self.attempts.next_timeout());
-        self.outcomes[candidate].attempts += 1;
+        let outcome = &mut self.outcomes[candidate];
+        outcome.attempts += 1;
+        // The broker's story is its latest attempt's: an earlier one's cancel no longer is.
+        outcome.cancelled = None;
         self.stats.started += 1;
         self.ticks.leader = Some(n);
         self.timers.stop(TimerKind::Stagger);

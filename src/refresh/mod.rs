@@ -216,6 +216,7 @@ impl Refresh {
                 address: book.get(b).map(|e| e.address.clone()).unwrap_or_else(|| "?".into()),
                 attempts: 0,
                 last_error: None,
+                cancelled: None,
             })
             .collect();
         outcomes.reserve(extra);
@@ -386,12 +387,17 @@ impl Refresh {
         }
     }
 
-    /// Cancels attempt `n` for `reason`; with a `detail`, its broker's error says why.
+    /// Cancels attempt `n` for `reason`; with a `detail`, its broker's error says why. The
+    /// broker's story notes the reason either way, so a give-up tells a broker cancelled
+    /// for another's fatal failure from one that failed (and a cancel's recorded error, of
+    /// the kind of timeout it pre-empted, from a timeout).
     fn cancel(&mut self, now: Instant, n: u32, reason: CancelReason, detail: Option<&'static str>) {
         if let Some(detail) = detail {
             let kind = self.pending_kind(n);
             self.record_error(n, AttemptError::with_detail(kind, detail));
         }
+        let candidate = self.attempts.slot(n).candidate as usize;
+        self.outcomes[candidate].cancelled = Some(reason);
         self.end_attempt(now, n, AttemptState::Cancelled);
         self.commands.push_back(Command::Cancel { attempt: self.id(n), reason });
     }

@@ -294,6 +294,7 @@ impl Refresh {
             address: k.address.clone(),
             attempts: 0,
             last_error: None,
+            cancelled: None,
         });
         self.pass.grow();
         Some(p)

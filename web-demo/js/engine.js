@@ -58,8 +58,9 @@ export function vocabulary() {
   return words;
 }
 
-/** An `AttemptError` (`what = "attempt_error"`) or a `GiveUpReason` (`"give_up_reason"`) in the
- *  core's own words (its `Display`); the value's JSON if the core cannot read it. */
+/** An `AttemptError` (`what = "attempt_error"`), a `GiveUpReason` (`"give_up_reason"`) or a
+ *  `BrokerFailure` (`"broker_failure"`: one broker's story in a give-up) in the core's own words
+ *  (its `Display`); the value's JSON if the core cannot read it. */
 export function describe(what, value) {
   const answer = JSON.parse(wasm.describe(what, JSON.stringify(value)));
   return typeof answer === "string" ? answer : JSON.stringify(value);

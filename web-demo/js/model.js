@@ -146,7 +146,7 @@ function round(x, digits) {
  * Each: `key` (the dotted path: URL parameter and `data-knob`), `id` (the input's id),
  * `label`, `group`, `kind` (duration, u32, u64, f64, bool, choice), `choices` (text forms
  * for a choice), `help` (the core's one-line doc), `when` (for a choice's variant's own
- * knobs: shown only while that variant is chosen). Values are the core's text (`250ms`,
+ * knobs: shown only while that variant is chosen). Values are the core's text (`1.5s`,
  * `linear:2`, `adaptive`, `true`); the engine turns them into a config. The seed travels
  * separately (its own control and URL parameter), so it is not a knob here.
  */

@@ -28,8 +28,7 @@ export function renderSummary(el, run, { giveUp = null, pending = false, note = 
     const lines = (giveUp || "").split("\n");
     head = `<p class="headline bad" data-outcome="give_up">✗ Gave up at <strong>${fmtUs(o.at)}</strong>: ${esc(describe("give_up_reason", o.error.reason))}</p>`;
     const rows = o.error.brokers.map((b) => {
-      const e = b.last_error;
-      const text = b.attempts === 0 ? "not tried" : e ? errorText(e) : "cancelled";
+      const text = describe("broker_failure", b);
       return `<li><span class="who">${esc(names[b.broker] ?? b.address)}</span> <span class="muted">${b.attempts} attempt${b.attempts === 1 ? "" : "s"}</span> — ${esc(text)}</li>`;
     });
     const last = lines[0].includes("last error") ? lines[0].slice(lines[0].indexOf("last error")) : "";

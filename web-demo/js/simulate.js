@@ -10,17 +10,40 @@ import { runFromReport } from "./run.js";
 import { Player } from "./player.js";
 import { progressText, renderLog, renderSummary, updateLog } from "./panels.js";
 
+/** A knob's text as a blurb reads it: `40ms` → `40 ms`, `fixed:500ms` → `500 ms`, `0.2` → `20 %`. */
+const spaced = (text) => String(text).replace(/^fixed:/, "").replace(/^(\d+(?:\.\d+)?)([a-zµ]+)$/, "$1 $2");
+const percent = (text) => `${Math.round(Number(text) * 100)} %`;
+/** `linear:2` → `2 more`, `exponential:2` → `×2 as many`: what each tick adds. */
+const perTick = (growth) => {
+  const [kind, n] = String(growth).split(":");
+  return kind === "linear" ? `${n} more` : `×${n} as many`;
+};
+
+/**
+ * What each preset does, in words, given its knob values (`engine.knobValues` of the preset's
+ * config: the core's text, by path). Every number comes from there, none is written here: a
+ * blurb that quoted its numbers said "250 ms while nothing is known" long after the cold
+ * delay had become 40 ms.
+ */
 const PRESET_HELP = {
-  adaptive: "The default: one attempt; two more at each adaptive stagger tick — 40 ms while nothing is known, "
-    + "2× the broker pace (12 ms until first answers are seen) once a broker accepted but stays silent, "
-    + "16× an answer's time once it answers (TLS or Kafka). "
-    + "On a fast network the tick's second attempt waits half the delay (at least 10 ms) and is dropped if the first answers. "
-    + "The first broker to answer cancels the silent ones (overtaken); each replaced silent attempt doubles the next delay. "
-    + "At most 3 in flight, 20 % jitter.",
-  sequential: "Sarama today: one broker at a time; the next only after the previous one failed or timed out.",
-  "all-at-once": "Ask every broker at once: fast, but every client hits every broker at every failover.",
-  staggered: "The seed discussion's proposal: another broker every 500 ms (fixed), 20 % jitter.",
-  custom: "A policy from a link that names no preset.",
+  adaptive: (v) => {
+    const a = (k) => v[`fanout.stagger.adaptive.${k}`];
+    const growth = v["fanout.growth"];
+    const spread = String(growth).startsWith("linear:") ? `delay/${growth.split(":")[1]}` : "a share of the delay";
+    return `The default: ${v["fanout.initial"]} attempt${v["fanout.initial"] === "1" ? "" : "s"} at first; `
+      + `${perTick(growth)} at each adaptive stagger tick — ${spaced(a("cold"))} while nothing is known, `
+      + `${a("multiple")}× the broker pace (${spaced(a("silent"))}, ${spaced(a("silent_tls"))} over TLS, until first answers are seen) `
+      + "once a broker accepted but stays silent, "
+      + `${a("patience")}× an answer's time once it answers (TLS or Kafka). `
+      + `On a fast network the tick's attempts start ${spread} apart (at least ${spaced(a("floor"))}) and the rest are dropped if one answers. `
+      + "The first broker to answer cancels the silent ones (overtaken); each replaced silent attempt doubles the next delay, "
+      + `up to ${spaced(a("pace"))}. At most ${v["fanout.max_in_flight"]} in flight, ${percent(v["fanout.jitter"])} jitter.`;
+  },
+  sequential: () => "Sarama today: one broker at a time; the next only after the previous one failed or timed out.",
+  "all-at-once": () => "Ask every broker at once: fast, but every client hits every broker at every failover.",
+  staggered: (v) => `The seed discussion's proposal: another broker every ${spaced(v["fanout.stagger"])} (fixed), `
+    + `${percent(v["fanout.jitter"])} jitter.`,
+  custom: () => "A policy from a link that names no preset.",
 };
 
 export function initSimulate(app) {
@@ -183,7 +206,8 @@ export function initSimulate(app) {
     const base = app.presetConfigs[preset];
     const modified = !base || !samePolicy(app.config(0), base);
     $("sim-preset-state").textContent = base ? `${preset}${modified ? " (modified)" : ""}` : "custom";
-    $("sim-preset-help").textContent = PRESET_HELP[base ? preset : "custom"] || "";
+    const help = PRESET_HELP[base ? preset : "custom"];
+    $("sim-preset-help").textContent = help ? help(base ? engine.knobValues(base) : {}) : "";
   }
 
   $("sim-presets").addEventListener("click", (ev) => {

@@ -324,3 +324,31 @@ test("readable at phone width", async () => {
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test("the preset blurbs quote the core's own values: the schema's defaults, the staggered preset's stagger", async () => {
+  const page = await open(session.browser.context, `${session.server.url}#b=healthy:5`);
+  // The core's knob schema and the staggered preset's values, from the page's own engine.
+  const { schema, staggered } = await page.evaluate(async () => {
+    const engine = await import("./js/engine.js");
+    const preset = engine.presets().find((p) => p.name === "staggered");
+    return { schema: engine.knobs(), staggered: engine.knobValues(preset.config) };
+  });
+  const def = (path) => schema.find((k) => k.path === path).default;
+  const spaced = (text) => text.replace(/^fixed:/, "").replace(/^(\d+(?:\.\d+)?)([a-zµ]+)$/, "$1 $2");
+  const adaptive = (k) => def(`fanout.stagger.adaptive.${k}`);
+  const help = () => page.$eval("#sim-preset-help", (p) => p.textContent);
+  const text = await help();
+  for (const phrase of [
+    `${spaced(adaptive("cold"))} while nothing is known`,
+    `${adaptive("multiple")}× the broker pace (${spaced(adaptive("silent"))}, ${spaced(adaptive("silent_tls"))} over TLS`,
+    `${adaptive("patience")}× an answer's time`,
+    `(at least ${spaced(adaptive("floor"))})`,
+    `up to ${spaced(adaptive("pace"))}.`,
+    `At most ${def("fanout.max_in_flight")} in flight, ${Math.round(Number(def("fanout.jitter")) * 100)} % jitter.`,
+  ]) assert.ok(text.includes(phrase), `"${phrase}" in: ${text}`);
+  await page.click('#sim-presets [data-preset="staggered"]');
+  const fixed = await help();
+  assert.ok(fixed.includes(`another broker every ${spaced(staggered["fanout.stagger"])} (fixed)`), fixed);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

@@ -111,7 +111,9 @@ impl Reports {
     }
 
     /// The reports of a refresh a [`stagger::Cluster`] ran and gave up on, read from the core's
-    /// record of it: each broker's last error goes to that broker's latest attempt.
+    /// record of it: each broker's last error, or why the core cancelled it, goes to that
+    /// broker's latest attempt. A cancelled one gets no error, as when the adapter saw the
+    /// cancel itself: the error the core records for it is of the timeout it pre-empted.
     pub(crate) fn of_finished(refresh: &Refresh, book: &BrokerBook, error: &RefreshError) -> Vec<AttemptReport> {
         let mut reports: Vec<AttemptReport> = refresh
             .attempts()
@@ -125,7 +127,8 @@ impl Reports {
             .collect();
         for failure in &error.brokers {
             if let Some(r) = reports.iter_mut().rev().find(|r| r.info.broker == failure.broker) {
-                r.error = failure.last_error.clone();
+                r.cancelled = failure.cancelled;
+                r.error = failure.last_error.clone().filter(|_| failure.cancelled.is_none());
             }
         }
         reports

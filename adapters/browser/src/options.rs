@@ -117,8 +117,14 @@ pub struct BrokerSummary {
     pub attempts: u32,
     /// Its last error's kind (`"refused"`, `"closed"`, …), `None` if not tried or cancelled.
     pub kind: Option<String>,
-    /// Its last error, as text.
+    /// Its last error, as text; `None` if not tried or cancelled.
     pub error: Option<String>,
+    /// Why the core cancelled its latest attempt (`"fatal"`, `"overtaken"`, …), if it did.
+    pub cancelled: Option<String>,
+    /// What happened to it, in the core's words (`not tried`, `cancelled: another broker's
+    /// failure was fatal`, `connection refused`): what a page shows, so it words nothing
+    /// itself.
+    pub story: String,
 }
 
 /// Every broker of a failed refresh, in the core's attempt order, with its URL.
@@ -126,12 +132,19 @@ pub fn broker_summaries(error: &RefreshError, seeds: &Seeds) -> Vec<BrokerSummar
     error
         .brokers
         .iter()
-        .map(|b| BrokerSummary {
-            url: seeds.url(b.broker).to_owned(),
-            address: b.address.to_string(),
-            attempts: b.attempts,
-            kind: b.last_error.as_ref().map(|e| e.kind.name().to_owned()),
-            error: b.last_error.as_ref().map(|e| e.to_string()),
+        .map(|b| {
+            // A cancel records an error of the timeout it pre-empted, for the core's
+            // counting; it is not the broker's error, so a cancelled broker has none.
+            let failed = b.last_error.as_ref().filter(|_| b.cancelled.is_none() && b.attempts > 0);
+            BrokerSummary {
+                url: seeds.url(b.broker).to_owned(),
+                address: b.address.to_string(),
+                attempts: b.attempts,
+                kind: failed.map(|e| e.kind.name().to_owned()),
+                error: failed.map(|e| e.to_string()),
+                cancelled: b.cancelled.map(|r| r.name().to_owned()),
+                story: b.to_string(),
+            }
         })
         .collect()
 }
@@ -190,18 +203,55 @@ mod tests {
                     address: "b:2".into(),
                     attempts: 2,
                     last_error: Some(AttemptError::with_detail(ErrorKind::Refused, "502")),
+                    cancelled: None,
                 },
-                stagger::BrokerFailure { broker: BrokerIndex(0), address: "a:1".into(), attempts: 0, last_error: None },
+                stagger::BrokerFailure {
+                    broker: BrokerIndex(0),
+                    address: "a:1".into(),
+                    attempts: 0,
+                    last_error: None,
+                    cancelled: None,
+                },
             ],
         };
         let summary = broker_summaries(&error, &seeds);
         assert_eq!(summary[0].url, "ws://b:2");
         assert_eq!(summary[0].kind.as_deref(), Some("refused"));
         assert_eq!(summary[0].error.as_deref(), Some("connection refused: 502"));
+        assert_eq!(summary[0].story, "connection refused: 502");
         assert_eq!(
             summary[1],
-            BrokerSummary { url: "ws://a:1".into(), address: "a:1".into(), attempts: 0, kind: None, error: None }
+            BrokerSummary {
+                url: "ws://a:1".into(),
+                address: "a:1".into(),
+                attempts: 0,
+                kind: None,
+                error: None,
+                cancelled: None,
+                story: "not tried".into()
+            }
         );
+    }
+
+    #[test]
+    fn a_cancelled_broker_has_no_error_of_its_own_and_says_why_it_was_cancelled() {
+        let seeds = Seeds::new(&["ws://a:1"]).unwrap();
+        let error = RefreshError {
+            reason: GiveUpReason::Fatal,
+            last_error: None,
+            brokers: vec![stagger::BrokerFailure {
+                broker: BrokerIndex(0),
+                address: "a:1".into(),
+                attempts: 1,
+                // What the core records for an overtaken attempt that had not connected.
+                last_error: Some(AttemptError::with_detail(ErrorKind::ConnectTimeout, "overtaken: …")),
+                cancelled: Some(stagger::CancelReason::Overtaken),
+            }],
+        };
+        let summary = &broker_summaries(&error, &seeds)[0];
+        assert_eq!((summary.kind.as_deref(), summary.error.as_deref()), (None, None));
+        assert_eq!(summary.cancelled.as_deref(), Some("overtaken"));
+        assert_eq!(summary.story, "cancelled: overtaken: silent while another broker was answering");
     }
 
     #[test]

@@ -263,7 +263,8 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let command = policy::document_defaults(<Cli as clap::CommandFactory>::command());
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -329,7 +330,7 @@ async fn metadata(args: MetadataArgs) -> Result<(), Failure> {
                 let doc = output::json(&outcome);
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             } else {
-                print!("{}", output::table(&outcome.metadata, &outcome.winner));
+                print!("{}", output::table(&outcome.metadata, &outcome.winner, &args.topics));
                 println!(
                     "\nrefresh: {:.1} ms, {} attempts, winner {}",
                     ms(outcome.elapsed),
@@ -368,7 +369,7 @@ async fn demo(args: DemoArgs) -> Result<(), Failure> {
     let name = args.policy.preset.clone().unwrap_or_else(|| "adaptive (default)".into());
     println!("\nRefreshing with {name}:");
     let fast = run(&config, &seeds, live).await?;
-    print!("\n{}", output::table(&fast.metadata, &fast.winner));
+    print!("\n{}", output::table(&fast.metadata, &fast.winner, &[]));
     if args.no_compare {
         return Ok(());
     }

@@ -87,11 +87,13 @@ pub fn json(outcome: &RefreshOutcome) -> JsonMetadata<'_> {
     }
 }
 
-/// Renders metadata like `kcat -L`: brokers, then topics with their partitions.
-pub fn table(metadata: &Metadata, winner: &str) -> String {
+/// Renders metadata like `kcat -L`: brokers, then topics with their partitions. `topics`
+/// are the topics asked for (`-t`), none for all: the header says which, so a listing of
+/// one topic does not claim to be the whole cluster's.
+pub fn table(metadata: &Metadata, winner: &str, topics: &[String]) -> String {
     let mut out = String::new();
     let cluster = metadata.cluster_id.as_deref().unwrap_or("(none)");
-    let _ = writeln!(out, "Metadata for all topics (from broker {winner}):");
+    let _ = writeln!(out, "Metadata for {} (from broker {winner}):", which_topics(topics));
     let _ = writeln!(out, " cluster id: {cluster}, controller: {}", metadata.controller_id);
     let _ = writeln!(out, " {} brokers:", metadata.brokers.len());
     let mut brokers: Vec<_> = metadata.brokers.iter().collect();
@@ -122,6 +124,23 @@ pub fn table(metadata: &Metadata, winner: &str) -> String {
         }
     }
     out
+}
+
+/// `all topics`, `topic "orders"` or `topics "orders", "payments"` (each once, in the
+/// order asked), quoted as the listing quotes topic names.
+fn which_topics(topics: &[String]) -> String {
+    let mut asked: Vec<&str> = Vec::with_capacity(topics.len());
+    for t in topics {
+        if !asked.contains(&t.as_str()) {
+            asked.push(t);
+        }
+    }
+    let quoted: Vec<String> = asked.iter().map(|t| format!("\"{t}\"")).collect();
+    match quoted.len() {
+        0 => "all topics".to_owned(),
+        1 => format!("topic {}", quoted[0]),
+        _ => format!("topics {}", quoted.join(", ")),
+    }
 }
 
 fn join(ids: &[i32]) -> String {
@@ -172,6 +191,21 @@ mod tests {
             ended: Some(Duration::from_millis(9)),
             outcome,
         }
+    }
+
+    #[test]
+    fn the_header_names_the_topics_asked_for_or_all_topics() {
+        let m = Metadata { cluster_id: Some("c".into()), ..Metadata::default() };
+        let header = |topics: &[&str]| {
+            let topics: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
+            table(&m, "k1:9092", &topics).lines().next().unwrap().to_owned()
+        };
+        assert_eq!(header(&[]), "Metadata for all topics (from broker k1:9092):");
+        assert_eq!(header(&["orders"]), "Metadata for topic \"orders\" (from broker k1:9092):");
+        assert_eq!(
+            header(&["orders", "payments", "orders"]),
+            "Metadata for topics \"orders\", \"payments\" (from broker k1:9092):"
+        );
     }
 
     #[test]

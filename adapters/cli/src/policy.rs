@@ -24,30 +24,29 @@ pub struct PolicyArgs {
     /// `--set fanout.max_in_flight=2 --set fanout.stagger=fixed:100ms`; `stagger knobs` lists them.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
-    /// Stagger delay between attempts: a duration (e.g. 250ms) for a fixed one, or `adaptive`
-    /// (fanout.stagger).
+    /// Stagger delay between attempts: a duration for a fixed one, or `adaptive`.
     #[arg(long, value_name = "DURATION")]
     pub stagger: Option<String>,
-    /// Attempts started at once when the refresh begins (fanout.initial).
+    /// Attempts started at once when the refresh begins.
     #[arg(long, value_name = "N")]
     pub initial: Option<String>,
-    /// Throttle: at most N attempts in flight (fanout.max_in_flight; lowers fanout.initial to
-    /// fit unless that is set too).
+    /// Throttle: at most N attempts in flight (lowers fanout.initial to fit unless that is
+    /// set too).
     #[arg(long, value_name = "N")]
     pub max_in_flight: Option<String>,
-    /// Attempts per stagger tick: `linear:N` or `exponential:F` (fanout.growth).
+    /// Attempts per stagger tick: `linear:N` or `exponential:F`.
     #[arg(long, value_name = "SPEC")]
     pub growth: Option<String>,
-    /// Fraction of each stagger delay that is randomised, 0..1 (fanout.jitter).
+    /// Fraction of each stagger delay that is randomised, 0..1.
     #[arg(long, value_name = "FRACTION")]
     pub jitter: Option<String>,
-    /// Timeout of one attempt (connect + ApiVersions + Metadata), e.g. 10s (attempt_timeout).
+    /// Timeout of one attempt (connect + ApiVersions + Metadata).
     #[arg(long, value_name = "DURATION")]
     pub attempt_timeout: Option<String>,
-    /// Deadline of the whole refresh, e.g. 60s (deadline).
+    /// Deadline of the whole refresh.
     #[arg(long, value_name = "DURATION")]
     pub deadline: Option<String>,
-    /// Extra passes over the brokers after every broker failed (retry.retries).
+    /// Extra passes over the brokers after every broker failed.
     #[arg(long, value_name = "N")]
     pub retries: Option<String>,
     /// Seed of the core's PRNG (jitter, broker order): same seed, same decisions. Default:
@@ -58,23 +57,23 @@ pub struct PolicyArgs {
     /// handshake time, if longer).
     #[arg(long, value_name = "N")]
     pub multiple: Option<String>,
-    /// Adaptive: the broker pace (handshake to first answer) assumed until one is seen (e.g. 12ms).
+    /// Adaptive: the broker pace (handshake to first answer) assumed until one is seen.
     #[arg(long, value_name = "DURATION")]
     pub silent: Option<String>,
-    /// Adaptive: lower bound on every wait (e.g. 10ms).
+    /// Adaptive: lower bound on every wait.
     #[arg(long, value_name = "DURATION")]
     pub floor: Option<String>,
-    /// Adaptive: upper bound on every wait (e.g. 2s).
+    /// Adaptive: upper bound on every wait.
     #[arg(long, value_name = "DURATION")]
     pub ceiling: Option<String>,
-    /// Adaptive: wait before a handshake when nothing is known (e.g. 250ms).
+    /// Adaptive: wait before a handshake when nothing is known.
     #[arg(long, value_name = "DURATION")]
     pub cold: Option<String>,
     /// Adaptive: an answering broker is hedged after N × what an answer normally takes.
     #[arg(long, value_name = "N")]
     pub patience: Option<String>,
-    /// Quantile of the recent response-time window (window_quantile; a long-lived client's:
-    /// a one-shot refresh has no window).
+    /// Quantile of the recent response-time window (a long-lived client's: a one-shot
+    /// refresh has no window).
     #[arg(long, value_name = "Q")]
     pub quantile: Option<String>,
     /// Do not start the next broker at once after a fast failure; wait for the stagger tick.
@@ -142,6 +141,12 @@ impl PolicyArgs {
     /// The shorthand flags that were given, as `(flag, knob path, value)`, in a fixed order
     /// (the stagger before its adaptive parameters).
     fn shorthands(&self) -> Vec<(&'static str, &'static str, String)> {
+        self.flags().into_iter().filter_map(|(flag, path, value)| value.map(|v| (flag, path, v))).collect()
+    }
+
+    /// Every shorthand flag with its knob path and its value, if given: the one table both
+    /// for applying them and for their help's defaults ([`document_defaults`]).
+    fn flags(&self) -> [(&'static str, &'static str, Option<String>); 20] {
         // A bare duration is a fixed stagger; `adaptive` and `fixed:…` are the knob's own text.
         let stagger = self.stagger.as_ref().map(|s| match s.as_str() {
             "adaptive" => s.clone(),
@@ -149,7 +154,7 @@ impl PolicyArgs {
             _ => format!("fixed:{s}"),
         });
         let off = |given: bool| given.then(|| "false".to_string());
-        let flags = [
+        [
             ("--stagger", "fanout.stagger", stagger),
             ("--initial", "fanout.initial", self.initial.clone()),
             ("--max-in-flight", "fanout.max_in_flight", self.max_in_flight.clone()),
@@ -170,9 +175,36 @@ impl PolicyArgs {
             ("--no-replace-when-full", "fanout.tuning.replace_when_full", off(self.no_replace_when_full)),
             ("--no-cancel-silent", "fanout.tuning.cancel_silent_on_answer", off(self.no_cancel_silent)),
             ("--no-spread", "fanout.tuning.spread_ticks", off(self.no_spread)),
-        ];
-        flags.into_iter().filter_map(|(flag, path, value)| value.map(|v| (flag, path, v))).collect()
+        ]
     }
+}
+
+/// Ends the help of every shorthand flag of `cmd` (and of its subcommands) with the knob it
+/// sets and that knob's default, read from the core's schema: a help text that wrote the
+/// default out (`--cold … (e.g. 250ms)` while the default was 40ms) went stale when the
+/// default changed. `--seed` keeps its own words: the CLI draws it from the clock.
+pub fn document_defaults(mut cmd: clap::Command) -> clap::Command {
+    let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_owned()).collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, document_defaults);
+    }
+    for (flag, path, _) in PolicyArgs::default().flags() {
+        let id = flag.trim_start_matches("--").replace('-', "_");
+        let Ok(knob) = find_knob(path) else { continue };
+        if flag == "--seed" || !cmd.get_arguments().any(|a| a.get_id() == id.as_str()) {
+            continue;
+        }
+        let default = knob.default_value().map_or_else(|| "none".to_owned(), |v| v.to_string());
+        let note = match flag.strip_prefix("--no-") {
+            Some(_) => format!("(sets {path}=false; default {default})"),
+            None => format!("({path}; default {default})"),
+        };
+        cmd = cmd.mut_arg(id, |arg| {
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            arg.help(format!("{help} {note}"))
+        });
+    }
+    cmd
 }
 
 fn set(c: &mut ClusterConfig, path: &str, value: &str) -> Result<(), String> {
@@ -334,6 +366,29 @@ pub fn knobs_table() -> String {
 mod tests {
     use super::*;
     use stagger::{Growth, Stagger};
+
+    #[test]
+    fn each_shorthand_flags_help_ends_with_its_knob_and_the_schemas_default() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            policy: PolicyArgs,
+        }
+        let cmd = document_defaults(<Cli as clap::CommandFactory>::command());
+        for (flag, path, _) in PolicyArgs::default().flags() {
+            let id = flag.trim_start_matches("--").replace('-', "_");
+            let arg = cmd.get_arguments().find(|a| a.get_id() == id.as_str()).expect(flag);
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(!help.contains("e.g."), "{flag} quotes a value of its own: {help}");
+            if flag == "--seed" {
+                assert!(help.contains("from the clock") && !help.contains("default 0"), "{help}");
+                continue;
+            }
+            let default = find_knob(path).unwrap().default_value().unwrap().to_string();
+            let knob = if flag.starts_with("--no-") { format!("sets {path}=false") } else { path.to_owned() };
+            assert!(help.ends_with(&format!("({knob}; default {default})")), "{flag}: {help}");
+        }
+    }
 
     fn args(list: &[&str]) -> PolicyArgs {
         #[derive(clap::Parser)]

@@ -59,6 +59,32 @@ fn lists_brokers_topics_and_partitions() {
     assert!(text.contains("partition 0, leader "), "{text}");
 }
 
+/// The listing's header says what it lists: all topics, the one asked for with `-t`, or
+/// each of several.
+#[test]
+fn the_header_says_which_topics_are_listed() {
+    let m = mock(3);
+    let header = |topics: &[&str]| {
+        let mut cmd = stagger();
+        cmd.args(["metadata", "-b", &m.addresses.join(",")]);
+        for t in topics {
+            cmd.args(["-t", t]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let first = text.lines().next().unwrap_or_default().to_owned();
+        let (head, from) = first.split_once(" (from broker ").unwrap_or_else(|| panic!("{text}"));
+        assert!(m.addresses.iter().any(|a| from == format!("{a}):")), "{first}");
+        (head.to_owned(), text)
+    };
+    assert_eq!(header(&[]).0, "Metadata for all topics");
+    let (head, text) = header(&["orders"]);
+    assert_eq!(head, "Metadata for topic \"orders\"");
+    assert!(text.contains(" 1 topics:") && !text.contains("payments"), "{text}");
+    assert_eq!(header(&["orders", "payments"]).0, "Metadata for topics \"orders\", \"payments\"");
+}
+
 #[test]
 fn json_output_has_the_documented_shape_and_topic_filter_works() {
     let m = mock(3);
@@ -227,6 +253,27 @@ fn help_has_examples() {
         let out = stagger().args(args).output().unwrap();
         assert!(out.status.success());
         assert!(String::from_utf8(out.stdout).unwrap().contains("Examples:"), "{args:?}");
+    }
+}
+
+/// The adaptive flags' help gives each knob's default as `stagger knobs --json` has it,
+/// in both subcommands that take them.
+#[test]
+fn adaptive_flags_help_gives_the_schemas_defaults() {
+    let schema: Value = serde_json::from_slice(&stagger().args(["knobs", "--json"]).output().unwrap().stdout).unwrap();
+    let default = |path: &str| {
+        let knob = schema.as_array().unwrap().iter().find(|k| k["path"] == path).expect(path);
+        knob["default"].as_str().expect("a default as text").to_owned()
+    };
+    for sub in ["metadata", "demo"] {
+        let help = String::from_utf8(stagger().args([sub, "--help"]).output().unwrap().stdout).unwrap();
+        for (flag, knob) in
+            [("--cold", "cold"), ("--silent", "silent"), ("--floor", "floor"), ("--patience", "patience")]
+        {
+            let path = format!("fanout.stagger.adaptive.{knob}");
+            let line = help.lines().find(|l| l.trim_start().starts_with(flag)).unwrap_or_else(|| panic!("{flag}"));
+            assert!(line.ends_with(&format!("({path}; default {})", default(&path))), "{sub} {flag}: {line}");
+        }
     }
 }
 

@@ -136,3 +136,35 @@ fn a_java_client_properties_file_authenticates_over_sasl_ssl_and_a_wrong_passwor
     assert!(!all.contains(wrong), "the password was printed: {all}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A wrong password against every broker at once: the first broker to refuse it ends the
+/// refresh, and the error says so of each broker — the one that failed, and the others,
+/// still in flight, "cancelled: another broker's failure was fatal" (not a timeout, which
+/// none of them had). Silent brokers are not cancelled for another's answer here, so all
+/// three are in flight when the first refusal arrives, however the machine is loaded.
+#[test]
+fn a_wrong_password_on_every_broker_at_once_says_which_failed_and_which_were_cancelled_for_it() {
+    let Some(kafka) = KafkaCluster::shared() else { return };
+    let wrong = "Wr0ng-pw-for-the-broker-stories";
+    let out = Command::cargo_bin("stagger")
+        .unwrap()
+        .env("XDG_CONFIG_HOME", std::env::temp_dir().join("stagger-cli-no-config"))
+        .env_remove("STAGGER_CONFIG")
+        .args(["metadata", "-b", &kafka.sasl_ssl().join(","), "--ca"])
+        .arg(kafka.ca())
+        .args(["-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanism=SCRAM-SHA-512"])
+        .args(["-X", &format!("sasl.username={}", stagger_kafka_fixture::SASL_USERNAME)])
+        .args(["-X", &format!("sasl.password={wrong}")])
+        .args(["--initial", "3", "--no-cancel-silent", "--set", "fanout.tuning.cancel_outrun=false"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains(wrong) && out.stdout.is_empty(), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().skip(1).collect();
+    assert_eq!(lines.len(), kafka.sasl_ssl().len(), "one line per broker:\n{stderr}");
+    let failed = lines.iter().filter(|l| l.contains(": broker error 58 (SASL_AUTHENTICATION_FAILED): ")).count();
+    let cancelled = lines.iter().filter(|l| l.ends_with(": cancelled: another broker's failure was fatal (1 attempt)"));
+    assert_eq!((failed, cancelled.count()), (1, lines.len() - 1), "{stderr}");
+}

@@ -52,14 +52,16 @@ pub fn vocabulary() -> String {
     json!({ "cancel_reasons": cancel, "timers": timers }).to_string()
 }
 
-/// An `AttemptError` (`{kind, detail}`) or a `GiveUpReason` in the core's words (its
-/// `Display`, as the CLI prints it); `what` is `"attempt_error"` or `"give_up_reason"`.
+/// An `AttemptError` (`{kind, detail}`), a `GiveUpReason` or a `BrokerFailure` (one
+/// broker's story in a give-up) in the core's words (its `Display`, as the CLI prints it);
+/// `what` is `"attempt_error"`, `"give_up_reason"` or `"broker_failure"`.
 /// Answers the text as a JSON string, or `{"error"}` for anything else.
 #[wasm_bindgen]
 pub fn describe(what: &str, value_json: &str) -> String {
     let text = match what {
         "attempt_error" => serde_json::from_str::<stagger::AttemptError>(value_json).map(|e| e.to_string()),
         "give_up_reason" => serde_json::from_str::<stagger::GiveUpReason>(value_json).map(|r| r.to_string()),
+        "broker_failure" => serde_json::from_str::<stagger::BrokerFailure>(value_json).map(|b| b.to_string()),
         other => return json!({ "error": format!("nothing called {other:?} to describe") }).to_string(),
     };
     match text {

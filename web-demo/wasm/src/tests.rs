@@ -257,4 +257,11 @@ fn describe_words_errors_and_give_up_reasons_as_the_core_displays_them() {
     assert_eq!(parse(describe("give_up_reason", r#""deadline_exceeded""#)), json!("deadline exceeded"));
     assert!(parse(describe("give_up_reason", "{}"))["error"].is_string());
     assert!(parse(describe("metadata", "{}"))["error"].as_str().unwrap().contains("metadata"));
+    let broker = |extra: &str| {
+        parse(describe("broker_failure", &format!(r#"{{"broker": 1, "address": "b:1", "attempts": 1{extra}}}"#)))
+    };
+    assert_eq!(broker(r#", "cancelled": "fatal""#), json!("cancelled: another broker's failure was fatal"));
+    assert_eq!(broker(r#", "last_error": {"kind": {"kind": "refused"}}"#), json!("connection refused"));
+    let untried = describe("broker_failure", r#"{"broker": 1, "address": "b:1", "attempts": 0, "last_error": null}"#);
+    assert_eq!(parse(untried), json!("not tried"));
 }

@@ -57,7 +57,7 @@ export type KnobKind =
   | { kind: "duration" | "u32" | "u64" | "f64" | "bool" }
   | { kind: "choice"; choices: { name: string; param: KnobKind | null }[] };
 /** One knob of the core's schema: its dotted path in the config's JSON, what it takes, one line of doc, and its
- *  default as text (`250ms`, `linear:2`, `adaptive`). `cluster` knobs belong to a long-lived client only. */
+ *  default as text, in the syntax setting it takes (a duration such as `1.5s`, `linear:N`, `adaptive`). `cluster` knobs belong to a long-lived client only. */
 export interface Knob { path: string; scope: "refresh" | "cluster"; kind: KnobKind; doc: string; default: string | null }
 export type PresetName = "adaptive" | "sequential" | "all-at-once" | "staggered";
 
@@ -100,13 +100,19 @@ export type ErrorKind =
   | { kind: "broker_error"; code: number };
 export interface AttemptError { kind: ErrorKind; detail?: string }
 export type GiveUpReason = { all_failed: { passes: number } } | "deadline_exceeded" | "fatal";
-export interface BrokerFailure { broker: number; address: string; attempts: number; last_error: AttemptError | null }
+export interface BrokerFailure { broker: number; address: string; attempts: number; last_error: AttemptError | null; cancelled?: CancelReason }
 /** The core's structured error: why, the last error, and every broker's last error. */
 export interface RefreshErrorInfo {
   reason: GiveUpReason; last_error: [attempt: AttemptId, broker: number, error: AttemptError] | null; brokers: BrokerFailure[];
 }
 /** One broker of a failed refresh, by URL. */
-export interface BrokerSummary { url: string; address: string; attempts: number; kind: string | null; error: string | null }
+export interface BrokerSummary {
+  url: string; address: string; attempts: number; kind: string | null; error: string | null;
+  /** Why the core cancelled its latest attempt, if it did (then `kind` and `error` are null). */
+  cancelled: CancelReason | null;
+  /** What happened to it, in the core's words: "not tried", "cancelled: another broker's failure was fatal", "connection refused", … */
+  story: string;
+}
 /** What `refresh()` rejects with when the core gives up (`name === "RefreshError"`). */
 export interface RefreshFailure extends Error { refreshError: RefreshErrorInfo; brokers: BrokerSummary[] }
 /** What `refresh()` rejects with (or `validateConfig()` throws) for bad options (`name === "ConfigError"`). */
