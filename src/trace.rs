@@ -17,8 +17,11 @@ use crate::time::Instant;
 
 /// Format version of [`Trace`]; bumped on incompatible changes. Version 2 added
 /// `fanout.stagger.adaptive.silent`: a version 1 trace was recorded when a connected broker
-/// was judged by its handshake alone, which is `silent` = 0 ([`Trace::policy`]).
-pub const TRACE_VERSION: u32 = 2;
+/// was judged by its handshake alone, which is `silent` = 0 ([`Trace::policy`]). Version 3
+/// added `Input::Connected`'s `tls` (absent: no TLS handshake follows, as recorded, so
+/// `silent_tls` never applies) and `BrokerFailure::cancelled` in a give-up (absent before:
+/// an older trace's give-up is compared without it, see [`Trace::replay`]).
+pub const TRACE_VERSION: u32 = 3;
 
 /// One timed step of a refresh.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -137,7 +140,7 @@ impl Trace {
                 }
                 TraceEvent::Command { command, .. } => {
                     let replayed = produced.get(cursor);
-                    if replayed != Some(command) {
+                    if !replayed.is_some_and(|r| self.same_command(r, command)) {
                         return Ok(Err(Divergence {
                             event_index: index,
                             recorded: Some(command.clone()),
@@ -152,6 +155,27 @@ impl Trace {
             return Ok(Err(d));
         }
         Ok(Ok(produced))
+    }
+}
+
+impl Trace {
+    /// Whether the replay's `replayed` is the recorded `recorded`. A give-up recorded before
+    /// version 3 has no broker's cancel reason (`BrokerFailure::cancelled`), which the core now
+    /// adds to what it decided then: it is compared without it.
+    fn same_command(&self, replayed: &Command, recorded: &Command) -> bool {
+        match (replayed, recorded) {
+            (Command::GiveUp(r), Command::GiveUp(c)) if self.version < 3 => {
+                r.reason == c.reason
+                    && r.last_error == c.last_error
+                    && r.brokers.len() == c.brokers.len()
+                    && r.brokers.iter().zip(&c.brokers).all(|(r, c)| {
+                        let mut r = r.clone();
+                        r.cancelled = c.cancelled;
+                        r == *c
+                    })
+            }
+            _ => replayed == recorded,
+        }
     }
 }
 

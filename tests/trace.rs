@@ -150,3 +150,38 @@ fn a_version_1_trace_replays_with_the_silence_rule_it_was_recorded_with() {
     trace.version = stagger::TRACE_VERSION;
     assert!(trace.replay().unwrap().is_err(), "a current core reads the same config as 24 ms of silence");
 }
+
+/// A give-up recorded before version 3 carries no broker's cancel reason
+/// (`BrokerFailure::cancelled`), which the core adds today: such a trace still replays, while
+/// a current trace missing it diverges.
+#[test]
+fn a_give_up_recorded_before_brokers_said_why_they_were_cancelled_still_replays() {
+    let book = BrokerBook::new(stagger::test_util::numbered_seeds(3)).unwrap();
+    let mut config = RefreshConfig::default().with_seed(7);
+    config.fanout.initial = 2;
+    let mut rec = Recorder::new(&config, &book, Instant::ZERO, "tests").unwrap();
+    let mut attempts = Vec::new();
+    while let Some(c) = rec.poll_command(Instant::ZERO) {
+        if let Command::Connect { attempt, .. } = c {
+            attempts.push(attempt);
+        }
+    }
+    // The first broker refuses the credentials: fatal, and the second is cancelled for it.
+    let error = AttemptError::with_detail(ErrorKind::Authentication, "bad password");
+    rec.handle_input(ms(3), Input::Failed { attempt: attempts[0], error });
+    while rec.poll_command(ms(3)).is_some() {}
+    let mut trace = rec.into_trace();
+    let give_up = trace.events.iter_mut().find_map(|e| match e {
+        TraceEvent::Command { command: Command::GiveUp(error), .. } => Some(error),
+        _ => None,
+    });
+    let give_up = give_up.expect("the refresh gave up");
+    assert!(give_up.brokers.iter().any(|b| b.cancelled.is_some()), "{give_up:?}");
+    for broker in &mut give_up.brokers {
+        broker.cancelled = None; // as a version 2 recorder wrote it
+    }
+    trace.version = 2;
+    assert!(trace.replay().unwrap().is_ok(), "an older give-up replays without the cancel reasons");
+    trace.version = stagger::TRACE_VERSION;
+    assert!(trace.replay().unwrap().is_err(), "a current trace must carry them");
+}
