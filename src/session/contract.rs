@@ -13,7 +13,7 @@ use crate::config::ClusterConfig;
 use crate::error::{AttemptError, RefreshError};
 use crate::kafka::sasl::{Nonce, Secret};
 use crate::kafka::ExchangeConfig;
-use crate::refresh::{AttemptId, RefreshStats};
+use crate::refresh::{AttemptId, CancelReason, RefreshStats};
 
 /// A connection the session asked for, named by the session (never reused within one
 /// session), so a host can keep its sockets in a map and a late report about a closed one
@@ -195,4 +195,21 @@ pub struct SessionConfig {
     /// One refresh only: no periodic refresh, and the winner's connection is closed rather
     /// than kept (what a one-shot `refresh` of an adapter wants).
     pub one_shot: bool,
+}
+
+/// What the session saw of one attempt beyond the policy's record of it
+/// ([`Refresh::attempt`](crate::Refresh::attempt)): what a host reports per attempt, from
+/// [`Session::attempt_notes`](super::Session::attempt_notes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptNote {
+    /// Which attempt.
+    pub attempt: AttemptId,
+    /// Why it failed, if it did: what the connection or the broker said, a rejected answer's
+    /// reason, or the attempt timeout (`ConnectTimeout` before the connection came up,
+    /// `ResponseTimeout` after).
+    pub error: Option<AttemptError>,
+    /// Why the policy closed it, if it did (lost the race, timed out, overtaken, …).
+    pub cancelled: Option<CancelReason>,
+    /// The Metadata API version its exchange used, if it answered.
+    pub metadata_version: Option<i16>,
 }

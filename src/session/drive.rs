@@ -4,6 +4,7 @@
 use alloc::sync::Arc;
 
 use super::contract::{Action, CloseKind, ConnId, Event};
+use super::notes::Notes;
 use super::Session;
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::cluster::ClusterEvent;
@@ -21,7 +22,12 @@ impl Session {
                 Ok(addresses) => Input::Resolved { attempt: lookup, addresses },
                 Err(error) => Input::Failed { attempt: lookup, error },
             };
-            return self.cluster.handle_input(self.now, input).is_applied();
+            let pending = Notes::of(&input, None);
+            let applied = self.cluster.handle_input(self.now, input).is_applied();
+            if applied {
+                self.notes.applied(pending);
+            }
+            return applied;
         }
         let Some(id) = event.conn() else { return false };
         let tls = self.config.tls;
@@ -115,7 +121,10 @@ impl Session {
         }
         while let Some(input) = kafka.poll_input() {
             conn.ended |= matches!(input, Input::Response { .. } | Input::Failed { .. });
-            self.cluster.handle_input(self.now, input);
+            let pending = Notes::of(&input, kafka.metadata_version());
+            if self.cluster.handle_input(self.now, input).is_applied() {
+                self.notes.applied(pending);
+            }
         }
     }
 
@@ -123,6 +132,7 @@ impl Session {
         match event {
             ClusterEvent::Connect { attempt, broker } => self.dial(attempt, broker),
             ClusterEvent::Reuse { attempt, broker } => {
+                self.notes.started(attempt);
                 let resumed = KafkaAttempt::resumed(attempt, &self.config.exchange, !self.config.tls);
                 match self.conns.kept(broker) {
                     Some(conn) => {
@@ -141,10 +151,14 @@ impl Session {
                 }
             }
             ClusterEvent::Resolve { attempt, broker } => {
+                self.notes.started(attempt);
                 let name = address(self.cluster.book(), broker);
                 self.actions.push_back(Action::Resolve { lookup: attempt, name });
             }
-            ClusterEvent::Cancel { attempt, .. } => {
+            ClusterEvent::Cancel { attempt, reason } => {
+                let current = self.cluster.current().filter(|r| r.epoch() == attempt.epoch());
+                let refresh = current.or(self.cluster.last_refresh().filter(|r| r.epoch() == attempt.epoch()));
+                self.notes.cancelled(attempt, reason, refresh);
                 if let Some(conn) = self.conns.by_attempt(attempt) {
                     let (id, gone) = (conn.id, conn.gone);
                     self.conns.remove(id);
@@ -179,9 +193,11 @@ impl Session {
                 }
             }
             ClusterEvent::Refreshed { epoch, broker, stats, .. } => {
+                self.notes.finish();
                 self.actions.push_back(Action::Refreshed { epoch, broker, stats })
             }
             ClusterEvent::RefreshFailed { epoch, error } => {
+                self.notes.finish();
                 self.actions.push_back(Action::RefreshFailed { epoch, error })
             }
             ClusterEvent::Rebootstrapped => self.actions.push_back(Action::Rebootstrapped),
@@ -190,6 +206,7 @@ impl Session {
 
     /// A new connection for `attempt`: its exchange, the `Dial`, and what it waits for.
     fn dial(&mut self, attempt: crate::refresh::AttemptId, broker: BrokerIndex) {
+        self.notes.started(attempt);
         let tls = self.config.tls;
         let identity = self.cluster.identity(broker);
         let kafka = KafkaAttempt::new(attempt, &self.config.exchange, identity.as_ref(), !tls);

@@ -113,8 +113,9 @@ use crate::BrokerIndex;
 mod conns;
 mod contract;
 mod drive;
+mod notes;
 
-pub use contract::{Action, CloseKind, ConnId, Event, SessionConfig};
+pub use contract::{Action, AttemptNote, CloseKind, ConnId, Event, SessionConfig};
 
 /// One client's whole conversation with a Kafka cluster (see the module documentation).
 ///
@@ -133,6 +134,7 @@ pub struct Session {
     dirty: Vec<contract::ConnId>,
     now: Instant,
     ignored: u64,
+    notes: notes::Notes,
 }
 
 impl Session {
@@ -150,6 +152,7 @@ impl Session {
             dirty: Vec::with_capacity(capacity),
             now,
             ignored: 0,
+            notes: notes::Notes::default(),
         })
     }
 
@@ -215,6 +218,13 @@ impl Session {
     /// connected, answered and ended, and how): the reports a host shows.
     pub fn last_refresh(&self) -> Option<&Refresh> {
         self.cluster.last_refresh()
+    }
+
+    /// What the session saw of every attempt of the refresh that finished last
+    /// ([`Session::last_refresh`]), in start order: each one's error, why it was cancelled,
+    /// the Metadata version it used.
+    pub fn attempt_notes(&self) -> &[AttemptNote] {
+        self.notes.finished()
     }
 
     /// The policy's view (book, running refresh, estimators), for hosts that show more.

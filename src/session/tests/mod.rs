@@ -315,3 +315,41 @@ fn resolution_is_an_action_and_its_answer_an_event() {
     let dialled = actions(&mut s);
     assert!(matches!(&dialled[..], [Action::Dial { address, tls: None, .. }] if &**address == "10.0.0.1:9092"));
 }
+
+#[test]
+fn attempt_notes_tell_each_attempts_error_cancel_and_metadata_version() {
+    let mut s = session(config());
+    s.request_refresh(ms(0));
+    let [(hung, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::Connected { conn: hung });
+    let _unanswered = actions(&mut s);
+    assert!(s.attempt_notes().is_empty(), "nothing finished yet");
+    s.handle_timeout(ms(500));
+    let [(second, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(501), Event::Connected { conn: second });
+    let sends = actions(&mut s);
+    serve(&mut s, ms(502), second, &mut Broker::default(), sends);
+    let notes = s.attempt_notes();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].cancelled.is_some() && notes[0].metadata_version.is_none(), "{notes:?}");
+    assert!(notes[1].cancelled.is_none() && notes[1].error.is_none(), "{notes:?}");
+    assert!(notes[1].metadata_version.is_some(), "the winner's Metadata version: {notes:?}");
+
+    // The next refresh: its notes replace these once it ends; a failure carries its error.
+    s.handle_event(ms(600), Event::Closed { conn: second, how: CloseKind::Reset });
+    s.request_refresh(ms(600));
+    let mut now = 600;
+    let mut pending = actions(&mut s);
+    while !pending.iter().any(|a| matches!(a, Action::RefreshFailed { .. })) {
+        now += 100;
+        for (conn, _) in dials(&pending) {
+            s.handle_event(ms(now), Event::IoError { conn, error: AttemptError::new(ErrorKind::Refused) });
+        }
+        s.handle_timeout(ms(now));
+        pending = actions(&mut s);
+        assert!(now < 60_000, "the refresh gives up");
+    }
+    let notes = s.attempt_notes();
+    assert!(!notes.is_empty() && notes.iter().all(|n| n.attempt.epoch() == 2), "{notes:?}");
+    assert!(notes.iter().all(|n| n.error.as_ref().map(|e| e.kind) == Some(ErrorKind::Refused)), "{notes:?}");
+}
