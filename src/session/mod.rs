@@ -141,9 +141,11 @@ impl Session {
     /// A session over `book` (the seeds); no refresh runs until requested (or, unless
     /// [`SessionConfig::one_shot`], the periodic refresh is due).
     pub fn new(config: SessionConfig, book: BrokerBook, now: Instant) -> Result<Session, ConfigError> {
+        // The attempts of one refresh at once (no more than the brokers: "all at once" is
+        // `u32::MAX`), a kept connection, and a loser being closed; more grows the table.
+        let in_flight = config.cluster.refresh.fanout.max_in_flight as usize;
+        let capacity = in_flight.min(book.len()) + 2;
         let cluster = Cluster::new(config.cluster, book, now)?;
-        // The attempts of one refresh at once, a kept connection, and a loser being closed.
-        let capacity = config.cluster.refresh.fanout.max_in_flight as usize + 2;
         Ok(Session {
             cluster,
             config,

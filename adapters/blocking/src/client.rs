@@ -1,15 +1,12 @@
 //! A long-lived client: cached metadata, single-flight refresh, periodic refresh, and the
 //! winning connection kept for the next refresh — on a background thread of its own.
 //!
-//! The core's [`Cluster`] makes every decision (when to refresh, which broker first —
-//! connected ones are preferred —, whether concurrent requests share a refresh). One thread
-//! owns the `Cluster`, the attempts and the kept connection and runs the poll loop; [`Client`]
-//! handles send it requests over a channel and wake its poll. Closing or dropping the client
-//! stops that thread, and returns once every socket is closed.
-//!
-//! Every fresh connection to a discovered broker carries the cluster and node id the core
-//! expects of it ([`Cluster::identity`]), so a broker that is no longer that node of that
-//! cluster is noticed and the core rebootstraps; a kept connection is not checked again.
+//! The core's [`Session`] makes every decision (when to refresh, which broker first —
+//! connected ones are preferred —, whether concurrent requests share a refresh, which
+//! connection to keep, whether a broker is still the node it was) and speaks Kafka. One
+//! thread owns the session's [`Host`] and runs its poll loop; [`Client`] handles send it
+//! requests over a channel and wake its poll. Closing or dropping the client stops that
+//! thread, and returns once every socket is closed.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -18,17 +15,15 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mio::Waker;
+use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::kafka::validate;
-use stagger::{
-    AttemptId, BrokerBook, BrokerIndex, ClientStats, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input, Instant,
-    Metadata, RefreshCause,
-};
+use stagger::session::{Session, SessionConfig};
+use stagger::{BrokerBook, ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 
-use crate::attempt::{tls_name, Context};
-use crate::attempts::Attempts;
 use crate::clock::Clock;
 use crate::error::Error;
-use crate::report::Reports;
+use crate::host::{Done, Host, Io};
+use crate::report::reports;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]
@@ -84,30 +79,28 @@ impl Client {
         let seeds = seeds.iter().map(|s| s.as_ref());
         let book = if options.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
         validate::seeds(&book)?;
-        validate::exchange(&options.exchange)?;
-        let ctx = Context {
-            exchange: options.exchange,
+        let mut exchange = options.exchange;
+        validate::exchange(&exchange)?;
+        let fresh_tokens = options.oauth_token.is_some();
+        if fresh_tokens {
+            // Every new connection asks the token source (`Action::NeedToken`).
+            exchange.sasl = Some(Sasl::OAuthBearer { token: Secret::new(String::new()) });
+        }
+        let io = Io {
             #[cfg(feature = "tls")]
             tls: options.tls,
-            oauth_token: options.oauth_token,
+            tokens: options.oauth_token,
         };
+        let max_age = config.refresh_interval;
+        let config = SessionConfig { cluster: config, exchange, tls: io.tls(), fresh_tokens, one_shot: false };
         let clock = Clock::start();
-        let cluster = Cluster::new(config, book, clock.now())?;
-        let attempts = Attempts::new(ctx)?;
-        let waker = attempts.waker();
+        let host = Host::new(Session::new(config, book, clock.now())?, clock, io)?;
+        let waker = host.waker();
         let shared = Arc::new(Shared::default());
+        let background = Background { host, waiters: HashMap::new(), shared: shared.clone() };
         let (requests, inbox) = mpsc::channel();
-        let background = Background {
-            cluster,
-            clock,
-            attempts,
-            kept: None,
-            waiters: HashMap::new(),
-            answered: None,
-            shared: shared.clone(),
-        };
         let thread = std::thread::Builder::new().name("stagger-client".into()).spawn(move || background.run(inbox))?;
-        Ok(Client { requests, waker, shared, max_age: config.refresh_interval, thread: Some(thread) })
+        Ok(Client { requests, waker, shared, max_age, thread: Some(thread) })
     }
 
     /// The cluster metadata: the cached copy while it is younger than the refresh interval
@@ -170,28 +163,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Detail of an attempt told to reuse a connection this adapter does not hold.
-const NOT_KEPT: &str = "no kept connection to reuse";
-
-/// The background thread's state.
+/// The background thread: the session's host, and the callers waiting for a refresh.
 struct Background {
-    cluster: Cluster,
-    clock: Clock,
-    attempts: Attempts,
-    /// The broker whose connection `attempts` keeps.
-    kept: Option<BrokerIndex>,
+    host: Host,
     /// Callers waiting, by refresh epoch.
     waiters: HashMap<u32, Vec<Reply>>,
-    /// The attempt whose metadata answer was fed last, until the core says whether it won.
-    answered: Option<AttemptId>,
     shared: Arc<Shared>,
 }
 
 impl Background {
     fn run(mut self, inbox: Receiver<Request>) {
         loop {
-            self.carry_out();
-            if let Err(e) = self.attempts.wait(self.clock.deadline(self.cluster.poll_timeout())) {
+            self.host.settle();
+            while let Some(done) = self.host.take_done() {
+                self.answer(done);
+            }
+            self.publish();
+            if let Err(e) = self.host.wait() {
                 // The poll itself failed: nothing more can be done; tell every waiter why.
                 let error = Error::from(e);
                 for reply in self.waiters.drain().flat_map(|(_, replies)| replies) {
@@ -199,47 +187,24 @@ impl Background {
                 }
                 return;
             }
-            let now = self.clock.now();
-            if self.attempts.take_woken() {
+            if self.host.take_woken() {
                 loop {
                     match inbox.try_recv() {
-                        Ok(Request::Refresh(reply, cause, broker)) => self.request(now, reply, cause, broker),
+                        Ok(Request::Refresh(reply, cause, broker)) => self.request(reply, cause, broker),
+                        // Dropping the host closes every socket.
                         Ok(Request::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
                         Err(mpsc::TryRecvError::Empty) => break,
                     }
                 }
             }
-            if self.attempts.kept_stirred() {
-                // The broker closed (or wrote to) an idle kept connection: forget it. A reset
-                // is a lost connection the next plain refresh says it follows; a clean close
-                // is what brokers do to idle connections.
-                let reset = self.attempts.unkeep().is_some_and(|mut t| {
-                    t.read(&mut [0u8; 1]).is_err_and(|e| {
-                        !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted)
-                    })
-                });
-                match (self.kept.take(), reset) {
-                    (Some(broker), true) => self.cluster.connection_lost(broker),
-                    (Some(broker), false) => self.cluster.connection_closed(broker),
-                    (None, _) => {}
-                }
-            }
-            match self.attempts.poll_input() {
-                Some(input) => {
-                    if let Input::Response { attempt, .. } = input {
-                        self.answered = Some(attempt);
-                    }
-                    self.cluster.handle_input(now, input);
-                }
-                None => self.cluster.handle_timeout(now),
-            }
         }
     }
 
-    fn request(&mut self, at: Instant, reply: Reply, cause: RefreshCause, broker: Option<String>) {
-        let broker = broker.and_then(|b| self.cluster.book().find(&b));
-        let epoch = self.cluster.request_refresh_because(at, cause, broker);
-        if self.cluster.current().map(|r| r.epoch()) == Some(epoch) {
+    fn request(&mut self, reply: Reply, cause: RefreshCause, broker: Option<String>) {
+        let session = &mut self.host.session;
+        let broker = broker.and_then(|b| session.cluster().book().find(&b));
+        let epoch = session.request_refresh_because(self.host.clock.now(), cause, broker);
+        if session.cluster().current().map(|r| r.epoch()) == Some(epoch) {
             self.waiters.entry(epoch).or_default().push(reply);
         } else {
             // Cannot happen with a validated config and a non-empty book; never hang a caller.
@@ -248,77 +213,29 @@ impl Background {
         }
     }
 
-    /// Drains the cluster's events and carries them out.
-    fn carry_out(&mut self) {
-        let book = self.cluster.book().clone();
-        while let Some(event) = self.cluster.poll_event() {
-            match event {
-                ClusterEvent::Connect { attempt, broker } => {
-                    let name = tls_name(&book, broker);
-                    self.attempts.connect(attempt, book.address(broker).into(), name, self.cluster.identity(broker))
-                }
-                ClusterEvent::Reuse { attempt, broker } => {
-                    let kept =
-                        if self.kept == Some(broker) { self.kept.take().and(self.attempts.unkeep()) } else { None };
-                    match kept {
-                        // The broker process that already answered on this connection.
-                        Some(transport) => self.attempts.reuse(attempt, book.address(broker).into(), transport),
-                        // Not kept here (cannot happen: every close is reported): fail the
-                        // attempt rather than guess, so the refresh goes on to the next broker.
-                        None => self.attempts.fail(attempt, NOT_KEPT),
-                    }
-                }
-                ClusterEvent::Resolve { attempt, broker } => {
-                    self.attempts.resolve(attempt, book.address(broker).into())
-                }
-                ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
-                ClusterEvent::Keep { attempt, broker } => {
-                    if let Some((transport, _)) = self.attempts.take_answer(attempt) {
-                        self.attempts.keep(transport);
-                        self.kept = Some(broker);
-                    }
-                }
-                ClusterEvent::Release { broker } => {
-                    if self.kept == Some(broker) {
-                        self.kept = None;
-                        self.attempts.unkeep();
-                    }
-                }
-                ClusterEvent::Refreshed { epoch, .. } => {
-                    // Published before any caller is answered, so what a caller reads next
-                    // is up to date.
-                    self.publish();
-                    let metadata = self.cluster.metadata().cloned().map(Arc::new);
-                    if let Some(metadata) = &metadata {
-                        *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
-                    }
-                    for reply in self.waiters.remove(&epoch).unwrap_or_default() {
-                        let _ = reply.send(metadata.clone().ok_or(Error::Closed));
-                    }
-                }
-                ClusterEvent::RefreshFailed { epoch, error } => {
-                    self.publish();
-                    let attempts = match self.cluster.last_refresh() {
-                        Some(done) if done.epoch() == epoch => Reports::of_finished(done, &book, &error),
-                        _ => Vec::new(),
-                    };
-                    let failure = Error::Refresh { error, attempts };
-                    for reply in self.waiters.remove(&epoch).unwrap_or_default() {
-                        let _ = reply.send(Err(failure.clone()));
-                    }
-                }
-                ClusterEvent::Rebootstrapped => {}
-            }
-        }
-        // An answer that did not win: close its connection.
-        if let Some(attempt) = self.answered.take() {
-            self.attempts.drop_answer(attempt);
-        }
+    /// Answers the callers of a finished refresh; the cache and stats are published first,
+    /// so what a caller reads next is up to date.
+    fn answer(&mut self, done: Done) {
         self.publish();
+        let (epoch, answer) = match done {
+            Done::Refreshed(epoch, _) => {
+                let metadata = self.host.session.metadata().cloned().map(Arc::new);
+                if let Some(metadata) = &metadata {
+                    *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
+                }
+                (epoch, metadata.ok_or(Error::Closed))
+            }
+            Done::Failed(epoch, error) => {
+                (epoch, Err(Error::Refresh { error, attempts: reports(&self.host.session, epoch) }))
+            }
+        };
+        for reply in self.waiters.remove(&epoch).unwrap_or_default() {
+            let _ = reply.send(answer.clone());
+        }
     }
 
-    /// Copies the core's counters into the shared stats.
+    /// Copies the session's counters into the shared stats.
     fn publish(&self) {
-        *lock(&self.shared.stats) = self.cluster.stats();
+        *lock(&self.shared.stats) = self.host.session.stats();
     }
 }

@@ -1,18 +1,15 @@
-//! One refresh episode on the calling thread: the loop of the core's contract.
-//!
-//! Drain the core's commands and carry them out (start an attempt, cancel one, finish),
-//! then wait for whichever comes first — an attempt's progress or the core's next timer —
-//! and hand it to the core. Nothing here decides anything; the core does.
+//! One refresh episode on the calling thread: a one-shot [`Session`] and its [`Host`], until
+//! the session says the refresh is done. Nothing here decides anything; the session does.
 
 use stagger::kafka::validate;
-use stagger::{BrokerBook, Command, Metadata, Refresh, RefreshConfig};
+use stagger::session::{Session, SessionConfig};
+use stagger::{BrokerBook, ClusterConfig, Metadata, RefreshConfig};
 
-use crate::attempt::{tls_name, Context};
-use crate::attempts::Attempts;
 use crate::clock::Clock;
 use crate::error::Error;
+use crate::host::{Done, Host, Io};
 use crate::options::RefreshOptions;
-use crate::report::{RefreshOutcome, Reports};
+use crate::report::{metadata_version, reports, RefreshOutcome};
 
 /// Fetches cluster metadata from `seeds` (`host:port`) with the policy `config`.
 ///
@@ -28,62 +25,41 @@ pub fn refresh(config: &RefreshConfig, seeds: &[impl AsRef<str>]) -> Result<Meta
 /// connection it opened is closed when it returns.
 pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Result<RefreshOutcome, Error> {
     let seeds = seeds.iter().map(|s| s.as_ref());
-    let mut book = if options.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
+    let book = if options.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
     validate::seeds(&book)?;
+    // A one-shot refresh asks the token source once, before any broker.
     let exchange = options.exchange.with_token_from(options.oauth_token.as_ref())?.into_owned();
     validate::exchange(&exchange)?;
-    let ctx = Context {
-        exchange,
+    let io = Io {
         #[cfg(feature = "tls")]
         tls: options.tls.clone(),
-        oauth_token: None,
+        tokens: None,
     };
+    let cluster = ClusterConfig { refresh: options.config, ..ClusterConfig::default() };
+    let config = SessionConfig { cluster, exchange, tls: io.tls(), fresh_tokens: false, one_shot: true };
     let clock = Clock::start();
-    let mut core = Refresh::new(&options.config, &book, clock.now())?;
-    let mut attempts = Attempts::new(ctx)?;
-    let mut reports = Reports::default();
+    let mut host = Host::new(Session::new(config, book, clock.now())?, clock, io)?;
+    host.session.request_refresh(clock.now());
     loop {
-        while let Some(command) = core.poll_command() {
-            match command {
-                // A one-shot refresh knows no broker's identity: no cluster check.
-                Command::Connect { attempt, broker } => {
-                    reports.started(attempt, book.address(broker), &core);
-                    attempts.connect(attempt, book.address(broker).into(), tls_name(&book, broker), None);
-                }
-                Command::Resolve { attempt, broker } => {
-                    reports.started(attempt, book.address(broker), &core);
-                    attempts.resolve(attempt, book.address(broker).into());
-                }
-                Command::Cancel { attempt, reason } => {
-                    reports.cancelled(attempt, reason, &core);
-                    attempts.cancel(attempt);
-                }
-                Command::Done { attempt, broker, metadata } => {
-                    let metadata_version = attempts.take_answer(attempt).and_then(|(_, version)| version);
-                    drop(attempts);
-                    return Ok(RefreshOutcome {
-                        metadata,
-                        winner: book.address(broker).to_owned(),
-                        metadata_version,
-                        elapsed: clock.now().saturating_since(core.started_at()),
-                        attempts: reports.finish(&core),
-                    });
-                }
-                Command::GiveUp(error) => {
-                    drop(attempts);
-                    return Err(Error::Refresh { error, attempts: reports.finish(&core) });
-                }
+        host.settle();
+        match host.take_done() {
+            Some(Done::Refreshed(epoch, broker)) => {
+                let session = &host.session;
+                let (Some(metadata), Some(refresh)) = (session.metadata(), session.last_refresh()) else {
+                    return Err(Error::Closed);
+                };
+                return Ok(RefreshOutcome {
+                    metadata: metadata.clone(),
+                    winner: session.cluster().book().address(broker).to_owned(),
+                    metadata_version: metadata_version(session),
+                    elapsed: clock.now().saturating_since(refresh.started_at()),
+                    attempts: reports(session, epoch),
+                });
             }
-        }
-        attempts.wait(clock.deadline(core.poll_timeout()))?;
-        let now = clock.now();
-        match attempts.poll_input() {
-            Some(input) => {
-                reports.feed(&mut core, now, input);
-                // The addresses a name resolved to are entries of the book from now on.
-                book.absorb(&core);
+            Some(Done::Failed(epoch, error)) => {
+                return Err(Error::Refresh { error, attempts: reports(&host.session, epoch) })
             }
-            None => core.handle_timeout(now),
+            None => host.wait()?,
         }
     }
 }

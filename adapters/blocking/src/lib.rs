@@ -1,28 +1,28 @@
 //! `stagger-blocking`: carries out the `stagger` core's decisions over `std::net`, with no
 //! async runtime, for programs that do not want one.
 //!
-//! The core ([`stagger::Refresh`], [`stagger::Cluster`]) decides which broker to ask and
-//! when; the sans-IO [`stagger::kafka::KafkaAttempt`] knows what to say to a broker and what
-//! its bytes mean. What is left is I/O, and that is all this crate does.
+//! The core's [`stagger::session::Session`] holds the whole conversation: the policy (which
+//! broker, when, which connection to keep) and the Kafka exchange (ApiVersions, SASL,
+//! Metadata). What is left is I/O — dial, send, close, look names up, a SCRAM nonce from the
+//! OS, a token from the token source, TLS — and that is all this crate does.
 //!
 //! **Design: one thread, non-blocking sockets, one poll loop.** A refresh runs several
 //! attempts at once (the stagger starts the next while the first is silent), so blocking
 //! reads would need a thread per attempt, and a thread stuck in `connect` to a blackholed
-//! broker cannot be told to stop: cancelling it would only abandon it, and its socket with
-//! it. Instead every attempt's socket is non-blocking and registered with one [`mio`] poll
-//! (epoll, kqueue, IOCP); the loop sleeps until a socket is ready or the core's next timer
-//! ([`stagger::Refresh::poll_timeout`], mapped to [`std::time::Instant`]) is due, feeds what
-//! happened to the core, and carries out its commands. Connects are non-blocking too, so a
-//! broker whose SYNs vanish costs nothing until the core's attempt timeout cancels it, and
-//! cancelling an attempt closes its socket at once, on the calling thread. The adapter adds
+//! broker cannot be told to stop. Instead every socket is non-blocking and registered with
+//! one [`mio`] poll (epoll, kqueue, IOCP); the loop sleeps until a socket is ready or the
+//! session's next timer ([`stagger::session::Session::poll_timeout`], mapped to
+//! [`std::time::Instant`]) is due, reports what happened to the session, and carries out its
+//! actions. Connects are non-blocking too, so a broker whose SYNs vanish costs nothing until
+//! the session's attempt timeout closes it, at once, on the calling thread. The adapter adds
 //! no timeout of its own.
 //!
 //! **Name resolution** is the one thing `std` only offers blocking (`getaddrinfo`). An
 //! address that is an IP literal is used as is; a host name is looked up on a short-lived
 //! helper thread that wakes the loop with the answer, so a slow resolver delays only that
-//! attempt, and the core's attempt timeout bounds it like any other. A lookup cannot be
-//! interrupted: when its attempt is cancelled the helper thread finishes on its own and its
-//! answer is dropped.
+//! attempt, and the attempt timeout bounds it like any other. A lookup cannot be
+//! interrupted: when nobody waits for it any more the helper thread finishes on its own and
+//! its answer is dropped.
 //!
 //! * [`refresh`] / [`refresh_with`]: one refresh episode on the calling thread, with every
 //!   attempt's report.
@@ -39,15 +39,13 @@
 //! `rustls::ClientConfig` (see `Tls`, with the `tls` feature).
 #![warn(missing_docs, unreachable_pub)]
 
-mod attempt;
-mod attempts;
 mod client;
 mod clock;
 mod driver;
 mod error;
+mod host;
 mod options;
 mod report;
-mod resolve;
 mod transport;
 
 pub use client::{Client, ClientOptions};

@@ -1,11 +1,10 @@
-//! What a refresh reports: the core's own record of every attempt, plus what only the
-//! adapter saw — the error its socket or broker produced, and why the core closed it.
+//! What a refresh reports: the core's record of every attempt, with what the session saw of
+//! each — the error its socket or broker produced, and why the policy closed it.
 
 use std::time::Duration;
 
-use stagger::{
-    AttemptError, AttemptId, AttemptInfo, BrokerBook, CancelReason, Input, Instant, Metadata, Refresh, RefreshError,
-};
+use stagger::session::Session;
+use stagger::{AttemptError, AttemptId, AttemptInfo, AttemptState, CancelReason, Metadata};
 
 /// One attempt of a refresh, start to end.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,94 +46,24 @@ impl RefreshOutcome {
     }
 }
 
-/// The reports of one refresh as it runs, from the commands carried out and the inputs fed.
-#[derive(Debug, Default)]
-pub(crate) struct Reports {
-    reports: Vec<AttemptReport>,
-    /// The reason a metadata answer cannot win, until the core says whether it rejected it.
-    rejection: Option<(AttemptId, AttemptError)>,
+/// Every attempt of the refresh `epoch`, if it is the one `session` finished last: the
+/// policy's record of each, with what the session saw of it.
+pub(crate) fn reports(session: &Session, epoch: u32) -> Vec<AttemptReport> {
+    let Some(refresh) = session.last_refresh().filter(|r| r.epoch() == epoch) else { return Vec::new() };
+    let book = session.cluster().book();
+    let notes = session.attempt_notes();
+    let report = |(attempt, &info): (AttemptId, &AttemptInfo)| {
+        let note = notes.iter().find(|n| n.attempt == attempt);
+        let broker = book.address(info.broker).to_owned();
+        let (error, cancelled) = note.map_or((None, None), |n| (n.error.clone(), n.cancelled));
+        AttemptReport { attempt, broker, info, error, cancelled }
+    };
+    refresh.attempts().map(report).collect()
 }
 
-impl Reports {
-    /// The core started `attempt` to `broker` (`info` is filled in at the end).
-    pub(crate) fn started(&mut self, attempt: AttemptId, broker: &str, refresh: &Refresh) {
-        if let Some(&info) = refresh.attempt(attempt) {
-            let report = AttemptReport { attempt, broker: broker.to_owned(), info, error: None, cancelled: None };
-            self.reports.push(report);
-        }
-    }
-
-    /// Feeds `input` to the core and keeps what only the adapter knows about it (the error,
-    /// or why an answer cannot win) if the core applied it.
-    pub(crate) fn feed(&mut self, refresh: &mut Refresh, now: Instant, input: Input) {
-        let noted = match &input {
-            Input::Failed { attempt, error } => Some((*attempt, Some(error.clone()), None)),
-            Input::Response { attempt, metadata } => Some((*attempt, None, metadata.rejection())),
-            Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => None,
-        };
-        if !refresh.handle_input(now, input).is_applied() {
-            return;
-        }
-        match noted {
-            Some((attempt, Some(error), _)) => {
-                if let Some(r) = self.find(attempt) {
-                    r.error = Some(error);
-                }
-            }
-            Some((attempt, None, rejection)) => self.rejection = rejection.map(|e| (attempt, e)),
-            None => {}
-        }
-    }
-
-    /// The core cancelled `attempt` for `reason`.
-    pub(crate) fn cancelled(&mut self, attempt: AttemptId, reason: CancelReason, refresh: &Refresh) {
-        let connected = refresh.attempt(attempt).and_then(|info| info.connected_at);
-        let rejection = self.rejection.take().filter(|(a, _)| *a == attempt).map(|(_, e)| e);
-        if let Some(r) = self.find(attempt) {
-            r.cancelled = Some(reason);
-            r.error = match reason {
-                CancelReason::Rejected => rejection,
-                CancelReason::TimedOut => Some(AttemptError::timed_out(refresh.resolves(attempt), connected.is_some())),
-                _ => r.error.take(),
-            };
-        }
-    }
-
-    /// Every report, with the core's final record of each attempt.
-    pub(crate) fn finish(mut self, refresh: &Refresh) -> Vec<AttemptReport> {
-        for r in &mut self.reports {
-            if let Some(&info) = refresh.attempt(r.attempt) {
-                r.info = info;
-            }
-        }
-        self.reports
-    }
-
-    /// The reports of a refresh a [`stagger::Cluster`] ran and gave up on, read from the core's
-    /// record of it: each broker's last error, or why the core cancelled it, goes to that
-    /// broker's latest attempt. A cancelled one gets no error, as when the adapter saw the
-    /// cancel itself: the error the core records for it is of the timeout it pre-empted.
-    pub(crate) fn of_finished(refresh: &Refresh, book: &BrokerBook, error: &RefreshError) -> Vec<AttemptReport> {
-        let mut reports: Vec<AttemptReport> = refresh
-            .attempts()
-            .map(|(attempt, &info)| AttemptReport {
-                attempt,
-                broker: book.address(info.broker).to_owned(),
-                info,
-                error: None,
-                cancelled: None,
-            })
-            .collect();
-        for failure in &error.brokers {
-            if let Some(r) = reports.iter_mut().rev().find(|r| r.info.broker == failure.broker) {
-                r.cancelled = failure.cancelled;
-                r.error = failure.last_error.clone().filter(|_| failure.cancelled.is_none());
-            }
-        }
-        reports
-    }
-
-    fn find(&mut self, attempt: AttemptId) -> Option<&mut AttemptReport> {
-        self.reports.iter_mut().find(|r| r.attempt == attempt)
-    }
+/// The Metadata version the winner of the refresh `session` finished last used.
+pub(crate) fn metadata_version(session: &Session) -> Option<i16> {
+    let refresh = session.last_refresh()?;
+    let won = |id: AttemptId| refresh.attempt(id).is_some_and(|i| i.state == AttemptState::Won);
+    session.attempt_notes().iter().find(|n| won(n.attempt)).and_then(|n| n.metadata_version)
 }

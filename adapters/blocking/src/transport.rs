@@ -17,15 +17,6 @@ pub(crate) enum Transport {
 }
 
 impl Transport {
-    /// The socket, to register with the poll.
-    pub(crate) fn socket(&mut self) -> &mut TcpStream {
-        match self {
-            Transport::Tcp(tcp) => tcp,
-            #[cfg(feature = "tls")]
-            Transport::Tls(tls) => &mut tls.tcp,
-        }
-    }
-
     /// Whether the bytes on this connection are unencrypted.
     pub(crate) fn is_plaintext(&self) -> bool {
         matches!(self, Transport::Tcp(_))
@@ -100,10 +91,9 @@ pub(crate) mod tls {
     }
 
     impl TlsStream {
-        /// Starts a TLS client on a connected socket to `address` (`host:port`); the
-        /// handshake runs as the attempt reads and writes.
-        pub(crate) fn new(tls: &Tls, tcp: TcpStream, address: &str) -> Result<TlsStream, AttemptError> {
-            let host = tls.server_name.as_deref().unwrap_or_else(|| host_of(address));
+        /// Starts a TLS client on a connected socket to `host` (the name it verifies); the
+        /// handshake runs as the host reads and writes.
+        pub(crate) fn new(tls: &Tls, tcp: TcpStream, host: &str) -> Result<TlsStream, AttemptError> {
             let tls_error = |e: &dyn std::fmt::Display| AttemptError::with_detail(ErrorKind::Tls, e.to_string());
             let name = ServerName::try_from(host.to_owned())
                 .map_err(|e| tls_error(&format_args!("{host:?} is not a valid TLS server name: {e}")))?;
@@ -149,12 +139,6 @@ pub(crate) mod tls {
             }
             Ok(())
         }
-    }
-
-    /// The host part of `host:port`, without the brackets of an IPv6 literal.
-    fn host_of(address: &str) -> &str {
-        let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
-        host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
     }
 
     /// Whether `e` is rustls refusing the peer (a bad certificate, a protocol violation).

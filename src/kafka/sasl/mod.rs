@@ -163,6 +163,12 @@ impl TokenSource {
         TokenSource(Arc::new(fetch))
     }
 
+    /// A token fetched now, or the source's complaint: what a host answers a session's
+    /// `NeedToken` with.
+    pub fn fetch(&self) -> Result<Secret, String> {
+        (self.0)().map(Secret::new)
+    }
+
     /// `exchange` with a token fetched now.
     pub fn apply(&self, exchange: &ExchangeConfig) -> Result<ExchangeConfig, ConfigError> {
         let token = (self.0)().map_err(|problem| ConfigError::new("sasl.oauthbearer.token", problem))?;

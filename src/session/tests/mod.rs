@@ -353,3 +353,15 @@ fn attempt_notes_tell_each_attempts_error_cancel_and_metadata_version() {
     assert!(!notes.is_empty() && notes.iter().all(|n| n.attempt.epoch() == 2), "{notes:?}");
     assert!(notes.iter().all(|n| n.error.as_ref().map(|e| e.kind) == Some(ErrorKind::Refused)), "{notes:?}");
 }
+
+#[test]
+fn all_at_once_reserves_for_the_brokers_not_for_u32_max() {
+    let config = SessionConfig {
+        cluster: ClusterConfig { refresh: RefreshConfig::all_at_once(), ..ClusterConfig::default() },
+        one_shot: true,
+        ..SessionConfig::default()
+    };
+    let mut s = session(config);
+    s.request_refresh(ms(0));
+    assert_eq!(dials(&actions(&mut s)).len(), 2, "both brokers at once");
+}

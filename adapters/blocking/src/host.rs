@@ -1,0 +1,426 @@
+//! The session's host: carries out its actions over non-blocking sockets and one mio poll
+//! (dial, send, close, look a name up on a helper thread, a nonce from the OS, a token from
+//! the token source) and reports what the sockets did. It decides nothing and speaks no
+//! Kafka: the [`Session`] does both.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::vec;
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+use stagger::kafka::sasl::{Nonce, TokenSource};
+use stagger::session::{Action, CloseKind, ConnId, Event, Session};
+use stagger::{AttemptError, AttemptId, ErrorKind, RefreshError};
+
+use crate::clock::Clock;
+use crate::transport::Transport;
+
+/// Bytes read from a socket at a time; the session reassembles frames of any size.
+const READ_BUFFER: usize = 64 * 1024;
+/// Wakes the loop: a lookup answered, or (for a client) a caller asked something. A
+/// connection's token is its [`ConnId`], which starts at 1.
+const WAKE: Token = Token(0);
+
+/// The end of a refresh, as the session announced it.
+pub(crate) enum Done {
+    /// The refresh of this epoch succeeded; this broker answered.
+    Refreshed(u32, stagger::BrokerIndex),
+    /// The refresh of this epoch gave up.
+    Failed(u32, RefreshError),
+}
+
+/// What the host does besides TCP: TLS and where tokens come from.
+#[derive(Debug, Default)]
+pub(crate) struct Io {
+    /// TLS to the brokers, if they speak it.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::options::Tls>,
+    /// Answers the session's `NeedToken`.
+    pub(crate) tokens: Option<TokenSource>,
+}
+
+impl Io {
+    /// Whether connections speak TLS.
+    pub(crate) fn tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+}
+
+/// What a helper thread looked up: a dialled name, or a lookup the session asked for.
+#[derive(Clone, Copy, Debug)]
+enum Lookup {
+    Dial(ConnId),
+    Name(AttemptId),
+}
+
+type Answer = (Lookup, io::Result<Vec<SocketAddr>>);
+
+/// What the host owes the session once the action at hand is carried out.
+enum Report {
+    Failed(ConnId, AttemptError),
+    Nonce(ConnId),
+    Token(ConnId),
+    Resolved(Answer),
+}
+
+/// One connection the session dialled.
+struct Conn {
+    address: Arc<str>,
+    /// With TLS, the name the session says to verify.
+    server_name: Option<Arc<str>>,
+    state: State,
+    /// What the session asked to send, until the socket takes it.
+    out: Vec<u8>,
+    /// Whether the session heard that the transport is up for requests (after TLS).
+    secured: bool,
+}
+
+enum State {
+    /// Waiting for a helper thread's lookup.
+    Resolving,
+    /// A connect to `addr` is in flight; `rest` are tried if it fails.
+    Connecting {
+        tcp: TcpStream,
+        addr: SocketAddr,
+        rest: vec::IntoIter<SocketAddr>,
+    },
+    Open(Transport),
+}
+
+/// The session and the I/O it asks for. See the module documentation.
+pub(crate) struct Host {
+    pub(crate) session: Session,
+    pub(crate) clock: Clock,
+    io: Io,
+    poll: Poll,
+    events: Events,
+    waker: Arc<Waker>,
+    lookups: (Sender<Answer>, Receiver<Answer>),
+    conns: HashMap<ConnId, Conn>,
+    reports: VecDeque<Report>,
+    /// Connections with something to write or read.
+    dirty: Vec<ConnId>,
+    done: VecDeque<Done>,
+    woken: bool,
+    buf: Vec<u8>,
+}
+
+impl Host {
+    /// A host for `session`, with a poll of its own.
+    pub(crate) fn new(session: Session, clock: Clock, io: Io) -> io::Result<Host> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
+        Ok(Host {
+            session,
+            clock,
+            io,
+            poll,
+            events: Events::with_capacity(64),
+            waker,
+            lookups: mpsc::channel(),
+            conns: HashMap::new(),
+            reports: VecDeque::new(),
+            dirty: Vec::new(),
+            done: VecDeque::new(),
+            woken: false,
+            buf: vec![0; READ_BUFFER],
+        })
+    }
+
+    /// Wakes the loop from another thread.
+    pub(crate) fn waker(&self) -> Arc<Waker> {
+        self.waker.clone()
+    }
+
+    /// The next refresh the session finished, if any.
+    pub(crate) fn take_done(&mut self) -> Option<Done> {
+        self.done.pop_front()
+    }
+
+    /// Whether another thread woke the loop since the last call (then clears it).
+    pub(crate) fn take_woken(&mut self) -> bool {
+        std::mem::take(&mut self.woken)
+    }
+
+    /// Carries out everything the session asks and reports what that produced, until
+    /// neither has more. Call after every `request_*` on the session.
+    pub(crate) fn settle(&mut self) {
+        loop {
+            self.drain();
+            if let Some(report) = self.reports.pop_front() {
+                self.report(report);
+            } else if let Some(id) = self.dirty.pop() {
+                self.pump(id);
+            } else {
+                return;
+            }
+        }
+    }
+
+    /// Waits until a socket is ready, a lookup answers, another thread wakes the loop or the
+    /// session's next timer is due, then reports it all and settles. Interrupted waits
+    /// return early, which only costs a loop.
+    pub(crate) fn wait(&mut self) -> io::Result<()> {
+        let until = self.clock.deadline(self.session.poll_timeout());
+        let timeout = until.map(|at| at.saturating_duration_since(std::time::Instant::now()));
+        match self.poll.poll(&mut self.events, timeout) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => other?,
+        }
+        for event in self.events.iter() {
+            match event.token() {
+                WAKE => self.woken = true,
+                Token(n) => self.dirty.push(ConnId(n as u64)),
+            }
+        }
+        self.reports.extend(self.lookups.1.try_iter().map(Report::Resolved));
+        self.session.handle_timeout(self.clock.now());
+        self.settle();
+        Ok(())
+    }
+
+    /// Carries out the session's actions; what they produce waits in `reports`/`dirty`.
+    fn drain(&mut self) {
+        while let Some(action) = self.session.poll_action() {
+            match action {
+                Action::Dial { conn, address, tls } => {
+                    let literal = address.parse::<SocketAddr>().ok();
+                    let state = State::Resolving;
+                    let entry =
+                        Conn { address: address.clone(), server_name: tls, state, out: Vec::new(), secured: false };
+                    self.conns.insert(conn, entry);
+                    match literal {
+                        Some(addr) => self.connect(conn, vec![addr].into_iter(), None),
+                        None => self.look_up(Lookup::Dial(conn), address),
+                    }
+                }
+                Action::Send { conn, bytes } => {
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.out.extend_from_slice(&bytes);
+                        self.dirty.push(conn);
+                    }
+                }
+                // Dropping the socket closes it (and takes it out of the poll).
+                Action::Close { conn } => drop(self.conns.remove(&conn)),
+                Action::Resolve { lookup, name } => self.look_up(Lookup::Name(lookup), name),
+                Action::NeedNonce { conn } => self.reports.push_back(Report::Nonce(conn)),
+                Action::NeedToken { conn } => self.reports.push_back(Report::Token(conn)),
+                Action::Refreshed { epoch, broker, .. } => self.done.push_back(Done::Refreshed(epoch, broker)),
+                Action::RefreshFailed { epoch, error } => self.done.push_back(Done::Failed(epoch, error)),
+                Action::Rebootstrapped => {}
+            }
+        }
+    }
+
+    fn feed(&mut self, event: Event<'_>) {
+        self.session.handle_event(self.clock.now(), event);
+        self.drain();
+    }
+
+    /// Reports `error` for `conn` and drops its socket.
+    fn fail(&mut self, conn: ConnId, error: AttemptError) {
+        if self.conns.remove(&conn).is_some() {
+            self.feed(Event::IoError { conn, error });
+        }
+    }
+
+    fn report(&mut self, report: Report) {
+        match report {
+            Report::Failed(conn, error) => self.fail(conn, error),
+            Report::Nonce(conn) => {
+                let mut bytes: Nonce = Default::default();
+                match getrandom::getrandom(&mut bytes) {
+                    Ok(()) => self.feed(Event::Nonce { conn, bytes }),
+                    Err(e) => self.fail(conn, AttemptError::with_detail(ErrorKind::Io, format!("no SCRAM nonce: {e}"))),
+                }
+            }
+            Report::Token(conn) => {
+                let token = self.io.tokens.as_ref().map_or_else(|| Err("no token source".into()), TokenSource::fetch);
+                self.feed(Event::Token { conn, token });
+            }
+            Report::Resolved((Lookup::Name(lookup), result)) => {
+                let result = result.map_err(|e| AttemptError::with_detail(ErrorKind::Dns, e.to_string()));
+                self.feed(Event::Resolved { lookup, result });
+            }
+            Report::Resolved((Lookup::Dial(conn), Ok(addrs))) => self.connect(conn, addrs.into_iter(), None),
+            Report::Resolved((Lookup::Dial(conn), Err(e))) => {
+                let Some(c) = self.conns.get(&conn) else { return };
+                let error = AttemptError::with_detail(ErrorKind::Dns, format!("{}: {e}", c.address));
+                self.fail(conn, error);
+            }
+        }
+    }
+
+    /// Looks `name` up on a helper thread (`getaddrinfo` only blocks), which wakes the loop
+    /// with the answer. A lookup cannot be interrupted: one nobody waits for any more
+    /// finishes on its own and its answer is ignored; the session's attempt timeout bounds
+    /// the wait. A thread that cannot start is a failed lookup.
+    fn look_up(&mut self, lookup: Lookup, name: Arc<str>) {
+        use std::net::ToSocketAddrs;
+        let (answers, waker) = (self.lookups.0.clone(), self.waker.clone());
+        let started = std::thread::Builder::new().name("stagger-resolve".into()).spawn(move || {
+            // The loop may be gone (the refresh ended): then nobody needs the answer.
+            if answers.send((lookup, name.to_socket_addrs().map(Iterator::collect))).is_ok() {
+                let _ = waker.wake();
+            }
+        });
+        if let Err(e) = started {
+            self.reports.push_back(Report::Resolved((lookup, Err(e))));
+        }
+    }
+
+    /// Starts a non-blocking connect to the first of `addrs` that takes one; fails `id`
+    /// with the last error when none does.
+    fn connect(&mut self, id: ConnId, mut addrs: vec::IntoIter<SocketAddr>, mut last: Option<AttemptError>) {
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let registry = self.poll.registry();
+        for addr in addrs.by_ref() {
+            let started = TcpStream::connect(addr).and_then(|mut tcp| {
+                registry.register(&mut tcp, Token(id.0 as usize), Interest::READABLE | Interest::WRITABLE)?;
+                Ok(tcp)
+            });
+            match started {
+                Ok(tcp) => {
+                    conn.state = State::Connecting { tcp, addr, rest: addrs };
+                    return;
+                }
+                Err(e) => last = Some(connect_error(addr, &e)),
+            }
+        }
+        let none = || AttemptError::with_detail(ErrorKind::Dns, format!("{}: no address", conn.address));
+        let error = last.unwrap_or_else(none);
+        self.reports.push_back(Report::Failed(id, error));
+    }
+
+    /// Moves `id`'s bytes until its socket would block (the poll is edge-triggered),
+    /// reporting each step as it happens.
+    fn pump(&mut self, id: ConnId) {
+        loop {
+            let Some(conn) = self.conns.get_mut(&id) else { return };
+            let transport = match &mut conn.state {
+                State::Resolving => return,
+                State::Connecting { tcp, addr, rest } => match connected(tcp) {
+                    Ok(false) => return,
+                    Ok(true) => {
+                        let State::Connecting { tcp, .. } = std::mem::replace(&mut conn.state, State::Resolving) else {
+                            return;
+                        };
+                        let _ = tcp.set_nodelay(true);
+                        match self.transport(tcp, id) {
+                            Ok(transport) => {
+                                if let Some(c) = self.conns.get_mut(&id) {
+                                    c.state = State::Open(transport);
+                                }
+                            }
+                            Err(error) => return self.fail(id, error),
+                        }
+                        self.feed(Event::Connected { conn: id });
+                        continue;
+                    }
+                    Err(e) => {
+                        let (error, rest) = (connect_error(*addr, &e), std::mem::take(rest));
+                        self.connect(id, rest, Some(error));
+                        return;
+                    }
+                },
+                State::Open(transport) => transport,
+            };
+            if !conn.secured && !transport.is_handshaking() {
+                conn.secured = true;
+                if !transport.is_plaintext() {
+                    // The broker process completed TLS: requests may go now.
+                    self.feed(Event::Secured { conn: id });
+                    continue;
+                }
+            }
+            if let Err(e) = transport.flush(&mut conn.out) {
+                let error = io_error(transport, &e);
+                return self.fail(id, error);
+            }
+            match transport.read(&mut self.buf) {
+                Ok(0) if transport.is_handshaking() => {
+                    let hung_up = "the broker hung up during the TLS handshake: does it speak TLS on this port?";
+                    return self.fail(id, AttemptError::with_detail(ErrorKind::Tls, hung_up));
+                }
+                Ok(0) => {
+                    self.conns.remove(&id);
+                    return self.feed(Event::Closed { conn: id, how: CloseKind::Clean });
+                }
+                Ok(n) => {
+                    self.session.handle_event(self.clock.now(), Event::Received { conn: id, bytes: &self.buf[..n] });
+                    self.drain();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if conn.secured || transport.is_handshaking() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let error = io_error(transport, &e);
+                    return self.fail(id, error);
+                }
+            }
+        }
+    }
+
+    /// The TCP connection `id` is up: wraps it in TLS, if configured.
+    fn transport(&self, tcp: TcpStream, id: ConnId) -> Result<Transport, AttemptError> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.io.tls {
+            let named = self.conns.get(&id).and_then(|c| c.server_name.clone());
+            let name = tls.server_name.as_deref().or(named.as_deref()).unwrap_or_default();
+            let stream = crate::transport::tls::TlsStream::new(tls, tcp, name)?;
+            return Ok(Transport::Tls(Box::new(stream)));
+        }
+        let _ = id;
+        Ok(Transport::Tcp(tcp))
+    }
+}
+
+/// Whether a non-blocking connect has completed: `Ok(false)` while it is still under way,
+/// the connect's own error if it failed.
+fn connected(tcp: &TcpStream) -> io::Result<bool> {
+    if let Some(e) = tcp.take_error()? {
+        return Err(e);
+    }
+    match tcp.peer_addr() {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Classifies a failed TCP connect: refused means nothing listens (a definite, fast "no").
+fn connect_error(addr: SocketAddr, e: &io::Error) -> AttemptError {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        _ => ErrorKind::Io,
+    };
+    AttemptError::with_detail(kind, format!("{addr}: {e}"))
+}
+
+/// Classifies a read or write failure on an established connection.
+fn io_error(transport: &Transport, e: &io::Error) -> AttemptError {
+    #[cfg(feature = "tls")]
+    let tls = transport.is_handshaking() || crate::transport::tls::is_tls_error(e);
+    #[cfg(not(feature = "tls"))]
+    let tls = transport.is_handshaking();
+    let kind = match e.kind() {
+        _ if tls => ErrorKind::Tls,
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+        _ => ErrorKind::Io,
+    };
+    AttemptError::with_detail(kind, e.to_string())
+}
