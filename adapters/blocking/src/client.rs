@@ -17,10 +17,8 @@ use std::time::Duration;
 use mio::Waker;
 use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::kafka::validate;
-use stagger::session::{Session, SessionConfig};
-use stagger::{BrokerBook, ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
+use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 
-use crate::clock::Clock;
 use crate::error::Error;
 use crate::host::{Done, Host, Io};
 use crate::report::reports;
@@ -76,14 +74,10 @@ impl Client {
     /// contacted until the first [`Client::metadata`] or [`Client::refresh`], or the first
     /// periodic refresh.
     pub fn new(config: ClusterConfig, seeds: &[impl AsRef<str>], options: ClientOptions) -> Result<Client, Error> {
-        let seeds = seeds.iter().map(|s| s.as_ref());
-        let book = if options.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
-        validate::seeds(&book)?;
         let mut exchange = options.exchange;
-        validate::exchange(&exchange)?;
-        let fresh_tokens = options.oauth_token.is_some();
-        if fresh_tokens {
-            // Every new connection asks the token source (`Action::NeedToken`).
+        if options.oauth_token.is_some() {
+            // Every new connection asks the token source (the session's `NeedToken`).
+            validate::exchange(&exchange)?;
             exchange.sasl = Some(Sasl::OAuthBearer { token: Secret::new(String::new()) });
         }
         let io = Io {
@@ -92,9 +86,8 @@ impl Client {
             tokens: options.oauth_token,
         };
         let max_age = config.refresh_interval;
-        let config = SessionConfig { cluster: config, exchange, tls: io.tls(), fresh_tokens, one_shot: false };
-        let clock = Clock::start();
-        let host = Host::new(Session::new(config, book, clock.now())?, clock, io)?;
+        let seeds = seeds.iter().map(|s| s.as_ref());
+        let host = Host::start(seeds, options.resolve_names, config, exchange, io, false)?;
         let waker = host.waker();
         let shared = Arc::new(Shared::default());
         let background = Background { host, waiters: HashMap::new(), shared: shared.clone() };

@@ -1,11 +1,8 @@
-//! One refresh episode on the calling thread: a one-shot [`Session`] and its [`Host`], until
-//! the session says the refresh is done. Nothing here decides anything; the session does.
+//! One refresh on the calling thread: a one-shot [`Session`](stagger::session::Session) and
+//! its [`Host`], until the session says the refresh is done.
 
-use stagger::kafka::validate;
-use stagger::session::{Session, SessionConfig};
-use stagger::{BrokerBook, ClusterConfig, Metadata, RefreshConfig};
+use stagger::{ClusterConfig, Metadata, RefreshConfig};
 
-use crate::clock::Clock;
 use crate::error::Error;
 use crate::host::{Done, Host, Io};
 use crate::options::RefreshOptions;
@@ -24,27 +21,23 @@ pub fn refresh(config: &RefreshConfig, seeds: &[impl AsRef<str>]) -> Result<Meta
 /// Blocks the calling thread until the core is done (its deadline bounds that). Every
 /// connection it opened is closed when it returns.
 pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Result<RefreshOutcome, Error> {
-    let seeds = seeds.iter().map(|s| s.as_ref());
-    let book = if options.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
-    validate::seeds(&book)?;
     // A one-shot refresh asks the token source once, before any broker.
     let exchange = options.exchange.with_token_from(options.oauth_token.as_ref())?.into_owned();
-    validate::exchange(&exchange)?;
     let io = Io {
         #[cfg(feature = "tls")]
         tls: options.tls.clone(),
         tokens: None,
     };
     let cluster = ClusterConfig { refresh: options.config, ..ClusterConfig::default() };
-    let config = SessionConfig { cluster, exchange, tls: io.tls(), fresh_tokens: false, one_shot: true };
-    let clock = Clock::start();
-    let mut host = Host::new(Session::new(config, book, clock.now())?, clock, io)?;
-    host.session.request_refresh(clock.now());
+    let seeds = seeds.iter().map(|s| s.as_ref());
+    let mut host = Host::start(seeds, options.resolve_names, cluster, exchange, io, true)?;
+    host.session.request_refresh(host.clock.now());
     loop {
         host.settle();
-        match host.take_done() {
+        let done = host.take_done();
+        let (session, now) = (&host.session, host.clock.now());
+        match done {
             Some(Done::Refreshed(epoch, broker)) => {
-                let session = &host.session;
                 let (Some(metadata), Some(refresh)) = (session.metadata(), session.last_refresh()) else {
                     return Err(Error::Closed);
                 };
@@ -52,12 +45,12 @@ pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Resu
                     metadata: metadata.clone(),
                     winner: session.cluster().book().address(broker).to_owned(),
                     metadata_version: metadata_version(session),
-                    elapsed: clock.now().saturating_since(refresh.started_at()),
+                    elapsed: now.saturating_since(refresh.started_at()),
                     attempts: reports(session, epoch),
                 });
             }
             Some(Done::Failed(epoch, error)) => {
-                return Err(Error::Refresh { error, attempts: reports(&host.session, epoch) })
+                return Err(Error::Refresh { error, attempts: reports(session, epoch) })
             }
             None => host.wait()?,
         }

@@ -1,60 +1,57 @@
 //! The session's host: carries out its actions over non-blocking sockets and one mio poll
-//! (dial, send, close, look a name up on a helper thread, a nonce from the OS, a token from
+//! (dial, send, close, a name looked up on a helper thread, a nonce from the OS, a token from
 //! the token source) and reports what the sockets did. It decides nothing and speaks no
 //! Kafka: the [`Session`] does both.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
+use std::time::Duration;
 use std::vec;
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use stagger::kafka::sasl::{Nonce, TokenSource};
-use stagger::session::{Action, CloseKind, ConnId, Event, Session};
-use stagger::{AttemptError, AttemptId, ErrorKind, RefreshError};
+use stagger::kafka::{validate, ExchangeConfig};
+use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
+use stagger::{AttemptError, AttemptId, BrokerBook, BrokerIndex, ClusterConfig, ErrorKind, Instant, RefreshError};
 
-use crate::clock::Clock;
+use crate::error::Error;
 use crate::transport::Transport;
 
-/// Bytes read from a socket at a time; the session reassembles frames of any size.
-const READ_BUFFER: usize = 64 * 1024;
-/// Wakes the loop: a lookup answered, or (for a client) a caller asked something. A
-/// connection's token is its [`ConnId`], which starts at 1.
+/// Wakes the loop (a lookup answered, a caller asked); a connection's token is its id (≥ 1).
 const WAKE: Token = Token(0);
 
-/// The end of a refresh, as the session announced it.
-pub(crate) enum Done {
-    /// The refresh of this epoch succeeded; this broker answered.
-    Refreshed(u32, stagger::BrokerIndex),
-    /// The refresh of this epoch gave up.
-    Failed(u32, RefreshError),
-}
+/// Maps `std::time` onto the core's [`Instant`] (microseconds since the start), the only
+/// place time comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock(std::time::Instant);
 
-/// What the host does besides TCP: TLS and where tokens come from.
-#[derive(Debug, Default)]
-pub(crate) struct Io {
-    /// TLS to the brokers, if they speak it.
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<crate::options::Tls>,
-    /// Answers the session's `NeedToken`.
-    pub(crate) tokens: Option<TokenSource>,
-}
-
-impl Io {
-    /// Whether connections speak TLS.
-    pub(crate) fn tls(&self) -> bool {
-        #[cfg(feature = "tls")]
-        return self.tls.is_some();
-        #[cfg(not(feature = "tls"))]
-        false
+impl Clock {
+    /// Now, rounded down, so a timer the session set for `at` has passed when woken for it.
+    pub(crate) fn now(&self) -> Instant {
+        Instant::from_micros(u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
 }
 
+/// The end of a refresh, as the session announced it.
+pub(crate) enum Done {
+    Refreshed(u32, BrokerIndex),
+    Failed(u32, RefreshError),
+}
+
+/// What the host does besides TCP: TLS, and where tokens come from.
+#[derive(Debug, Default)]
+pub(crate) struct Io {
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::options::Tls>,
+    pub(crate) tokens: Option<TokenSource>,
+}
+
 /// What a helper thread looked up: a dialled name, or a lookup the session asked for.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 enum Lookup {
     Dial(ConnId),
     Name(AttemptId),
@@ -70,27 +67,20 @@ enum Report {
     Resolved(Answer),
 }
 
-/// One connection the session dialled.
 struct Conn {
     address: Arc<str>,
-    /// With TLS, the name the session says to verify.
+    /// With TLS, the name to verify, as the session says.
     server_name: Option<Arc<str>>,
     state: State,
     /// What the session asked to send, until the socket takes it.
     out: Vec<u8>,
-    /// Whether the session heard that the transport is up for requests (after TLS).
+    /// Whether the transport is up for requests (TLS done) and the session knows it.
     secured: bool,
 }
 
 enum State {
-    /// Waiting for a helper thread's lookup.
     Resolving,
-    /// A connect to `addr` is in flight; `rest` are tried if it fails.
-    Connecting {
-        tcp: TcpStream,
-        addr: SocketAddr,
-        rest: vec::IntoIter<SocketAddr>,
-    },
+    Connecting { tcp: TcpStream, addr: SocketAddr, rest: vec::IntoIter<SocketAddr> },
     Open(Transport),
 }
 
@@ -113,28 +103,34 @@ pub(crate) struct Host {
 }
 
 impl Host {
-    /// A host for `session`, with a poll of its own.
-    pub(crate) fn new(session: Session, clock: Clock, io: Io) -> io::Result<Host> {
+    /// A session over `seeds` and its host, with a poll of its own; the settings are
+    /// validated before any broker is contacted.
+    pub(crate) fn start<'a>(
+        seeds: impl Iterator<Item = &'a str>,
+        resolve_names: bool,
+        cluster: ClusterConfig,
+        exchange: ExchangeConfig,
+        io: Io,
+        one_shot: bool,
+    ) -> Result<Host, Error> {
+        let book = if resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
+        validate::seeds(&book)?;
+        validate::exchange(&exchange)?;
+        #[cfg(feature = "tls")]
+        let tls = io.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        let tls = false;
+        let fresh_tokens = io.tokens.is_some();
+        let config = SessionConfig { cluster, exchange, tls, fresh_tokens, one_shot };
+        let clock = Clock(std::time::Instant::now());
+        let session = Session::new(config, book, clock.now())?;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        Ok(Host {
-            session,
-            clock,
-            io,
-            poll,
-            events: Events::with_capacity(64),
-            waker,
-            lookups: mpsc::channel(),
-            conns: HashMap::new(),
-            reports: VecDeque::new(),
-            dirty: Vec::new(),
-            done: VecDeque::new(),
-            woken: false,
-            buf: vec![0; READ_BUFFER],
-        })
+        let (conns, lookups, events) = (HashMap::new(), mpsc::channel(), Events::with_capacity(64));
+        let (reports, dirty, done, buf) = (VecDeque::new(), Vec::new(), VecDeque::new(), vec![0; 64 * 1024]);
+        Ok(Host { session, clock, io, poll, events, waker, lookups, conns, reports, dirty, done, woken: false, buf })
     }
 
-    /// Wakes the loop from another thread.
     pub(crate) fn waker(&self) -> Arc<Waker> {
         self.waker.clone()
     }
@@ -144,13 +140,13 @@ impl Host {
         self.done.pop_front()
     }
 
-    /// Whether another thread woke the loop since the last call (then clears it).
+    /// Whether another thread woke the loop since the last call.
     pub(crate) fn take_woken(&mut self) -> bool {
         std::mem::take(&mut self.woken)
     }
 
-    /// Carries out everything the session asks and reports what that produced, until
-    /// neither has more. Call after every `request_*` on the session.
+    /// Carries out what the session asks and reports what that produced, until neither has
+    /// more. Call after every `request_*` on the session.
     pub(crate) fn settle(&mut self) {
         loop {
             self.drain();
@@ -165,11 +161,10 @@ impl Host {
     }
 
     /// Waits until a socket is ready, a lookup answers, another thread wakes the loop or the
-    /// session's next timer is due, then reports it all and settles. Interrupted waits
-    /// return early, which only costs a loop.
+    /// session's next timer is due; then reports it all and settles.
     pub(crate) fn wait(&mut self) -> io::Result<()> {
-        let until = self.clock.deadline(self.session.poll_timeout());
-        let timeout = until.map(|at| at.saturating_duration_since(std::time::Instant::now()));
+        let due = self.session.poll_timeout().and_then(|at| self.deadline(at));
+        let timeout = due.map(|at| at.saturating_duration_since(std::time::Instant::now()));
         match self.poll.poll(&mut self.events, timeout) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             other => other?,
@@ -186,19 +181,22 @@ impl Host {
         Ok(())
     }
 
-    /// Carries out the session's actions; what they produce waits in `reports`/`dirty`.
+    /// The session's `at` as a `std` instant; `None` (no timer) if too far to represent.
+    fn deadline(&self, at: Instant) -> Option<std::time::Instant> {
+        self.clock.0.checked_add(Duration::from_micros(at.as_micros()))
+    }
+
+    /// Carries out the session's actions; what they produce waits in `reports` and `dirty`.
     fn drain(&mut self) {
         while let Some(action) = self.session.poll_action() {
             match action {
                 Action::Dial { conn, address, tls } => {
-                    let literal = address.parse::<SocketAddr>().ok();
-                    let state = State::Resolving;
-                    let entry =
-                        Conn { address: address.clone(), server_name: tls, state, out: Vec::new(), secured: false };
+                    let (state, out) = (State::Resolving, Vec::new());
+                    let entry = Conn { address: address.clone(), server_name: tls, state, out, secured: false };
                     self.conns.insert(conn, entry);
-                    match literal {
-                        Some(addr) => self.connect(conn, vec![addr].into_iter(), None),
-                        None => self.look_up(Lookup::Dial(conn), address),
+                    match address.parse::<SocketAddr>() {
+                        Ok(addr) => self.connect(conn, vec![addr].into_iter(), None),
+                        Err(_) => self.look_up(Lookup::Dial(conn), address),
                     }
                 }
                 Action::Send { conn, bytes } => {
@@ -207,7 +205,7 @@ impl Host {
                         self.dirty.push(conn);
                     }
                 }
-                // Dropping the socket closes it (and takes it out of the poll).
+                // Dropping the socket closes it and takes it out of the poll.
                 Action::Close { conn } => drop(self.conns.remove(&conn)),
                 Action::Resolve { lookup, name } => self.look_up(Lookup::Name(lookup), name),
                 Action::NeedNonce { conn } => self.reports.push_back(Report::Nonce(conn)),
@@ -224,7 +222,7 @@ impl Host {
         self.drain();
     }
 
-    /// Reports `error` for `conn` and drops its socket.
+    /// Drops `conn`'s socket and reports `error` for it.
     fn fail(&mut self, conn: ConnId, error: AttemptError) {
         if self.conns.remove(&conn).is_some() {
             self.feed(Event::IoError { conn, error });
@@ -251,19 +249,18 @@ impl Host {
             }
             Report::Resolved((Lookup::Dial(conn), Ok(addrs))) => self.connect(conn, addrs.into_iter(), None),
             Report::Resolved((Lookup::Dial(conn), Err(e))) => {
-                let Some(c) = self.conns.get(&conn) else { return };
-                let error = AttemptError::with_detail(ErrorKind::Dns, format!("{}: {e}", c.address));
-                self.fail(conn, error);
+                if let Some(c) = self.conns.get(&conn) {
+                    let error = AttemptError::with_detail(ErrorKind::Dns, format!("{}: {e}", c.address));
+                    self.fail(conn, error);
+                }
             }
         }
     }
 
     /// Looks `name` up on a helper thread (`getaddrinfo` only blocks), which wakes the loop
-    /// with the answer. A lookup cannot be interrupted: one nobody waits for any more
-    /// finishes on its own and its answer is ignored; the session's attempt timeout bounds
-    /// the wait. A thread that cannot start is a failed lookup.
+    /// with the answer. A lookup cannot be interrupted: one nobody waits for finishes on its
+    /// own and its answer is ignored; the session's attempt timeout bounds the wait.
     fn look_up(&mut self, lookup: Lookup, name: Arc<str>) {
-        use std::net::ToSocketAddrs;
         let (answers, waker) = (self.lookups.0.clone(), self.waker.clone());
         let started = std::thread::Builder::new().name("stagger-resolve".into()).spawn(move || {
             // The loop may be gone (the refresh ended): then nobody needs the answer.
@@ -276,15 +273,14 @@ impl Host {
         }
     }
 
-    /// Starts a non-blocking connect to the first of `addrs` that takes one; fails `id`
-    /// with the last error when none does.
+    /// Starts a non-blocking connect to the first of `addrs` that takes one; fails `id` with
+    /// the last error when none does.
     fn connect(&mut self, id: ConnId, mut addrs: vec::IntoIter<SocketAddr>, mut last: Option<AttemptError>) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
-        let registry = self.poll.registry();
         for addr in addrs.by_ref() {
+            let interest = Interest::READABLE | Interest::WRITABLE;
             let started = TcpStream::connect(addr).and_then(|mut tcp| {
-                registry.register(&mut tcp, Token(id.0 as usize), Interest::READABLE | Interest::WRITABLE)?;
-                Ok(tcp)
+                self.poll.registry().register(&mut tcp, Token(id.0 as usize), interest).map(|()| tcp)
             });
             match started {
                 Ok(tcp) => {
@@ -300,7 +296,7 @@ impl Host {
     }
 
     /// Moves `id`'s bytes until its socket would block (the poll is edge-triggered),
-    /// reporting each step as it happens.
+    /// reporting each step to the session as it happens.
     fn pump(&mut self, id: ConnId) {
         loop {
             let Some(conn) = self.conns.get_mut(&id) else { return };
@@ -313,12 +309,8 @@ impl Host {
                             return;
                         };
                         let _ = tcp.set_nodelay(true);
-                        match self.transport(tcp, id) {
-                            Ok(transport) => {
-                                if let Some(c) = self.conns.get_mut(&id) {
-                                    c.state = State::Open(transport);
-                                }
-                            }
+                        match open(&self.io, tcp, conn.server_name.as_deref()) {
+                            Ok(transport) => conn.state = State::Open(transport),
                             Err(error) => return self.fail(id, error),
                         }
                         self.feed(Event::Connected { conn: id });
@@ -326,15 +318,14 @@ impl Host {
                     }
                     Err(e) => {
                         let (error, rest) = (connect_error(*addr, &e), std::mem::take(rest));
-                        self.connect(id, rest, Some(error));
-                        return;
+                        return self.connect(id, rest, Some(error));
                     }
                 },
                 State::Open(transport) => transport,
             };
             if !conn.secured && !transport.is_handshaking() {
                 conn.secured = true;
-                if !transport.is_plaintext() {
+                if transport.is_tls() {
                     // The broker process completed TLS: requests may go now.
                     self.feed(Event::Secured { conn: id });
                     continue;
@@ -357,12 +348,11 @@ impl Host {
                     self.session.handle_event(self.clock.now(), Event::Received { conn: id, bytes: &self.buf[..n] });
                     self.drain();
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if conn.secured || transport.is_handshaking() {
-                        return;
-                    }
+                // Unless the TLS handshake just completed (then `Secured` is due).
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && (conn.secured || transport.is_handshaking()) => {
+                    return;
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                 Err(e) => {
                     let error = io_error(transport, &e);
                     return self.fail(id, error);
@@ -370,23 +360,20 @@ impl Host {
             }
         }
     }
-
-    /// The TCP connection `id` is up: wraps it in TLS, if configured.
-    fn transport(&self, tcp: TcpStream, id: ConnId) -> Result<Transport, AttemptError> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &self.io.tls {
-            let named = self.conns.get(&id).and_then(|c| c.server_name.clone());
-            let name = tls.server_name.as_deref().or(named.as_deref()).unwrap_or_default();
-            let stream = crate::transport::tls::TlsStream::new(tls, tcp, name)?;
-            return Ok(Transport::Tls(Box::new(stream)));
-        }
-        let _ = id;
-        Ok(Transport::Tcp(tcp))
-    }
 }
 
-/// Whether a non-blocking connect has completed: `Ok(false)` while it is still under way,
-/// the connect's own error if it failed.
+/// The TCP connection is up: wraps it in TLS, if configured, verifying `name`.
+fn open(io: &Io, tcp: TcpStream, name: Option<&str>) -> Result<Transport, AttemptError> {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &io.tls {
+        return Transport::tls(tcp, tls, tls.server_name.as_deref().or(name).unwrap_or_default());
+    }
+    let _ = (io, name);
+    Ok(Transport::Tcp(tcp))
+}
+
+/// Whether a non-blocking connect has completed: `Ok(false)` while under way, the connect's
+/// own error if it failed.
 fn connected(tcp: &TcpStream) -> io::Result<bool> {
     if let Some(e) = tcp.take_error()? {
         return Err(e);
@@ -410,12 +397,8 @@ fn connect_error(addr: SocketAddr, e: &io::Error) -> AttemptError {
 
 /// Classifies a read or write failure on an established connection.
 fn io_error(transport: &Transport, e: &io::Error) -> AttemptError {
-    #[cfg(feature = "tls")]
-    let tls = transport.is_handshaking() || crate::transport::tls::is_tls_error(e);
-    #[cfg(not(feature = "tls"))]
-    let tls = transport.is_handshaking();
     let kind = match e.kind() {
-        _ if tls => ErrorKind::Tls,
+        _ if transport.is_handshaking() || crate::transport::is_tls_error(e) => ErrorKind::Tls,
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
         | io::ErrorKind::BrokenPipe

@@ -40,7 +40,6 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod client;
-mod clock;
 mod driver;
 mod error;
 mod host;

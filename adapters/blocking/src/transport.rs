@@ -1,25 +1,37 @@
-//! One broker connection on a non-blocking socket, plaintext or TLS, behind one type so the
-//! attempt does not care which. Every call returns at once: `WouldBlock` means "wait for
-//! the poll", never an error.
+//! One broker connection on a non-blocking socket, plaintext or TLS (rustls, feature `tls`),
+//! behind one type. Every call returns at once: `WouldBlock` means "wait for the poll".
 
 use std::io::{self, Read, Write};
 
 use mio::net::TcpStream;
 
 /// An open connection to a broker. Dropping it closes the socket.
-#[derive(Debug)]
 pub(crate) enum Transport {
-    /// Plain TCP.
     Tcp(TcpStream),
-    /// TLS over TCP (boxed: the TLS state is large and this enum moves around).
+    /// TLS over TCP; `bool`: the peer closed its side.
     #[cfg(feature = "tls")]
-    Tls(Box<tls::TlsStream>),
+    Tls(Box<(TcpStream, rustls::ClientConnection, bool)>),
 }
 
 impl Transport {
-    /// Whether the bytes on this connection are unencrypted.
-    pub(crate) fn is_plaintext(&self) -> bool {
-        matches!(self, Transport::Tcp(_))
+    /// Starts TLS on a connected socket, verifying `host`; the handshake runs as the host
+    /// reads and writes.
+    #[cfg(feature = "tls")]
+    pub(crate) fn tls(
+        tcp: TcpStream,
+        tls: &crate::options::Tls,
+        host: &str,
+    ) -> Result<Transport, stagger::AttemptError> {
+        let tls_error =
+            |e: &dyn std::fmt::Display| stagger::AttemptError::with_detail(stagger::ErrorKind::Tls, e.to_string());
+        let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+            .map_err(|e| tls_error(&format_args!("{host:?} is not a valid TLS server name: {e}")))?;
+        let conn = rustls::ClientConnection::new(tls.config.clone(), name).map_err(|e| tls_error(&e))?;
+        Ok(Transport::Tls(Box::new((tcp, conn, false))))
+    }
+
+    pub(crate) fn is_tls(&self) -> bool {
+        !matches!(self, Transport::Tcp(_))
     }
 
     /// Whether a TLS handshake is still under way (a failure then is a TLS failure).
@@ -27,22 +39,44 @@ impl Transport {
         match self {
             Transport::Tcp(_) => false,
             #[cfg(feature = "tls")]
-            Transport::Tls(tls) => tls.conn.is_handshaking(),
+            Transport::Tls(tls) => tls.1.is_handshaking(),
         }
     }
 
-    /// Reads what has arrived: `Ok(0)` at the end of the stream, `WouldBlock` when nothing
-    /// more is there yet.
+    /// Reads what has arrived (decrypted): `Ok(0)` at the end of the stream.
     pub(crate) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Transport::Tcp(tcp) => tcp.read(buf),
             #[cfg(feature = "tls")]
-            Transport::Tls(tls) => tls.read(buf),
+            Transport::Tls(tls) => loop {
+                let (tcp, conn, eof) = &mut **tls;
+                match conn.reader().read(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    other => return other,
+                }
+                if *eof {
+                    return Ok(0);
+                }
+                match conn.read_tls(tcp) {
+                    Ok(0) => *eof = true,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+                if let Err(e) = conn.process_new_packets() {
+                    // Send rustls's alert if the socket takes it; the error is what matters.
+                    let _ = write_records(tcp, conn);
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+                // The handshake may have something to say back.
+                write_records(tcp, conn)?;
+            },
         }
     }
 
     /// Writes as much of `out` as the socket takes now, removing it from `out`; the rest
-    /// waits for the next writable event.
+    /// waits for the next writable event. (rustls takes it all and encrypts it when it can;
+    /// only its records wait for the socket.)
     pub(crate) fn flush(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
         match self {
             Transport::Tcp(tcp) => {
@@ -59,90 +93,36 @@ impl Transport {
             }
             #[cfg(feature = "tls")]
             Transport::Tls(tls) => {
-                // rustls buffers plaintext (also before the handshake is done) and encrypts
-                // it when it can; only the records wait for the socket.
-                tls.conn.writer().write_all(out)?;
+                let (tcp, conn, _) = &mut **tls;
+                conn.writer().write_all(out)?;
                 out.clear();
-                tls.flush_records()
+                write_records(tcp, conn)
             }
         }
     }
 }
 
+/// Writes rustls's pending records until the socket would block.
 #[cfg(feature = "tls")]
-pub(crate) mod tls {
-    use std::io::{self, Read};
-    use std::sync::Arc;
-
-    use mio::net::TcpStream;
-    use rustls::pki_types::ServerName;
-    use rustls::ClientConnection;
-    use stagger::{AttemptError, ErrorKind};
-
-    use crate::options::Tls;
-
-    /// rustls's client state over a non-blocking socket.
-    #[derive(Debug)]
-    pub(crate) struct TlsStream {
-        pub(crate) tcp: TcpStream,
-        pub(crate) conn: ClientConnection,
-        /// The peer closed its side (read_tls returned 0).
-        eof: bool,
-    }
-
-    impl TlsStream {
-        /// Starts a TLS client on a connected socket to `host` (the name it verifies); the
-        /// handshake runs as the host reads and writes.
-        pub(crate) fn new(tls: &Tls, tcp: TcpStream, host: &str) -> Result<TlsStream, AttemptError> {
-            let tls_error = |e: &dyn std::fmt::Display| AttemptError::with_detail(ErrorKind::Tls, e.to_string());
-            let name = ServerName::try_from(host.to_owned())
-                .map_err(|e| tls_error(&format_args!("{host:?} is not a valid TLS server name: {e}")))?;
-            let conn = ClientConnection::new(Arc::clone(&tls.config), name).map_err(|e| tls_error(&e))?;
-            Ok(TlsStream { tcp, conn, eof: false })
-        }
-
-        /// Decrypted bytes: from rustls's buffer, else from the socket until it would block.
-        pub(crate) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            loop {
-                match self.conn.reader().read(buf) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    other => return other,
-                }
-                if self.eof {
-                    return Ok(0);
-                }
-                match self.conn.read_tls(&mut self.tcp) {
-                    Ok(0) => self.eof = true,
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-                if let Err(e) = self.conn.process_new_packets() {
-                    // Send rustls's alert if the socket takes it; the error is what matters.
-                    let _ = self.flush_records();
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
-                }
-                // The handshake may have something to say back.
-                self.flush_records()?;
-            }
-        }
-
-        /// Writes pending TLS records until the socket would block.
-        pub(crate) fn flush_records(&mut self) -> io::Result<()> {
-            while self.conn.wants_write() {
-                match self.conn.write_tls(&mut self.tcp) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(())
+fn write_records(tcp: &mut TcpStream, conn: &mut rustls::ClientConnection) -> io::Result<()> {
+    while conn.wants_write() {
+        match conn.write_tls(tcp) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+    Ok(())
+}
 
-    /// Whether `e` is rustls refusing the peer (a bad certificate, a protocol violation).
-    pub(crate) fn is_tls_error(e: &io::Error) -> bool {
-        e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
+/// Whether `e` is rustls refusing the peer (a bad certificate, a protocol violation).
+pub(crate) fn is_tls_error(e: &io::Error) -> bool {
+    #[cfg(feature = "tls")]
+    return e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>());
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = e;
+        false
     }
 }
