@@ -17,6 +17,7 @@ use std::time::Duration;
 use mio::Waker;
 use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::kafka::validate;
+use stagger::session::SessionConfig;
 use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 
 use crate::error::Error;
@@ -34,11 +35,8 @@ pub struct ClientOptions {
     /// Where `OAUTHBEARER` tokens come from: asked as each attempt opens, so a token that
     /// expired between refreshes is replaced (a failure fails that attempt as fatal).
     pub oauth_token: Option<stagger::kafka::sasl::TokenSource>,
-    /// Resolve seeds given by name through the core (`BrokerBook::resolving`), so every
-    /// address of a name is a candidate the fan-out staggers over, instead of one attempt
-    /// that tries the addresses one after another. Lookups use `std`'s resolver
-    /// (`getaddrinfo`) on a helper thread: its server and timeouts are the system's, and a
-    /// lookup that hangs is bounded by the core's attempt timeout. Off by default.
+    /// As [`crate::RefreshOptions::resolve_names`]: every address of a seed's name is a
+    /// candidate of its own. Off by default.
     pub resolve_names: bool,
 }
 
@@ -84,10 +82,10 @@ impl Client {
             #[cfg(feature = "tls")]
             tls: options.tls,
             tokens: options.oauth_token,
+            resolve_names: options.resolve_names,
         };
         let max_age = config.refresh_interval;
-        let seeds = seeds.iter().map(|s| s.as_ref());
-        let host = Host::start(seeds, options.resolve_names, config, exchange, io, false)?;
+        let host = Host::start(seeds, SessionConfig { cluster: config, exchange, ..Default::default() }, io)?;
         let waker = host.waker();
         let shared = Arc::new(Shared::default());
         let background = Background { host, waiters: HashMap::new(), shared: shared.clone() };
@@ -201,8 +199,7 @@ impl Background {
             self.waiters.entry(epoch).or_default().push(reply);
         } else {
             // Cannot happen with a validated config and a non-empty book; never hang a caller.
-            let problem = "the core could not start a refresh".into();
-            let _ = reply.send(Err(Error::Config(ConfigError { field: "cluster", problem })));
+            let _ = reply.send(Err(Error::Config(ConfigError::new("cluster", "the core could not start a refresh"))));
         }
     }
 
@@ -227,7 +224,6 @@ impl Background {
         }
     }
 
-    /// Copies the session's counters into the shared stats.
     fn publish(&self) {
         *lock(&self.shared.stats) = self.host.session.stats();
     }

@@ -1,6 +1,7 @@
 //! One refresh on the calling thread: a one-shot [`Session`](stagger::session::Session) and
 //! its [`Host`], until the session says the refresh is done.
 
+use stagger::session::SessionConfig;
 use stagger::{ClusterConfig, Metadata, RefreshConfig};
 
 use crate::error::Error;
@@ -27,10 +28,10 @@ pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Resu
         #[cfg(feature = "tls")]
         tls: options.tls.clone(),
         tokens: None,
+        resolve_names: options.resolve_names,
     };
     let cluster = ClusterConfig { refresh: options.config, ..ClusterConfig::default() };
-    let seeds = seeds.iter().map(|s| s.as_ref());
-    let mut host = Host::start(seeds, options.resolve_names, cluster, exchange, io, true)?;
+    let mut host = Host::start(seeds, SessionConfig { cluster, exchange, one_shot: true, ..Default::default() }, io)?;
     host.session.request_refresh(host.clock.now());
     loop {
         host.settle();

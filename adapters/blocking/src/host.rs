@@ -14,9 +14,9 @@ use std::vec;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use stagger::kafka::sasl::{Nonce, TokenSource};
-use stagger::kafka::{validate, ExchangeConfig};
+use stagger::kafka::validate;
 use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
-use stagger::{AttemptError, AttemptId, BrokerBook, BrokerIndex, ClusterConfig, ErrorKind, Instant, RefreshError};
+use stagger::{AttemptError, AttemptId, BrokerBook, BrokerIndex, ErrorKind, Instant, RefreshError};
 
 use crate::error::Error;
 use crate::transport::Transport;
@@ -48,6 +48,8 @@ pub(crate) struct Io {
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::options::Tls>,
     pub(crate) tokens: Option<TokenSource>,
+    /// Seeds by name are resolved through the session (`BrokerBook::resolving`).
+    pub(crate) resolve_names: bool,
 }
 
 /// What a helper thread looked up: a dialled name, or a lookup the session asked for.
@@ -58,14 +60,6 @@ enum Lookup {
 }
 
 type Answer = (Lookup, io::Result<Vec<SocketAddr>>);
-
-/// What the host owes the session once the action at hand is carried out.
-enum Report {
-    Failed(ConnId, AttemptError),
-    Nonce(ConnId),
-    Token(ConnId),
-    Resolved(Answer),
-}
 
 struct Conn {
     address: Arc<str>,
@@ -94,7 +88,6 @@ pub(crate) struct Host {
     waker: Arc<Waker>,
     lookups: (Sender<Answer>, Receiver<Answer>),
     conns: HashMap<ConnId, Conn>,
-    reports: VecDeque<Report>,
     /// Connections with something to write or read.
     dirty: Vec<ConnId>,
     done: VecDeque<Done>,
@@ -104,31 +97,24 @@ pub(crate) struct Host {
 
 impl Host {
     /// A session over `seeds` and its host, with a poll of its own; the settings are
-    /// validated before any broker is contacted.
-    pub(crate) fn start<'a>(
-        seeds: impl Iterator<Item = &'a str>,
-        resolve_names: bool,
-        cluster: ClusterConfig,
-        exchange: ExchangeConfig,
-        io: Io,
-        one_shot: bool,
-    ) -> Result<Host, Error> {
-        let book = if resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
+    /// validated before any broker is contacted. `config` says what TLS and tokens `io` gives.
+    pub(crate) fn start(seeds: &[impl AsRef<str>], mut config: SessionConfig, io: Io) -> Result<Host, Error> {
+        let seeds = seeds.iter().map(|s| s.as_ref());
+        let book = if io.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
         validate::seeds(&book)?;
-        validate::exchange(&exchange)?;
+        validate::exchange(&config.exchange)?;
         #[cfg(feature = "tls")]
         let tls = io.tls.is_some();
         #[cfg(not(feature = "tls"))]
         let tls = false;
-        let fresh_tokens = io.tokens.is_some();
-        let config = SessionConfig { cluster, exchange, tls, fresh_tokens, one_shot };
+        (config.tls, config.fresh_tokens) = (tls, io.tokens.is_some());
         let clock = Clock(std::time::Instant::now());
         let session = Session::new(config, book, clock.now())?;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
         let (conns, lookups, events) = (HashMap::new(), mpsc::channel(), Events::with_capacity(64));
-        let (reports, dirty, done, buf) = (VecDeque::new(), Vec::new(), VecDeque::new(), vec![0; 64 * 1024]);
-        Ok(Host { session, clock, io, poll, events, waker, lookups, conns, reports, dirty, done, woken: false, buf })
+        let (dirty, done, buf) = (Vec::new(), VecDeque::new(), vec![0; 64 * 1024]);
+        Ok(Host { session, clock, io, poll, events, waker, lookups, conns, dirty, done, woken: false, buf })
     }
 
     pub(crate) fn waker(&self) -> Arc<Waker> {
@@ -145,18 +131,12 @@ impl Host {
         std::mem::take(&mut self.woken)
     }
 
-    /// Carries out what the session asks and reports what that produced, until neither has
-    /// more. Call after every `request_*` on the session.
+    /// Carries out what the session asks and moves the bytes of every connection that may
+    /// have some. Call after every `request_*` on the session.
     pub(crate) fn settle(&mut self) {
-        loop {
-            self.drain();
-            if let Some(report) = self.reports.pop_front() {
-                self.report(report);
-            } else if let Some(id) = self.dirty.pop() {
-                self.pump(id);
-            } else {
-                return;
-            }
+        self.drain();
+        while let Some(id) = self.dirty.pop() {
+            self.pump(id);
         }
     }
 
@@ -175,8 +155,11 @@ impl Host {
                 Token(n) => self.dirty.push(ConnId(n as u64)),
             }
         }
-        self.reports.extend(self.lookups.1.try_iter().map(Report::Resolved));
         self.session.handle_timeout(self.clock.now());
+        self.drain();
+        while let Ok(answer) = self.lookups.1.try_recv() {
+            self.resolved(answer);
+        }
         self.settle();
         Ok(())
     }
@@ -186,7 +169,8 @@ impl Host {
         self.clock.0.checked_add(Duration::from_micros(at.as_micros()))
     }
 
-    /// Carries out the session's actions; what they produce waits in `reports` and `dirty`.
+    /// Carries out the session's actions (and reports what that produced at once); the
+    /// bytes to write wait for [`Host::settle`].
     fn drain(&mut self) {
         while let Some(action) = self.session.poll_action() {
             match action {
@@ -208,8 +192,18 @@ impl Host {
                 // Dropping the socket closes it and takes it out of the poll.
                 Action::Close { conn } => drop(self.conns.remove(&conn)),
                 Action::Resolve { lookup, name } => self.look_up(Lookup::Name(lookup), name),
-                Action::NeedNonce { conn } => self.reports.push_back(Report::Nonce(conn)),
-                Action::NeedToken { conn } => self.reports.push_back(Report::Token(conn)),
+                Action::NeedNonce { conn } => {
+                    let mut bytes: Nonce = Default::default();
+                    match getrandom::getrandom(&mut bytes) {
+                        Ok(()) => self.feed(Event::Nonce { conn, bytes }),
+                        Err(e) => self.fail(conn, AttemptError::with_detail(ErrorKind::Io, format!("no nonce: {e}"))),
+                    }
+                }
+                Action::NeedToken { conn } => {
+                    let token =
+                        self.io.tokens.as_ref().map_or_else(|| Err("no token source".into()), TokenSource::fetch);
+                    self.feed(Event::Token { conn, token });
+                }
                 Action::Refreshed { epoch, broker, .. } => self.done.push_back(Done::Refreshed(epoch, broker)),
                 Action::RefreshFailed { epoch, error } => self.done.push_back(Done::Failed(epoch, error)),
                 Action::Rebootstrapped => {}
@@ -229,26 +223,14 @@ impl Host {
         }
     }
 
-    fn report(&mut self, report: Report) {
-        match report {
-            Report::Failed(conn, error) => self.fail(conn, error),
-            Report::Nonce(conn) => {
-                let mut bytes: Nonce = Default::default();
-                match getrandom::getrandom(&mut bytes) {
-                    Ok(()) => self.feed(Event::Nonce { conn, bytes }),
-                    Err(e) => self.fail(conn, AttemptError::with_detail(ErrorKind::Io, format!("no SCRAM nonce: {e}"))),
-                }
-            }
-            Report::Token(conn) => {
-                let token = self.io.tokens.as_ref().map_or_else(|| Err("no token source".into()), TokenSource::fetch);
-                self.feed(Event::Token { conn, token });
-            }
-            Report::Resolved((Lookup::Name(lookup), result)) => {
+    fn resolved(&mut self, (lookup, result): Answer) {
+        match (lookup, result) {
+            (Lookup::Name(lookup), result) => {
                 let result = result.map_err(|e| AttemptError::with_detail(ErrorKind::Dns, e.to_string()));
                 self.feed(Event::Resolved { lookup, result });
             }
-            Report::Resolved((Lookup::Dial(conn), Ok(addrs))) => self.connect(conn, addrs.into_iter(), None),
-            Report::Resolved((Lookup::Dial(conn), Err(e))) => {
+            (Lookup::Dial(conn), Ok(addrs)) => self.connect(conn, addrs.into_iter(), None),
+            (Lookup::Dial(conn), Err(e)) => {
                 if let Some(c) = self.conns.get(&conn) {
                     let error = AttemptError::with_detail(ErrorKind::Dns, format!("{}: {e}", c.address));
                     self.fail(conn, error);
@@ -269,7 +251,7 @@ impl Host {
             }
         });
         if let Err(e) = started {
-            self.reports.push_back(Report::Resolved((lookup, Err(e))));
+            self.resolved((lookup, Err(e)));
         }
     }
 
@@ -292,7 +274,7 @@ impl Host {
         }
         let none = || AttemptError::with_detail(ErrorKind::Dns, format!("{}: no address", conn.address));
         let error = last.unwrap_or_else(none);
-        self.reports.push_back(Report::Failed(id, error));
+        self.fail(id, error);
     }
 
     /// Moves `id`'s bytes until its socket would block (the poll is edge-triggered),
