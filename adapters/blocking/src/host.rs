@@ -78,7 +78,6 @@ enum State {
     Open(Transport),
 }
 
-/// The session and the I/O it asks for. See the module documentation.
 pub(crate) struct Host {
     pub(crate) session: Session,
     pub(crate) clock: Clock,
@@ -117,6 +116,7 @@ impl Host {
         Ok(Host { session, clock, io, poll, events, waker, lookups, conns, dirty, done, woken: false, buf })
     }
 
+    /// Wakes the loop from another thread.
     pub(crate) fn waker(&self) -> Arc<Waker> {
         self.waker.clone()
     }
@@ -141,9 +141,11 @@ impl Host {
     }
 
     /// Waits until a socket is ready, a lookup answers, another thread wakes the loop or the
-    /// session's next timer is due; then reports it all and settles.
+    /// session's next timer is due; reports it all, then the time, and settles.
     pub(crate) fn wait(&mut self) -> io::Result<()> {
-        let due = self.session.poll_timeout().and_then(|at| self.deadline(at));
+        // `None` (no timer, or one too far to represent) sleeps until I/O.
+        let due =
+            self.session.poll_timeout().and_then(|at| self.clock.0.checked_add(Duration::from_micros(at.as_micros())));
         let timeout = due.map(|at| at.saturating_duration_since(std::time::Instant::now()));
         match self.poll.poll(&mut self.events, timeout) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -155,18 +157,14 @@ impl Host {
                 Token(n) => self.dirty.push(ConnId(n as u64)),
             }
         }
-        self.session.handle_timeout(self.clock.now());
-        self.drain();
         while let Ok(answer) = self.lookups.1.try_recv() {
             self.resolved(answer);
         }
         self.settle();
+        // What happened first, then the time: an answer that came as its timer fell due wins.
+        self.session.handle_timeout(self.clock.now());
+        self.settle();
         Ok(())
-    }
-
-    /// The session's `at` as a `std` instant; `None` (no timer) if too far to represent.
-    fn deadline(&self, at: Instant) -> Option<std::time::Instant> {
-        self.clock.0.checked_add(Duration::from_micros(at.as_micros()))
     }
 
     /// Carries out the session's actions (and reports what that produced at once); the
