@@ -1,12 +1,10 @@
 //! A long-lived client: cached metadata, single-flight refresh, periodic refresh, and the
 //! winning connection kept for the next refresh — on a background thread of its own.
 //!
-//! The core's [`Session`] makes every decision (when to refresh, which broker first —
-//! connected ones are preferred —, whether concurrent requests share a refresh, which
-//! connection to keep, whether a broker is still the node it was) and speaks Kafka. One
-//! thread owns the session's [`Host`] and runs its poll loop; [`Client`] handles send it
-//! requests over a channel and wake its poll. Closing or dropping the client stops that
-//! thread, and returns once every socket is closed.
+//! The session makes every decision (when to refresh, which broker first, whether callers
+//! share a refresh, which connection to keep). One thread owns its [`Host`] and runs the
+//! poll loop; [`Client`] handles send it requests over a channel and wake its poll. Closing
+//! or dropping the client stops that thread, and returns once every socket is closed.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -16,13 +14,12 @@ use std::time::Duration;
 
 use mio::Waker;
 use stagger::kafka::sasl::{Sasl, Secret};
-use stagger::kafka::validate;
 use stagger::session::SessionConfig;
 use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 
+use crate::driver::reports;
 use crate::error::Error;
 use crate::host::{Done, Host, Io};
-use crate::report::reports;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]
@@ -75,7 +72,6 @@ impl Client {
         let mut exchange = options.exchange;
         if options.oauth_token.is_some() {
             // Every new connection asks the token source (the session's `NeedToken`).
-            validate::exchange(&exchange)?;
             exchange.sasl = Some(Sasl::OAuthBearer { token: Secret::new(String::new()) });
         }
         let io = Io {

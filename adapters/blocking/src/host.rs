@@ -62,7 +62,6 @@ enum Lookup {
 type Answer = (Lookup, io::Result<Vec<SocketAddr>>);
 
 struct Conn {
-    address: Arc<str>,
     /// With TLS, the name to verify, as the session says.
     server_name: Option<Arc<str>>,
     state: State,
@@ -174,7 +173,7 @@ impl Host {
             match action {
                 Action::Dial { conn, address, tls } => {
                     let (state, out) = (State::Resolving, Vec::new());
-                    let entry = Conn { address: address.clone(), server_name: tls, state, out, secured: false };
+                    let entry = Conn { server_name: tls, state, out, secured: false };
                     self.conns.insert(conn, entry);
                     match address.parse::<SocketAddr>() {
                         Ok(addr) => self.connect(conn, vec![addr].into_iter(), None),
@@ -228,12 +227,7 @@ impl Host {
                 self.feed(Event::Resolved { lookup, result });
             }
             (Lookup::Dial(conn), Ok(addrs)) => self.connect(conn, addrs.into_iter(), None),
-            (Lookup::Dial(conn), Err(e)) => {
-                if let Some(c) = self.conns.get(&conn) {
-                    let error = AttemptError::with_detail(ErrorKind::Dns, format!("{}: {e}", c.address));
-                    self.fail(conn, error);
-                }
-            }
+            (Lookup::Dial(conn), Err(e)) => self.fail(conn, AttemptError::with_detail(ErrorKind::Dns, e.to_string())),
         }
     }
 
@@ -244,7 +238,8 @@ impl Host {
         let (answers, waker) = (self.lookups.0.clone(), self.waker.clone());
         let started = std::thread::Builder::new().name("stagger-resolve".into()).spawn(move || {
             // The loop may be gone (the refresh ended): then nobody needs the answer.
-            if answers.send((lookup, name.to_socket_addrs().map(Iterator::collect))).is_ok() {
+            let result = name.to_socket_addrs().map_err(|e| io::Error::new(e.kind(), format!("{name}: {e}")));
+            if answers.send((lookup, result.map(Iterator::collect))).is_ok() {
                 let _ = waker.wake();
             }
         });
@@ -270,9 +265,7 @@ impl Host {
                 Err(e) => last = Some(connect_error(addr, &e)),
             }
         }
-        let none = || AttemptError::with_detail(ErrorKind::Dns, format!("{}: no address", conn.address));
-        let error = last.unwrap_or_else(none);
-        self.fail(id, error);
+        self.fail(id, last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, "the name has no address")));
     }
 
     /// Moves `id`'s bytes until its socket would block (the poll is edge-triggered),

@@ -32,16 +32,14 @@ mod driver;
 mod error;
 mod host;
 mod options;
-mod report;
 mod transport;
 
 pub use client::{Client, ClientOptions};
-pub use driver::{refresh, refresh_with};
+pub use driver::{refresh, refresh_with, AttemptReport, RefreshOutcome};
 pub use error::Error;
 pub use options::RefreshOptions;
 #[cfg(feature = "tls")]
 pub use options::Tls;
-pub use report::{AttemptReport, RefreshOutcome};
 pub use stagger::ClientStats;
 
 /// The core crate, re-exported so users of the adapter need only one dependency.

@@ -4,6 +4,8 @@
 use std::io::{self, Read, Write};
 
 use mio::net::TcpStream;
+#[cfg(feature = "tls")]
+use stagger::AttemptError;
 
 /// An open connection to a broker. Dropping it closes the socket.
 pub(crate) enum Transport {
@@ -17,13 +19,8 @@ impl Transport {
     /// Starts TLS on a connected socket, verifying `host`; the handshake runs as the host
     /// reads and writes.
     #[cfg(feature = "tls")]
-    pub(crate) fn tls(
-        tcp: TcpStream,
-        tls: &crate::options::Tls,
-        host: &str,
-    ) -> Result<Transport, stagger::AttemptError> {
-        let tls_error =
-            |e: &dyn std::fmt::Display| stagger::AttemptError::with_detail(stagger::ErrorKind::Tls, e.to_string());
+    pub(crate) fn tls(tcp: TcpStream, tls: &crate::options::Tls, host: &str) -> Result<Transport, AttemptError> {
+        let tls_error = |e: &dyn std::fmt::Display| AttemptError::with_detail(stagger::ErrorKind::Tls, e.to_string());
         let name = rustls::pki_types::ServerName::try_from(host.to_owned())
             .map_err(|e| tls_error(&format_args!("{host:?} is not a valid TLS server name: {e}")))?;
         let conn = rustls::ClientConnection::new(tls.config.clone(), name).map_err(|e| tls_error(&e))?;
