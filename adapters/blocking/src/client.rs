@@ -174,14 +174,12 @@ impl Background {
                 }
                 return;
             }
-            if self.host.take_woken() {
-                loop {
-                    match inbox.try_recv() {
-                        Ok(Request::Refresh(reply, cause, broker)) => self.request(reply, cause, broker),
-                        // Dropping the host closes every socket.
-                        Ok(Request::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
-                        Err(mpsc::TryRecvError::Empty) => break,
-                    }
+            loop {
+                match inbox.try_recv() {
+                    Ok(Request::Refresh(reply, cause, broker)) => self.request(reply, cause, broker),
+                    // Dropping the host closes every socket.
+                    Ok(Request::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
+                    Err(mpsc::TryRecvError::Empty) => break,
                 }
             }
         }

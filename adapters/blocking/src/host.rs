@@ -89,7 +89,6 @@ pub(crate) struct Host {
     /// Connections with something to write or read.
     dirty: Vec<ConnId>,
     done: VecDeque<Done>,
-    woken: bool,
     buf: Vec<u8>,
 }
 
@@ -112,7 +111,7 @@ impl Host {
         let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
         let (conns, lookups, events) = (HashMap::new(), mpsc::channel(), Events::with_capacity(64));
         let (dirty, done, buf) = (Vec::new(), VecDeque::new(), vec![0; 64 * 1024]);
-        Ok(Host { session, clock, io, poll, events, waker, lookups, conns, dirty, done, woken: false, buf })
+        Ok(Host { session, clock, io, poll, events, waker, lookups, conns, dirty, done, buf })
     }
 
     /// Wakes the loop from another thread.
@@ -123,11 +122,6 @@ impl Host {
     /// The next refresh the session finished, if any.
     pub(crate) fn take_done(&mut self) -> Option<Done> {
         self.done.pop_front()
-    }
-
-    /// Whether another thread woke the loop since the last call.
-    pub(crate) fn take_woken(&mut self) -> bool {
-        std::mem::take(&mut self.woken)
     }
 
     /// Carries out what the session asks and moves the bytes of every connection that may
@@ -150,12 +144,8 @@ impl Host {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             other => other?,
         }
-        for event in self.events.iter() {
-            match event.token() {
-                WAKE => self.woken = true,
-                Token(n) => self.dirty.push(ConnId(n as u64)),
-            }
-        }
+        // The waker's token names no connection: it only ends the wait.
+        self.dirty.extend(self.events.iter().map(|e| ConnId(e.token().0 as u64)).filter(|&id| id != ConnId(0)));
         while let Ok(answer) = self.lookups.1.try_recv() {
             self.resolved(answer);
         }
