@@ -1,5 +1,6 @@
 //! One refresh episode: staggered, throttled, jittered fan-out with retries and a deadline.
 
+mod attempt_id;
 mod attempts;
 mod contract;
 mod fanout;
