@@ -4,6 +4,8 @@
 //! [`RefreshCause`] (`cause.rs`).
 
 use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
@@ -15,6 +17,7 @@ use crate::estimator::Estimator;
 use crate::metadata::Metadata;
 use crate::refresh::{attempt_capacity, AttemptState, Command, Input, InputOutcome, Refresh, RefreshContext};
 use crate::time::Instant;
+use crate::trace::{Trace, TraceEvent, TRACE_VERSION};
 
 mod cause;
 mod event;
@@ -82,6 +85,11 @@ pub struct Cluster {
     kept: Option<BrokerIndex>,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).
     counters: ClientStats,
+    /// Whether (under which recorder name) each refresh is recorded, the running one's
+    /// trace, and the last finished one's.
+    recorder: Option<String>,
+    recording: Option<Trace>,
+    last_trace: Option<Trace>,
 }
 
 impl Cluster {
@@ -110,6 +118,9 @@ impl Cluster {
             lost: None,
             kept: None,
             counters: ClientStats::default(),
+            recorder: None,
+            recording: None,
+            last_trace: None,
         })
     }
 
@@ -156,6 +167,9 @@ impl Cluster {
                     Input::Connected { attempt, .. } => r.attempt(attempt).is_some_and(|a| !a.reused_connection),
                     _ => false,
                 };
+                if let Some(trace) = &mut self.recording {
+                    trace.events.push(TraceEvent::Input { at: self.now, input: input.clone() });
+                }
                 let outcome = r.handle_input(self.now, input);
                 if fresh_connection && outcome.is_applied() {
                     self.counters.connections_opened += 1;
@@ -195,6 +209,10 @@ impl Cluster {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
         if let Some(r) = &mut self.current {
+            let due = r.next_timer().filter(|(at, _)| *at <= self.now).map(|(_, kind)| kind);
+            if let (Some(trace), Some(timer)) = (&mut self.recording, due) {
+                trace.events.push(TraceEvent::Timeout { at: self.now, timer: Some(timer) });
+            }
             r.handle_timeout(self.now);
             self.pump();
         }
@@ -260,6 +278,18 @@ impl Cluster {
         &self.config
     }
 
+    /// Records every refresh from the next one on as a replayable [`Trace`] under the name
+    /// `recorder` (e.g. `stagger-cli 0.1.0`); read the last with [`Cluster::last_trace`].
+    pub fn record_traces(&mut self, recorder: impl Into<String>) {
+        self.recorder = Some(recorder.into());
+    }
+
+    /// The trace of the refresh that finished last, if traces are recorded
+    /// ([`Cluster::record_traces`]).
+    pub fn last_trace(&self) -> Option<&Trace> {
+        self.last_trace.as_ref()
+    }
+
     fn advance(&mut self, now: Instant) {
         if now > self.now {
             self.now = now;
@@ -302,6 +332,16 @@ impl Cluster {
                     self.release(kept);
                 }
                 self.counters.refreshes += 1;
+                self.recording = self.recorder.as_ref().map(|recorder| Trace {
+                    version: TRACE_VERSION,
+                    recorder: recorder.clone(),
+                    config,
+                    book: self.book.clone(),
+                    started_at: now,
+                    recent_response_time: ctx.recent_response_time,
+                    events: Vec::new(),
+                    context: Some(ctx),
+                });
                 self.current = Some(r);
                 self.pump();
             }
@@ -315,6 +355,9 @@ impl Cluster {
         let Some(r) = &mut self.current else { return };
         let epoch = r.epoch();
         while let Some(cmd) = r.poll_command() {
+            if let Some(trace) = &mut self.recording {
+                trace.events.push(TraceEvent::Command { at: self.now, command: cmd.clone() });
+            }
             match cmd {
                 Command::Connect { attempt, broker } => {
                     self.counters.attempts += 1;
@@ -366,6 +409,9 @@ impl Cluster {
             return;
         }
         let Some(done) = self.current.take() else { return };
+        if let Some(trace) = self.recording.take() {
+            self.last_trace = Some(trace);
+        }
         self.settle(&done);
         self.last = Some(done);
     }

@@ -167,6 +167,8 @@ mod trace;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 #[cfg(feature = "kafka")]
+pub mod report;
+#[cfg(feature = "kafka")]
 pub mod session;
 
 pub use brokers::{validate_address, BrokerBook, BrokerEntry, BrokerIdentity, BrokerIndex};
@@ -181,7 +183,7 @@ pub use estimator::Estimator;
 pub use metadata::{BrokerMetadata, Metadata, PartitionMetadata, TopicMetadata};
 pub use refresh::{
     AttemptId, AttemptInfo, AttemptPhase, AttemptState, CancelReason, Command, Input, InputOutcome, Refresh,
-    RefreshStats, TimerKind, FIRST_ADDRESS_FAMILY_COUNT, MAX_ATTEMPTS, MAX_RESOLVED_ADDRESSES,
+    RefreshContext, RefreshStats, TimerKind, FIRST_ADDRESS_FAMILY_COUNT, MAX_ATTEMPTS, MAX_RESOLVED_ADDRESSES,
 };
 pub use rng::Rng;
 pub use time::{duration_micros, scale_duration, Instant};

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::brokers::BrokerBook;
 use crate::config::{RefreshConfig, Stagger};
 use crate::error::ConfigError;
-use crate::refresh::{Command, Input, InputOutcome, Refresh, TimerKind};
+use crate::refresh::{Command, Input, InputOutcome, Refresh, RefreshContext, TimerKind};
 use crate::time::Instant;
 
 /// Format version of [`Trace`]; bumped on incompatible changes. Version 2 added
@@ -69,6 +69,10 @@ pub struct Trace {
     pub recent_response_time: Option<core::time::Duration>,
     /// Every call and command, in order.
     pub events: Vec<TraceEvent>,
+    /// What the [`crate::Cluster`] that ran the refresh told it (epoch, hedge tokens, pace
+    /// hints, cause); `None` for a refresh started on its own ([`Recorder`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<RefreshContext>,
 }
 
 /// Where a replay first disagreed with the recorded commands.
@@ -107,7 +111,10 @@ impl Trace {
     /// A fresh [`Refresh`] as the trace's started: its policy ([`Trace::policy`]), book,
     /// start time and recent response time.
     pub fn start(&self) -> Result<Refresh, ConfigError> {
-        Refresh::with_estimate(&self.policy(), &self.book, self.started_at, self.recent_response_time)
+        match self.context {
+            Some(context) => Refresh::with_context(&self.policy(), &self.book, self.started_at, context),
+            None => Refresh::with_estimate(&self.policy(), &self.book, self.started_at, self.recent_response_time),
+        }
     }
 
     /// Replays the trace's inputs and timeouts through a fresh [`Refresh`] and checks that
@@ -219,6 +226,7 @@ impl Recorder {
             started_at: now,
             recent_response_time,
             events: Vec::new(),
+            context: None,
         };
         Ok(Recorder { refresh, trace })
     }

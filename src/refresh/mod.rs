@@ -36,29 +36,33 @@ pub use resolve::FIRST_ADDRESS_FAMILY_COUNT;
 use retry::Pass;
 use timers::TimerTable;
 
-/// Context a [`crate::Cluster`] passes to each refresh it runs.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RefreshContext {
-    pub(crate) epoch: u32,
-    pub(crate) hedge_tokens: u32,
+/// What a [`crate::Cluster`] tells each refresh it runs beyond the config: its epoch, hedge
+/// tokens, the pace hints of its windows and the refresh's cause. A [`crate::Trace`] of
+/// such a refresh records it, so the refresh replays as it ran.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RefreshContext {
+    /// The refresh's number within its cluster view (part of every [`AttemptId`]).
+    pub epoch: u32,
+    /// Hedge tokens the cluster's budget held when the refresh started.
+    pub hedge_tokens: u32,
     /// The recent response time: the cluster's response-time window's quantile
     /// ([`crate::ClusterConfig::window_quantile`]), for the adaptive stagger.
-    pub(crate) recent_response_time: Option<Duration>,
+    pub recent_response_time: Option<Duration>,
     /// A high quantile of recent fresh handshakes: stands in for the handshake of a kept
     /// connection in the adaptive stagger.
-    pub(crate) handshake_hint: Option<Duration>,
+    pub handshake_hint: Option<Duration>,
     /// The broker pace: a quantile of recent first answers on fresh connections (handshake →
     /// first answer), the adaptive stagger's measure of how long a live broker stays silent.
-    pub(crate) first_answer_hint: Option<Duration>,
+    pub first_answer_hint: Option<Duration>,
     /// The broker pace on kept connections: a quantile of recent first answers there
     /// (reuse → the ApiVersions answer). A fresh connection's first answer may be a TLS
     /// handshake, far costlier than one request on an authenticated connection.
-    pub(crate) kept_answer_hint: Option<Duration>,
+    pub kept_answer_hint: Option<Duration>,
     /// Why the refresh runs: a storm-likely cause makes it gentle (see [`RefreshCause`]).
-    pub(crate) cause: RefreshCause,
+    pub cause: RefreshCause,
     /// Try only as many candidates as the attempt table can hold instead of refusing a
     /// larger book: a cluster's book grows from broker answers, which no config foresees.
-    pub(crate) fit_candidates: bool,
+    pub fit_candidates: bool,
 }
 
 impl Default for RefreshContext {
@@ -190,7 +194,9 @@ impl Refresh {
         Self::with_context(config, book, now, RefreshContext { recent_response_time, ..RefreshContext::default() })
     }
 
-    pub(crate) fn with_context(
+    /// As [`Refresh::new`], with what a [`crate::Cluster`] tells each refresh it runs
+    /// ([`RefreshContext`]): how a recorded refresh of a cluster view replays.
+    pub fn with_context(
         config: &RefreshConfig,
         book: &BrokerBook,
         now: Instant,

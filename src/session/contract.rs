@@ -195,6 +195,12 @@ pub struct SessionConfig {
     /// One refresh only: no periodic refresh, and the winner's connection is closed rather
     /// than kept (what a one-shot `refresh` of an adapter wants).
     pub one_shot: bool,
+    /// Queue live [`Event`](crate::report::Event)s for [`Session::poll_event`](super::Session::poll_event)
+    /// (a progress view); off, the session allocates nothing for them.
+    pub observe: bool,
+    /// Record every refresh as a replayable [`Trace`](crate::Trace) under this recorder
+    /// name (e.g. `stagger-cli 0.1.0`), read with [`Session::last_trace`](super::Session::last_trace).
+    pub recorder: Option<String>,
 }
 
 /// What the session saw of one attempt beyond the policy's record of it
@@ -212,4 +218,6 @@ pub struct AttemptNote {
     pub cancelled: Option<CancelReason>,
     /// The Metadata API version its exchange used, if it answered.
     pub metadata_version: Option<i16>,
+    /// What its name resolved to, if it was a lookup that answered.
+    pub addresses: Option<Vec<SocketAddr>>,
 }

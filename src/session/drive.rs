@@ -5,6 +5,7 @@ use alloc::sync::Arc;
 
 use super::contract::{Action, CloseKind, ConnId, Event};
 use super::notes::Notes;
+use super::observe::Observed;
 use super::Session;
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::cluster::ClusterEvent;
@@ -22,10 +23,11 @@ impl Session {
                 Ok(addresses) => Input::Resolved { attempt: lookup, addresses },
                 Err(error) => Input::Failed { attempt: lookup, error },
             };
-            let pending = Notes::of(&input, None);
+            let (pending, observed) = (Notes::of(&input, None), Observed::of(self.config.observe, &input));
             let applied = self.cluster.handle_input(self.now, input).is_applied();
             if applied {
                 self.notes.applied(pending);
+                self.observe_applied(observed);
             }
             return applied;
         }
@@ -119,11 +121,17 @@ impl Session {
                 self.actions.push_back(Action::Send { conn: id, bytes });
             }
         }
-        while let Some(input) = kafka.poll_input() {
+        // The connection is looked up again for each input: the live view needs the session.
+        loop {
+            let Some(conn) = self.conns.get_mut(id) else { return };
+            let Some(kafka) = conn.kafka.as_mut() else { return };
+            let Some(input) = kafka.poll_input() else { return };
             conn.ended |= matches!(input, Input::Response { .. } | Input::Failed { .. });
             let pending = Notes::of(&input, kafka.metadata_version());
+            let observed = Observed::of(self.config.observe, &input);
             if self.cluster.handle_input(self.now, input).is_applied() {
                 self.notes.applied(pending);
+                self.observe_applied(observed);
             }
         }
     }
@@ -133,6 +141,7 @@ impl Session {
             ClusterEvent::Connect { attempt, broker } => self.dial(attempt, broker),
             ClusterEvent::Reuse { attempt, broker } => {
                 self.notes.started(attempt);
+                self.observe_started(attempt);
                 let resumed = KafkaAttempt::resumed(attempt, &self.config.exchange, !self.config.tls);
                 match self.conns.kept(broker) {
                     Some(conn) => {
@@ -152,6 +161,7 @@ impl Session {
             }
             ClusterEvent::Resolve { attempt, broker } => {
                 self.notes.started(attempt);
+                self.observe_started(attempt);
                 let name = address(self.cluster.book(), broker);
                 self.actions.push_back(Action::Resolve { lookup: attempt, name });
             }
@@ -159,6 +169,7 @@ impl Session {
                 let current = self.cluster.current().filter(|r| r.epoch() == attempt.epoch());
                 let refresh = current.or(self.cluster.last_refresh().filter(|r| r.epoch() == attempt.epoch()));
                 self.notes.cancelled(attempt, reason, refresh);
+                self.observe_cancelled(attempt, reason);
                 if let Some(conn) = self.conns.by_attempt(attempt) {
                     let (id, gone) = (conn.id, conn.gone);
                     self.conns.remove(id);
@@ -192,7 +203,8 @@ impl Session {
                     self.actions.push_back(Action::Close { conn: id });
                 }
             }
-            ClusterEvent::Refreshed { epoch, broker, stats, .. } => {
+            ClusterEvent::Refreshed { epoch, attempt, broker, stats } => {
+                self.observe_won(attempt);
                 self.notes.finish();
                 self.actions.push_back(Action::Refreshed { epoch, broker, stats })
             }
@@ -207,6 +219,7 @@ impl Session {
     /// A new connection for `attempt`: its exchange, the `Dial`, and what it waits for.
     fn dial(&mut self, attempt: crate::refresh::AttemptId, broker: BrokerIndex) {
         self.notes.started(attempt);
+        self.observe_started(attempt);
         let tls = self.config.tls;
         let identity = self.cluster.identity(broker);
         let kafka = KafkaAttempt::new(attempt, &self.config.exchange, identity.as_ref(), !tls);

@@ -114,6 +114,7 @@ mod conns;
 mod contract;
 mod drive;
 mod notes;
+mod observe;
 
 pub use contract::{Action, AttemptNote, CloseKind, ConnId, Event, SessionConfig};
 
@@ -135,6 +136,8 @@ pub struct Session {
     now: Instant,
     ignored: u64,
     notes: notes::Notes,
+    /// Live events, with [`SessionConfig::observe`].
+    events: VecDeque<crate::report::Event>,
 }
 
 impl Session {
@@ -145,7 +148,10 @@ impl Session {
         // `u32::MAX`), a kept connection, and a loser being closed; more grows the table.
         let in_flight = config.cluster.refresh.fanout.max_in_flight as usize;
         let capacity = in_flight.min(book.len()) + 2;
-        let cluster = Cluster::new(config.cluster, book, now)?;
+        let mut cluster = Cluster::new(config.cluster, book, now)?;
+        if let Some(recorder) = &config.recorder {
+            cluster.record_traces(recorder.clone());
+        }
         Ok(Session {
             cluster,
             config,
@@ -155,6 +161,7 @@ impl Session {
             now,
             ignored: 0,
             notes: notes::Notes::default(),
+            events: VecDeque::new(),
         })
     }
 
@@ -264,6 +271,7 @@ impl Session {
     /// Fires due timers (not a one-shot session's periodic refresh) and moves everything.
     fn tick(&mut self) {
         if !(self.config.one_shot && self.cluster.current().is_none()) {
+            self.observe_timer();
             self.cluster.handle_timeout(self.now);
         }
         self.drive();

@@ -3,6 +3,7 @@
 //! exchange used — the per-attempt reports a host shows.
 
 use alloc::vec::Vec;
+use core::net::SocketAddr;
 
 use super::contract::AttemptNote;
 use crate::error::AttemptError;
@@ -18,7 +19,13 @@ pub(super) struct Notes {
 }
 
 /// What an input will note, once the policy applied it.
-pub(super) struct Pending(AttemptId, Option<AttemptError>, Option<AttemptError>, Option<i16>);
+pub(super) struct Pending {
+    attempt: AttemptId,
+    error: Option<AttemptError>,
+    rejection: Option<AttemptError>,
+    version: Option<i16>,
+    addresses: Option<Vec<SocketAddr>>,
+}
 
 impl Notes {
     /// The policy started `attempt`: the first of a new refresh forgets the previous one's.
@@ -26,28 +33,41 @@ impl Notes {
         if self.running.first().is_some_and(|n| n.attempt.epoch() != attempt.epoch()) {
             self.running.clear();
         }
-        let note = AttemptNote { attempt, error: None, cancelled: None, metadata_version: None };
+        let note = AttemptNote { attempt, error: None, cancelled: None, metadata_version: None, addresses: None };
         self.running.push(note);
     }
 
     /// What `input` (of an exchange that used Metadata `version`) says, to note if applied.
     pub(super) fn of(input: &Input, version: Option<i16>) -> Option<Pending> {
+        let pending = |attempt: &AttemptId| Pending {
+            attempt: *attempt,
+            error: None,
+            rejection: None,
+            version: None,
+            addresses: None,
+        };
         match input {
-            Input::Failed { attempt, error } => Some(Pending(*attempt, Some(error.clone()), None, None)),
-            Input::Response { attempt, metadata } => Some(Pending(*attempt, None, metadata.rejection(), version)),
-            _ => None,
+            Input::Failed { attempt, error } => Some(Pending { error: Some(error.clone()), ..pending(attempt) }),
+            Input::Response { attempt, metadata } => {
+                Some(Pending { rejection: metadata.rejection(), version, ..pending(attempt) })
+            }
+            Input::Resolved { attempt, addresses } => {
+                Some(Pending { addresses: Some(addresses.clone()), ..pending(attempt) })
+            }
+            Input::Connected { .. } | Input::FirstFrame { .. } => None,
         }
     }
 
     /// Notes what the policy applied.
     pub(super) fn applied(&mut self, pending: Option<Pending>) {
-        let Some(Pending(attempt, error, rejection, version)) = pending else { return };
+        let Some(Pending { attempt, error, rejection, version, addresses }) = pending else { return };
         if error.is_none() {
             self.rejection = rejection.map(|r| (attempt, r));
         }
         if let Some(note) = self.find(attempt) {
             note.error = error.or(note.error.take());
             note.metadata_version = version.or(note.metadata_version);
+            note.addresses = addresses.or(note.addresses.take());
         }
     }
 
@@ -75,6 +95,12 @@ impl Notes {
     /// The notes of the refresh that finished last, in start order.
     pub(super) fn finished(&self) -> &[AttemptNote] {
         &self.finished
+    }
+
+    /// The error noted for `attempt`, in the running refresh or the one that finished last.
+    pub(super) fn error_of(&self, attempt: AttemptId) -> Option<AttemptError> {
+        let mut all = self.running.iter().chain(self.finished.iter());
+        all.find(|n| n.attempt == attempt).and_then(|n| n.error.clone())
     }
 
     fn find(&mut self, attempt: AttemptId) -> Option<&mut AttemptNote> {

@@ -365,3 +365,68 @@ fn all_at_once_reserves_for_the_brokers_not_for_u32_max() {
     s.request_refresh(ms(0));
     assert_eq!(dials(&actions(&mut s)).len(), 2, "both brokers at once");
 }
+
+/// The live view of the hung-then-overtaken refresh above, and its reports: one vocabulary
+/// from the session, in causal order, timed from the refresh's start.
+#[test]
+fn an_observing_session_tells_what_happened_in_order_and_reports_each_attempt() {
+    use crate::report::{AttemptOutcome, EventKind};
+    let mut s = session(SessionConfig { observe: true, recorder: Some("test".into()), ..config() });
+    s.request_refresh(ms(0));
+    let [(hung, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::Connected { conn: hung });
+    let _ = actions(&mut s);
+    s.handle_timeout(ms(500));
+    let [(second, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(501), Event::Connected { conn: second });
+    let sends = actions(&mut s);
+    serve(&mut s, ms(502), second, &mut Broker::default(), sends);
+    let events: Vec<_> = core::iter::from_fn(|| s.poll_event()).collect();
+    let names: Vec<_> = events
+        .iter()
+        .map(|e| match &e.kind {
+            EventKind::Started { broker, .. } => alloc::format!("started {broker}"),
+            EventKind::Connected { broker, .. } => alloc::format!("connected {broker}"),
+            EventKind::Answered { broker, .. } => alloc::format!("answered {broker}"),
+            EventKind::Timer { timer } => alloc::format!("timer {}", timer.name()),
+            EventKind::Cancelled { broker, reason, .. } => alloc::format!("cancelled {broker} {}", reason.name()),
+            EventKind::Won { broker, .. } => alloc::format!("won {broker}"),
+            other => alloc::format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "started b1:9092",
+            "connected b1:9092",
+            "timer stagger",
+            "started b2:9093",
+            "connected b2:9093",
+            "answered b2:9093",
+            "cancelled b1:9092 overtaken",
+            "won b2:9093",
+        ]
+    );
+    assert_eq!(events[3].elapsed, Duration::from_millis(500), "timed from the refresh's start");
+    let reports = s.reports();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[0].outcome, AttemptOutcome::Cancelled(crate::CancelReason::Overtaken));
+    assert_eq!(
+        (reports[1].outcome.clone(), reports[1].connected),
+        (AttemptOutcome::Won, Some(Duration::from_millis(501)))
+    );
+    assert!(reports[1].metadata_version.is_some());
+    // The recorded trace replays to the same commands.
+    let trace = s.last_trace().expect("recorded");
+    assert!(trace.context.is_some_and(|c| c.epoch == 1));
+    assert!(trace.replay().unwrap().is_ok(), "{:?}", trace.replay());
+}
+
+#[test]
+fn a_session_that_does_not_observe_queues_no_event() {
+    let mut s = session(config());
+    healthy_refresh(&mut s, &mut Broker::default());
+    assert_eq!(s.poll_event(), None);
+    assert!(s.last_trace().is_none());
+    assert_eq!(s.reports().len(), 1, "reports are there either way");
+}
