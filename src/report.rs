@@ -271,3 +271,34 @@ fn opt_millis<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Err
         None => s.serialize_none(),
     }
 }
+
+/// A successful refresh: the metadata and how it was obtained.
+#[derive(Clone, Debug)]
+pub struct RefreshOutcome {
+    /// The winning answer.
+    pub metadata: crate::Metadata,
+    /// The `host:port` of the broker that answered.
+    pub winner: String,
+    /// The Metadata API version the winning exchange used.
+    pub metadata_version: Option<i16>,
+    /// Time from the start of the refresh to the win.
+    pub elapsed: Duration,
+    /// Every attempt, in start order.
+    pub attempts: Vec<AttemptReport>,
+    /// The policy's trace, when the session recorded one.
+    pub trace: Option<crate::Trace>,
+}
+
+impl RefreshOutcome {
+    /// The serialisable summary `{elapsed_ms, winner, attempts}` (metadata and trace are
+    /// written separately: the metadata is the payload, the trace goes to its own file).
+    pub fn report(&self) -> RefreshReport<'_> {
+        RefreshReport { elapsed: Some(self.elapsed), winner: Some(&self.winner), attempts: &self.attempts }
+    }
+
+    /// Connections the refresh opened (attempts whose transport came up on a new
+    /// connection).
+    pub fn connections_opened(&self) -> usize {
+        self.attempts.iter().filter(|a| a.connected.is_some() && !a.reused_connection).count()
+    }
+}

@@ -8,7 +8,7 @@ use core::time::Duration;
 
 use super::Session;
 use crate::refresh::{AttemptId, CancelReason, Input, Refresh};
-use crate::report::{AttemptReport, Event, EventKind};
+use crate::report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome};
 
 impl Session {
     /// The next live event, in the order things happened; `None` when there is none (or
@@ -31,6 +31,22 @@ impl Session {
                 AttemptReport::new(attempt, info, note, book.address(info.broker), refresh.started_at())
             })
             .collect()
+    }
+
+    /// The refresh that finished last, if it succeeded: its metadata, winner and every
+    /// attempt's report (what a one-shot `refresh` returns).
+    pub fn outcome(&self) -> Option<RefreshOutcome> {
+        let refresh = self.cluster.last_refresh()?;
+        let attempts = self.reports();
+        let won = attempts.iter().find(|a| a.outcome == AttemptOutcome::Won)?;
+        Some(RefreshOutcome {
+            metadata: self.cluster.metadata()?.clone(),
+            winner: won.broker.clone(),
+            metadata_version: won.metadata_version,
+            elapsed: won.ended.unwrap_or_else(|| self.now.saturating_since(refresh.started_at())),
+            trace: self.last_trace().cloned(),
+            attempts,
+        })
     }
 
     /// The trace of the refresh that finished last (with

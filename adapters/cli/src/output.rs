@@ -190,6 +190,8 @@ mod tests {
             answered: answered.map(Duration::from_millis),
             ended: Some(Duration::from_millis(9)),
             outcome,
+            reused_connection: false,
+            metadata_version: None,
         }
     }
 

@@ -1,41 +1,27 @@
 //! A long-lived client: cached metadata, single-flight refresh, periodic refresh in the
 //! background, and the winning connection kept for the next refresh.
 //!
-//! The core's [`Cluster`] makes every decision (when to refresh, which broker first —
-//! connected ones are preferred —, whether concurrent requests share a refresh). A spawned
-//! task owns the `Cluster`, the attempts and the kept connection; [`Client`] handles talk
-//! to it over a channel. Closing or dropping the client stops that task, which closes
-//! every socket.
-//!
-//! Every fresh connection to a discovered broker carries the cluster and node id the core
-//! expects of it ([`Cluster::identity`]): a Kafka 4.4 broker that is no longer that node of
-//! that cluster answers REBOOTSTRAP_REQUIRED (KIP-1242), an older one is checked by the
-//! cluster id of its answer, and either way the core goes on to the next broker, the seeds
-//! last, and rebootstraps ([`ClusterEvent::Rebootstrapped`]). A kept connection is not
-//! checked again: a TCP connection cannot move to another broker.
+//! The session makes every decision (when to refresh, which broker first — connected ones
+//! are preferred —, whether concurrent requests share a refresh, which connection to keep,
+//! checking a discovered broker's identity, rebootstrapping). A spawned task owns its
+//! [`Host`]; [`Client`] handles talk to it over a channel. Closing or dropping the client
+//! stops that task, which closes every socket.
 
-use std::collections::{HashMap, VecDeque};
-use std::future::pending;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use stagger::{
-    AttemptId, BrokerBook, BrokerIndex, ClientStats, Cluster, ClusterConfig, ClusterEvent, ConfigError, Input,
-    InputOutcome, Instant, Metadata, RefreshCause,
-};
-use tokio::io::AsyncReadExt;
+use stagger::kafka::sasl::{Sasl, Secret};
+use stagger::session::SessionConfig;
+use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::attempt::{tls_name, AttemptContext, AttemptSet, Progress};
-use crate::clock::Clock;
 use crate::error::Error;
-use crate::ledger::{Act, Ledger, Reported};
+use crate::host::{Done, Host, Io};
 use crate::options::{TlsOptions, TokenSource};
 use crate::resolver::Lookup;
 use crate::tls;
-use crate::transport::Transport;
-use stagger::kafka::validate;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]
@@ -87,31 +73,20 @@ impl Client {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::Config(ConfigError { field: "runtime", problem: "Client::new needs a tokio runtime".into() })
         })?;
-        // Seeds given by name are resolved through the core: each address is a candidate.
-        let book = BrokerBook::resolving(seeds.iter().map(|s| s.as_ref()))?;
-        validate::seeds(&book)?;
-        validate::exchange(&options.exchange)?;
-        let tls = tls::connector(options.tls.as_ref())?;
-        let clock = Clock::start();
-        let cluster = Cluster::new(config, book, clock.now())?;
+        let mut exchange = options.exchange;
+        if options.oauth_token.is_some() {
+            // Every new connection asks the token source (the session's `NeedToken`).
+            exchange.sasl = Some(Sasl::OAuthBearer { token: Secret::new(String::new()) });
+        }
+        let io = Io {
+            tls: tls::connector(options.tls.as_ref())?,
+            tokens: options.oauth_token,
+            lookup: Lookup::new(&options.resolver)?,
+        };
+        let host = Host::start(seeds, SessionConfig { cluster: config, exchange, ..SessionConfig::default() }, io)?;
         let shared = Arc::new(Shared::default());
         let (requests, inbox) = mpsc::unbounded_channel();
-        let background = Background {
-            cluster,
-            clock,
-            attempts: AttemptSet::new(AttemptContext {
-                exchange: options.exchange,
-                tls,
-                oauth_token: options.oauth_token,
-                lookup: Lookup::new(&options.resolver)?,
-            }),
-            kept: None,
-            waiters: HashMap::new(),
-            ledgers: VecDeque::new(),
-            answered: None,
-            fed: None,
-            shared: shared.clone(),
-        };
+        let background = Background { host, waiters: HashMap::new(), shared: shared.clone() };
         let task = runtime.spawn(background.run(inbox));
         Ok(Client { requests, shared, max_age: config.refresh_interval, task: Some(task) })
     }
@@ -178,246 +153,64 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The connection kept from the last winning attempt.
-struct Kept {
-    broker: BrokerIndex,
-    transport: Transport,
-}
-
-/// The background task's state.
 struct Background {
-    cluster: Cluster,
-    clock: Clock,
-    attempts: AttemptSet,
-    kept: Option<Kept>,
-    /// Callers waiting, by refresh epoch.
+    host: Host,
     waiters: HashMap<u32, Vec<Reply>>,
-    /// Reports of the running refresh and the one before, by epoch (newest last): a
-    /// periodic refresh can start in the very call that ends the previous one.
-    ledgers: VecDeque<(u32, Ledger)>,
-    /// The connection of the answer fed last, until the core says whether it won.
-    answered: Option<(AttemptId, Transport)>,
-    /// The input fed last, for the ledger.
-    fed: Option<(AttemptId, Reported, InputOutcome)>,
     shared: Arc<Shared>,
 }
 
 impl Background {
     async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Request>) {
-        let mut at = self.clock.now();
         loop {
-            self.carry_out(at);
-            let timer = self.cluster.poll_timeout();
-            tokio::select! {
-                biased;
-                request = inbox.recv() => {
-                    at = self.clock.now();
-                    match request {
-                        Some(Request::Refresh(reply, cause, broker)) => self.request(at, reply, cause, broker),
-                        Some(Request::Close) | None => return,
-                    }
-                }
-                (attempt, progress) = self.attempts.next() => {
-                    at = self.clock.now();
-                    self.progress(at, attempt, progress);
-                }
-                (broker, reset) = watch(&mut self.kept) => {
-                    // The broker closed (or wrote to) an idle kept connection: forget it. A
-                    // reset is a lost connection the next plain refresh says it follows; a
-                    // clean close is what brokers do to idle connections.
-                    self.kept = None;
-                    if reset {
-                        self.cluster.connection_lost(broker);
-                    } else {
-                        self.cluster.connection_closed(broker);
-                    }
-                    *lock(&self.shared.stats) = self.cluster.stats();
-                }
-                () = self.clock.sleep_until(timer) => {
-                    at = self.clock.now();
-                    self.cluster.handle_timeout(at);
-                }
+            while let Some(done) = self.host.take_done() {
+                self.answer(done);
+            }
+            self.publish();
+            // Dropping the host (on return) closes every socket.
+            match self.host.wait(inbox.recv()).await {
+                None => {}
+                Some(Some(Request::Refresh(reply, cause, broker))) => self.request(reply, cause, broker),
+                Some(Some(Request::Close) | None) => return,
             }
         }
     }
 
-    fn request(&mut self, at: Instant, reply: Reply, cause: RefreshCause, broker: Option<String>) {
-        let broker = broker.and_then(|b| self.cluster.book().find(&b));
-        let epoch = self.cluster.request_refresh_because(at, cause, broker);
-        if self.cluster.current().map(|r| r.epoch()) == Some(epoch) {
+    fn request(&mut self, reply: Reply, cause: RefreshCause, broker: Option<String>) {
+        let session = &mut self.host.session;
+        let broker = broker.and_then(|b| session.cluster().book().find(&b));
+        let epoch = session.request_refresh_because(self.host.clock.now(), cause, broker);
+        if session.cluster().current().map(|r| r.epoch()) == Some(epoch) {
             self.waiters.entry(epoch).or_default().push(reply);
         } else {
             // Cannot happen with a validated config and a non-empty book; never hang a caller.
             let problem = "the core could not start a refresh".into();
             let _ = reply.send(Err(Error::Config(ConfigError { field: "cluster", problem })));
         }
+        self.host.carry_out();
     }
 
-    fn progress(&mut self, at: Instant, attempt: AttemptId, progress: Progress) {
-        let (input, reported) = match progress {
-            Progress::Connected { tls } => (Input::Connected { attempt, tls }, Reported::Connected),
-            Progress::Answered => (Input::FirstFrame { attempt }, Reported::Answered),
-            Progress::Finished(Ok(answer)) => {
-                let rejection = answer.metadata.rejection();
-                self.answered = Some((attempt, answer.transport));
-                (Input::Response { attempt, metadata: answer.metadata }, Reported::Response { rejection })
+    /// Answers the callers of a finished refresh (stats and cache are published first, so
+    /// what a caller reads next is up to date).
+    fn answer(&mut self, done: Done) {
+        self.publish();
+        let (epoch, answer) = match done {
+            Done::Refreshed(epoch) => {
+                let metadata = self.host.session.metadata().cloned().map(Arc::new);
+                if let Some(metadata) = &metadata {
+                    *lock(&self.shared.cache) = Some((metadata.clone(), tokio::time::Instant::now()));
+                }
+                (epoch, metadata.ok_or(Error::Closed))
             }
-            Progress::Finished(Err(error)) | Progress::Resolved(Err(error)) => {
-                (Input::Failed { attempt, error: error.clone() }, Reported::Failed(error))
-            }
-            Progress::Resolved(Ok(addresses)) => {
-                (Input::Resolved { attempt, addresses: addresses.clone() }, Reported::Resolved(addresses))
+            Done::Failed(epoch, error) => {
+                (epoch, Err(Error::Refresh { error, attempts: self.host.session.reports(), trace: None }))
             }
         };
-        let outcome = self.cluster.handle_input(at, input);
-        self.fed = Some((attempt, reported, outcome));
-    }
-
-    /// Drains the cluster's events and carries them out.
-    fn carry_out(&mut self, at: Instant) {
-        let mut events = Vec::new();
-        while let Some(event) = self.cluster.poll_event() {
-            events.push(event);
-        }
-        if events.is_empty() && self.fed.is_none() {
-            return;
-        }
-        let book = self.cluster.book().clone();
-        self.record(at, &events, &book);
-        for event in events {
-            match event {
-                ClusterEvent::Connect { attempt, broker } => {
-                    // A discovered broker is asked to confirm its cluster and node.
-                    let name = tls_name(&book, broker);
-                    self.attempts.connect(attempt, book.address(broker).into(), name, self.cluster.identity(broker));
-                }
-                ClusterEvent::Reuse { attempt, broker } => match self.kept.take() {
-                    Some(kept) if kept.broker == broker => {
-                        self.attempts.reuse(attempt, book.address(broker).into(), kept.transport)
-                    }
-                    // Not kept here (cannot happen: every close is reported): fail the attempt
-                    // rather than guess, so the refresh goes on to the next broker.
-                    other => {
-                        self.kept = other;
-                        self.attempts.fail(attempt, book.address(broker).into(), "no kept connection to reuse");
-                    }
-                },
-                ClusterEvent::Resolve { attempt, broker } => {
-                    self.attempts.resolve(attempt, book.address(broker).into())
-                }
-                ClusterEvent::Cancel { attempt, .. } => self.attempts.cancel(attempt),
-                ClusterEvent::Keep { attempt, broker } => {
-                    if let Some((winner, transport)) = self.answered.take() {
-                        if winner == attempt {
-                            self.kept = Some(Kept { broker, transport });
-                        }
-                    }
-                }
-                ClusterEvent::Release { broker } => {
-                    if self.kept.as_ref().is_some_and(|k| k.broker == broker) {
-                        self.kept = None;
-                    }
-                }
-                ClusterEvent::Refreshed { epoch, .. } => {
-                    // Published before any caller is answered, so what a caller reads next
-                    // is up to date.
-                    *lock(&self.shared.stats) = self.cluster.stats();
-                    let metadata = self.cluster.metadata().cloned().map(Arc::new);
-                    if let Some(metadata) = &metadata {
-                        *lock(&self.shared.cache) = Some((metadata.clone(), tokio::time::Instant::now()));
-                    }
-                    for reply in self.waiters.remove(&epoch).unwrap_or_default() {
-                        let _ = reply.send(metadata.clone().ok_or(Error::Closed));
-                    }
-                }
-                ClusterEvent::RefreshFailed { epoch, error } => {
-                    *lock(&self.shared.stats) = self.cluster.stats();
-                    let attempts = self.ledger(epoch).map(|l| l.reports().to_vec()).unwrap_or_default();
-                    let failure = Error::Refresh { error, attempts, trace: None };
-                    for reply in self.waiters.remove(&epoch).unwrap_or_default() {
-                        let _ = reply.send(Err(failure.clone()));
-                    }
-                }
-                ClusterEvent::Rebootstrapped => {}
-            }
-        }
-        // An answer that did not win: close its connection.
-        self.answered = None;
-        *lock(&self.shared.stats) = self.cluster.stats();
-    }
-
-    /// Mirrors the events into the ledgers of their refreshes (reports for failed ones).
-    fn record(&mut self, at: Instant, events: &[ClusterEvent], book: &BrokerBook) {
-        let mut acts = Vec::new();
-        for event in events {
-            let act = match *event {
-                ClusterEvent::Connect { attempt, broker }
-                | ClusterEvent::Reuse { attempt, broker }
-                | ClusterEvent::Resolve { attempt, broker } => {
-                    if self.ledger(attempt.epoch()).is_none() {
-                        if self.ledgers.len() == 2 {
-                            self.ledgers.pop_front();
-                        }
-                        self.ledgers.push_back((attempt.epoch(), Ledger::new(at)));
-                    }
-                    match event {
-                        ClusterEvent::Resolve { .. } => Act::Resolve { attempt, address: book.address(broker) },
-                        _ => Act::Start { attempt, address: book.address(broker) },
-                    }
-                }
-                ClusterEvent::Cancel { attempt, reason } => Act::Cancel { attempt, reason },
-                ClusterEvent::Refreshed { attempt, .. } => Act::Won { attempt },
-                ClusterEvent::Keep { .. }
-                | ClusterEvent::Release { .. }
-                | ClusterEvent::RefreshFailed { .. }
-                | ClusterEvent::Rebootstrapped => continue,
-            };
-            acts.push(act);
-        }
-        let mut ignore = |_: &crate::report::Event| {};
-        if let Some((attempt, reported, outcome)) = self.fed.take() {
-            if let Some(ledger) = self.ledger(attempt.epoch()) {
-                ledger.settle_input(at, attempt, reported, outcome, &mut ignore);
-            }
-        }
-        for act in acts {
-            if let Some(ledger) = self.ledger(act.attempt().epoch()) {
-                ledger.apply(at, act, &mut ignore);
-            }
+        for reply in self.waiters.remove(&epoch).unwrap_or_default() {
+            let _ = reply.send(answer.clone());
         }
     }
 
-    fn ledger(&mut self, epoch: u32) -> Option<&mut Ledger> {
-        self.ledgers.iter_mut().find(|(e, _)| *e == epoch).map(|(_, l)| l)
-    }
-}
-
-/// Completes when the kept connection (if any) is closed by the broker or misbehaves;
-/// pending forever otherwise. Cancel-safe: a read future holds no data when dropped.
-async fn watch(kept: &mut Option<Kept>) -> (BrokerIndex, bool) {
-    match kept {
-        Some(kept) => {
-            let mut byte = [0u8; 1];
-            let reset = kept.transport.read(&mut byte).await.is_err();
-            (kept.broker, reset)
-        }
-        None => pending().await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn assert_send_sync<T: Send + Sync>() {}
-
-    #[test]
-    fn a_client_can_be_shared_across_tasks() {
-        assert_send_sync::<Client>();
-    }
-
-    #[test]
-    fn new_outside_a_runtime_is_an_error_not_a_panic() {
-        let error = Client::new(ClusterConfig::default(), &["127.0.0.1:9092"], ClientOptions::default()).unwrap_err();
-        assert!(matches!(error, Error::Config(ref e) if e.field == "runtime"), "{error}");
+    fn publish(&self) {
+        *lock(&self.shared.stats) = self.host.session.stats();
     }
 }

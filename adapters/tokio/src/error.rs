@@ -6,7 +6,7 @@ use std::fmt;
 use stagger::Trace;
 use stagger::{ConfigError, RefreshError};
 
-use crate::report::{AttemptReport, RefreshReport};
+use stagger::report::{AttemptReport, RefreshReport};
 
 /// Why a refresh (or a [`crate::Client`] call) produced no metadata.
 #[derive(Clone, Debug)]

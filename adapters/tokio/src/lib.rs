@@ -1,12 +1,11 @@
 //! `stagger-tokio`: carries out the `stagger` core's decisions over tokio TCP (and TLS).
 //!
-//! The core ([`stagger::Refresh`], [`stagger::Cluster`]) decides which broker to ask and
-//! when; it never touches a socket or a clock. This crate is the thin layer that does: it
-//! resolves (seeds given by name through the core, each address a candidate: [`Resolver`])
-//! and connects, runs the sans-IO Kafka exchange ([`stagger::kafka::Exchange`]) on
-//! each connection, feeds its progress (connected, the broker's first answer, the response
-//! or failure) and tokio time back to the core, and closes whatever the core cancels. It adds no timeouts of its own: attempt timeouts, the stagger, backoff and
-//! the deadline are all the core's timers.
+//! The core's [`stagger::session::Session`] holds the whole conversation: the policy (which
+//! broker, when, which connection to keep) and the Kafka exchange (ApiVersions, SASL,
+//! Metadata). This crate only does the I/O it asks for: dial, send, close, look names up
+//! ([`Resolver`]), a SCRAM nonce from the OS, a token from the token source, TLS (rustls,
+//! feature `tls`), and tokio time. It adds no timeouts of its own: attempt timeouts, the
+//! stagger, backoff and the deadline are all the session's timers.
 //!
 //! * [`refresh`] / [`refresh_with`]: one refresh episode, with per-attempt reports, live
 //!   [`Event`]s and an optional replayable [`stagger::Trace`].
@@ -25,15 +24,13 @@
 //! at once.
 #![warn(missing_docs)]
 
-mod attempt;
 mod client;
 mod clock;
 mod driver;
 mod error;
-mod ledger;
+mod host;
 mod options;
 pub mod properties;
-mod report;
 mod resolver;
 mod tls;
 mod transport;
@@ -43,8 +40,8 @@ pub use driver::{refresh, refresh_with};
 pub use error::Error;
 pub use options::{ClientCert, RefreshOptions, TlsOptions, TokenSource};
 pub use properties::{ClientProperties, ClientSettings};
-pub use report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome, RefreshReport};
 pub use resolver::{DnsOptions, Resolver};
+pub use stagger::report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome, RefreshReport};
 pub use stagger::ClientStats;
 
 /// The core crate, re-exported so users of the adapter need only one dependency.

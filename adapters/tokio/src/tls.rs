@@ -99,11 +99,10 @@ mod imp {
         }
 
         /// Runs the TLS handshake on a connected socket to `address` (`host:port`).
-        pub(crate) async fn handshake(&self, tcp: TcpStream, address: &str) -> Result<Transport, AttemptError> {
-            let host = match &self.server_name {
-                Some(name) => name.as_str(),
-                None => host_of(address),
-            };
+        /// Secures `tcp`, verifying the broker's certificate against `host` (the session's
+        /// server name: a host, no port), or the configured `server_name` instead.
+        pub(crate) async fn handshake(&self, tcp: TcpStream, host: &str) -> Result<Transport, AttemptError> {
+            let host = self.server_name.as_deref().unwrap_or(host);
             let name = ServerName::try_from(host.to_owned()).map_err(|e| {
                 AttemptError::with_detail(ErrorKind::Tls, format!("{host:?} is not a valid TLS server name: {e}"))
             })?;
@@ -136,22 +135,6 @@ mod imp {
             None => e.to_string(),
         }
     }
-
-    /// The host part of `host:port`, without the brackets of an IPv6 literal.
-    fn host_of(address: &str) -> &str {
-        let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
-        host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn host_of_strips_port_and_brackets() {
-            assert_eq!(super::host_of("kafka-1.example:9093"), "kafka-1.example");
-            assert_eq!(super::host_of("[::1]:9093"), "::1");
-            assert_eq!(super::host_of("127.0.0.1:9093"), "127.0.0.1");
-        }
-    }
 }
 
 #[cfg(not(feature = "tls"))]
@@ -171,7 +154,7 @@ mod imp {
             Err(ConfigError { field: "tls", problem: "stagger-tokio was built without its `tls` feature".into() })
         }
 
-        pub(crate) async fn handshake(&self, _tcp: TcpStream, _address: &str) -> Result<Transport, AttemptError> {
+        pub(crate) async fn handshake(&self, _tcp: TcpStream, _host: &str) -> Result<Transport, AttemptError> {
             match *self {}
         }
     }

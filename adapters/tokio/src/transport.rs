@@ -53,3 +53,15 @@ impl AsyncWrite for Transport {
         }
     }
 }
+
+/// Whether a read or write failed because TLS did (a rustls error inside the I/O error).
+#[cfg(feature = "tls")]
+pub(crate) fn is_tls_error(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
+}
+
+/// Without the `tls` feature no failure is TLS's.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn is_tls_error(_e: &io::Error) -> bool {
+    false
+}

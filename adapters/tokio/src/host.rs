@@ -1,0 +1,334 @@
+//! The session's host over tokio: carries out its actions (dial, send, close, look a name
+//! up, a nonce from the OS, a token from the token source) and reports what the sockets did.
+//! It decides nothing and speaks no Kafka: the [`Session`] does both.
+//!
+//! Every connection is a future owned by the host (no task is spawned), so dropping the
+//! host drops every socket before the drop returns, and a `Close` ends its connection the
+//! next time the host is polled (right after the actions are carried out).
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::future::{AbortHandle, Abortable};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use stagger::kafka::sasl::{Nonce, TokenSource};
+use stagger::kafka::validate;
+use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
+use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind, RefreshError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::resolver::Lookup;
+use crate::tls::Connector;
+use crate::transport::Transport;
+
+/// Bytes read from a socket at a time; the session reassembles frames of any size.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// What the host does besides TCP: TLS, where tokens come from, how names are looked up.
+#[derive(Debug)]
+pub(crate) struct Io {
+    pub(crate) tls: Option<Connector>,
+    pub(crate) tokens: Option<TokenSource>,
+    pub(crate) lookup: Lookup,
+}
+
+/// The end of a refresh, as the session announced it.
+pub(crate) enum Done {
+    Refreshed(u32),
+    Failed(u32, RefreshError),
+}
+
+/// What a connection's future or a lookup tells the host.
+enum Note {
+    Connected(ConnId),
+    Secured(ConnId),
+    Received(ConnId, Vec<u8>),
+    Closed(ConnId),
+    Failed(ConnId, AttemptError),
+    Resolved(AttemptId, Result<Vec<SocketAddr>, AttemptError>),
+}
+
+type Running = Abortable<Pin<Box<dyn Future<Output = ()> + Send>>>;
+
+/// A connection as the host holds it: where its writes go, and how to end it.
+struct Conn {
+    writes: mpsc::UnboundedSender<Bytes>,
+    abort: AbortHandle,
+}
+
+pub(crate) struct Host {
+    pub(crate) session: Session,
+    pub(crate) clock: Clock,
+    io: Arc<Io>,
+    conns: HashMap<ConnId, Conn>,
+    running: FuturesUnordered<Running>,
+    notes: (mpsc::UnboundedSender<Note>, mpsc::UnboundedReceiver<Note>),
+    done: VecDeque<Done>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("session", &self.session).field("conns", &self.conns.len()).finish()
+    }
+}
+
+impl Host {
+    /// A session over `seeds` (names resolved through the session, each address a
+    /// candidate) and its host; the settings are validated before any broker is contacted.
+    pub(crate) fn start(seeds: &[impl AsRef<str>], mut config: SessionConfig, io: Io) -> Result<Host, Error> {
+        let book = BrokerBook::resolving(seeds.iter().map(|s| s.as_ref()))?;
+        validate::seeds(&book)?;
+        validate::exchange(&config.exchange)?;
+        (config.tls, config.fresh_tokens) = (io.tls.is_some(), io.tokens.is_some());
+        let clock = Clock::start();
+        let session = Session::new(config, book, clock.now())?;
+        Ok(Host {
+            session,
+            clock,
+            io: Arc::new(io),
+            conns: HashMap::new(),
+            running: FuturesUnordered::new(),
+            notes: mpsc::unbounded_channel(),
+            done: VecDeque::new(),
+        })
+    }
+
+    /// The next refresh the session finished, if any.
+    pub(crate) fn take_done(&mut self) -> Option<Done> {
+        self.done.pop_front()
+    }
+
+    /// Waits until a connection or a lookup has news, the session's next timer is due, or
+    /// `other` completes (then its output is returned); reports what happened, then the
+    /// time, and carries out the actions that follow.
+    pub(crate) async fn wait<T>(&mut self, other: impl Future<Output = T>) -> Option<T> {
+        let due = self.session.poll_timeout();
+        let mut woken = None;
+        tokio::select! {
+            biased;
+            Some(note) = self.notes.1.recv() => {
+                self.note(note);
+                while let Ok(note) = self.notes.1.try_recv() {
+                    self.note(note);
+                }
+            }
+            Some(_) = self.running.next(), if !self.running.is_empty() => {}
+            out = other => woken = Some(out),
+            () = self.clock.sleep_until(due) => {}
+        }
+        // What happened first, then the time: an answer that came as its timer fell due wins.
+        self.session.handle_timeout(self.clock.now());
+        self.carry_out();
+        woken
+    }
+
+    /// Carries out the session's actions, and feeds what that produces at once (a nonce,
+    /// a token). Call after every `request_*` on the session.
+    pub(crate) fn carry_out(&mut self) {
+        let mut immediate = Vec::new();
+        loop {
+            while let Some(action) = self.session.poll_action() {
+                self.act(action, &mut immediate);
+            }
+            if immediate.is_empty() {
+                return;
+            }
+            let now = self.clock.now();
+            for event in immediate.drain(..) {
+                self.session.handle_event(now, event);
+            }
+        }
+    }
+
+    fn act(&mut self, action: Action, immediate: &mut Vec<Event<'static>>) {
+        match action {
+            Action::Dial { conn, address, tls } => self.dial(conn, address, tls),
+            Action::Send { conn, bytes } => {
+                if let Some(c) = self.conns.get(&conn) {
+                    let _ = c.writes.send(bytes);
+                }
+            }
+            // The connection's future ends at its next poll, and drops its socket.
+            Action::Close { conn } => {
+                if let Some(c) = self.conns.remove(&conn) {
+                    c.abort.abort();
+                }
+            }
+            Action::Resolve { lookup, name } => {
+                let (io, notes) = (self.io.clone(), self.notes.0.clone());
+                self.spawn(async move {
+                    let _ = notes.send(Note::Resolved(lookup, io.lookup.resolve(&name).await));
+                });
+            }
+            Action::NeedNonce { conn } => {
+                let mut bytes: Nonce = Default::default();
+                immediate.push(match getrandom::getrandom(&mut bytes) {
+                    Ok(()) => Event::Nonce { conn, bytes },
+                    Err(e) => {
+                        if let Some(c) = self.conns.remove(&conn) {
+                            c.abort.abort();
+                        }
+                        Event::IoError {
+                            conn,
+                            error: AttemptError::with_detail(ErrorKind::Io, format!("no nonce: {e}")),
+                        }
+                    }
+                });
+            }
+            Action::NeedToken { conn } => {
+                let token = self.io.tokens.as_ref().map_or_else(|| Err("no token source".into()), TokenSource::fetch);
+                immediate.push(Event::Token { conn, token });
+            }
+            Action::Refreshed { epoch, .. } => self.done.push_back(Done::Refreshed(epoch)),
+            Action::RefreshFailed { epoch, error } => self.done.push_back(Done::Failed(epoch, error)),
+            Action::Rebootstrapped => {}
+        }
+    }
+
+    /// Opens `conn`: its future connects, secures (with TLS, verifying `server_name`),
+    /// then moves bytes both ways until it fails, the broker closes it, or the host does.
+    fn dial(&mut self, conn: ConnId, address: Arc<str>, server_name: Option<Arc<str>>) {
+        let (writes, inbox) = mpsc::unbounded_channel();
+        let (io, notes) = (self.io.clone(), self.notes.0.clone());
+        let abort = self.spawn(converse(io, conn, address, server_name, inbox, notes));
+        self.conns.insert(conn, Conn { writes, abort });
+    }
+
+    fn spawn(&mut self, future: impl Future<Output = ()> + Send + 'static) -> AbortHandle {
+        let (abort, registration) = AbortHandle::new_pair();
+        let boxed: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(future);
+        self.running.push(Abortable::new(boxed, registration));
+        abort
+    }
+
+    /// Reports `note` to the session (news about a connection it closed is dropped here).
+    fn note(&mut self, note: Note) {
+        let now = self.clock.now();
+        let event = match &note {
+            Note::Resolved(..) => None,
+            Note::Connected(id)
+            | Note::Secured(id)
+            | Note::Received(id, _)
+            | Note::Closed(id)
+            | Note::Failed(id, _) => {
+                if !self.conns.contains_key(id) {
+                    return;
+                }
+                Some(*id)
+            }
+        };
+        if let (Some(id), Note::Closed(_) | Note::Failed(..)) = (event, &note) {
+            self.conns.remove(&id);
+        }
+        match note {
+            Note::Connected(conn) => self.session.handle_event(now, Event::Connected { conn }),
+            Note::Secured(conn) => self.session.handle_event(now, Event::Secured { conn }),
+            Note::Received(conn, bytes) => self.session.handle_event(now, Event::Received { conn, bytes: &bytes }),
+            Note::Closed(conn) => self.session.handle_event(now, Event::Closed { conn, how: CloseKind::Clean }),
+            Note::Failed(conn, error) => self.session.handle_event(now, Event::IoError { conn, error }),
+            Note::Resolved(lookup, result) => self.session.handle_event(now, Event::Resolved { lookup, result }),
+        }
+        self.carry_out();
+    }
+}
+
+/// One connection's life: connect, TLS, then bytes both ways. Every step is a [`Note`].
+async fn converse(
+    io: Arc<Io>,
+    conn: ConnId,
+    address: Arc<str>,
+    server_name: Option<Arc<str>>,
+    mut writes: mpsc::UnboundedReceiver<Bytes>,
+    notes: mpsc::UnboundedSender<Note>,
+) {
+    let tcp = match connect(&address).await {
+        Ok(tcp) => tcp,
+        Err(error) => return drop(notes.send(Note::Failed(conn, error))),
+    };
+    let _ = notes.send(Note::Connected(conn));
+    let mut transport = match &io.tls {
+        None => Transport::Tcp(tcp),
+        Some(tls) => match tls.handshake(tcp, server_name.as_deref().unwrap_or(&address)).await {
+            Ok(transport) => {
+                let _ = notes.send(Note::Secured(conn));
+                transport
+            }
+            Err(error) => return drop(notes.send(Note::Failed(conn, error))),
+        },
+    };
+    let mut buf = vec![0u8; READ_BUFFER];
+    loop {
+        tokio::select! {
+            biased;
+            bytes = writes.recv() => {
+                // The host forgot the connection: it is closed by this return.
+                let Some(bytes) = bytes else { return };
+                if let Err(e) = write(&mut transport, &bytes).await {
+                    return drop(notes.send(Note::Failed(conn, io_error(&e))));
+                }
+            }
+            read = transport.read(&mut buf) => match read {
+                Ok(0) => return drop(notes.send(Note::Closed(conn))),
+                Ok(n) => drop(notes.send(Note::Received(conn, buf[..n].to_vec()))),
+                Err(e) => return drop(notes.send(Note::Failed(conn, io_error(&e)))),
+            },
+        }
+    }
+}
+
+async fn write(transport: &mut Transport, bytes: &[u8]) -> io::Result<()> {
+    transport.write_all(bytes).await?;
+    transport.flush().await
+}
+
+/// Connects to `address` (`host:port`; a name is looked up by the system), trying each of
+/// its addresses in turn.
+async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
+    let addrs = tokio::net::lookup_host(address)
+        .await
+        .map_err(|e| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: {e}")))?;
+    let mut last = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(tcp) => {
+                // Requests are small and latency is the point: do not wait to coalesce.
+                let _ = tcp.set_nodelay(true);
+                return Ok(tcp);
+            }
+            Err(e) => last = Some(connect_error(addr, &e)),
+        }
+    }
+    Err(last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: no address"))))
+}
+
+/// Classifies a failed TCP connect: refused means nothing listens (a definite, fast "no").
+fn connect_error(addr: SocketAddr, e: &io::Error) -> AttemptError {
+    let kind = match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        _ => ErrorKind::Io,
+    };
+    AttemptError::with_detail(kind, format!("{addr}: {e}"))
+}
+
+/// Classifies a read or write failure on an established connection.
+fn io_error(e: &io::Error) -> AttemptError {
+    let kind = match e.kind() {
+        _ if crate::transport::is_tls_error(e) => ErrorKind::Tls,
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
+        _ => ErrorKind::Io,
+    };
+    AttemptError::with_detail(kind, e.to_string())
+}
