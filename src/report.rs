@@ -17,7 +17,7 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 
 use crate::error::{AttemptError, ErrorKind};
-use crate::refresh::{AttemptId, AttemptInfo, AttemptState, CancelReason, TimerKind};
+use crate::refresh::{AttemptId, AttemptInfo, AttemptPhase, AttemptState, CancelReason, TimerKind};
 use crate::session::AttemptNote;
 
 /// Something that happened during a refresh, for live views (a terminal progress display,
@@ -177,6 +177,32 @@ pub struct AttemptReport {
 }
 
 impl AttemptReport {
+    /// How far it got towards its broker's answer (see [`AttemptPhase`]).
+    pub fn phase(&self) -> AttemptPhase {
+        match (self.connected, self.answered) {
+            (_, Some(_)) => AttemptPhase::Answering,
+            (Some(_), None) => AttemptPhase::Silent,
+            (None, None) => AttemptPhase::Connecting,
+        }
+    }
+
+    /// Why it failed, if it did (its outcome's error).
+    pub fn error(&self) -> Option<&AttemptError> {
+        match &self.outcome {
+            AttemptOutcome::Failed(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Why the policy cancelled it, if it did (not for one that timed out or was rejected:
+    /// those failed).
+    pub fn cancelled(&self) -> Option<CancelReason> {
+        match self.outcome {
+            AttemptOutcome::Cancelled(reason) => Some(reason),
+            _ => None,
+        }
+    }
+
     /// The report of `attempt` from the policy's record (`info`, in a refresh that started
     /// at `origin`) and the session's note, for the broker at `broker`.
     pub fn new(

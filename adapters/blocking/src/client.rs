@@ -17,7 +17,6 @@ use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::session::SessionConfig;
 use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 
-use crate::driver::reports;
 use crate::error::Error;
 use crate::host::{Done, Host, Io};
 
@@ -202,16 +201,14 @@ impl Background {
     fn answer(&mut self, done: Done) {
         self.publish();
         let (epoch, answer) = match done {
-            Done::Refreshed(epoch, _) => {
+            Done::Refreshed(epoch) => {
                 let metadata = self.host.session.metadata().cloned().map(Arc::new);
                 if let Some(metadata) = &metadata {
                     *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
                 }
                 (epoch, metadata.ok_or(Error::Closed))
             }
-            Done::Failed(epoch, error) => {
-                (epoch, Err(Error::Refresh { error, attempts: reports(&self.host.session, epoch) }))
-            }
+            Done::Failed(epoch, error) => (epoch, Err(Error::Refresh { error, attempts: self.host.session.reports() })),
         };
         for reply in self.waiters.remove(&epoch).unwrap_or_default() {
             let _ = reply.send(answer.clone());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use stagger::{ConfigError, RefreshError};
 
-use crate::driver::AttemptReport;
+use stagger::report::AttemptReport;
 
 /// Why a refresh (or a [`crate::Client`] call) produced no metadata.
 #[derive(Clone, Debug)]

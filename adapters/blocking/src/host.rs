@@ -16,7 +16,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use stagger::kafka::sasl::{Nonce, TokenSource};
 use stagger::kafka::validate;
 use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
-use stagger::{AttemptError, AttemptId, BrokerBook, BrokerIndex, ErrorKind, Instant, RefreshError};
+use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind, Instant, RefreshError};
 
 use crate::error::Error;
 use crate::transport::Transport;
@@ -38,7 +38,7 @@ impl Clock {
 
 /// The end of a refresh, as the session announced it.
 pub(crate) enum Done {
-    Refreshed(u32, BrokerIndex),
+    Refreshed(u32),
     Failed(u32, RefreshError),
 }
 
@@ -191,7 +191,7 @@ impl Host {
                         self.io.tokens.as_ref().map_or_else(|| Err("no token source".into()), TokenSource::fetch);
                     self.feed(Event::Token { conn, token });
                 }
-                Action::Refreshed { epoch, broker, .. } => self.done.push_back(Done::Refreshed(epoch, broker)),
+                Action::Refreshed { epoch, .. } => self.done.push_back(Done::Refreshed(epoch)),
                 Action::RefreshFailed { epoch, error } => self.done.push_back(Done::Failed(epoch, error)),
                 Action::Rebootstrapped => {}
             }

@@ -35,11 +35,12 @@ mod options;
 mod transport;
 
 pub use client::{Client, ClientOptions};
-pub use driver::{refresh, refresh_with, AttemptReport, RefreshOutcome};
+pub use driver::{refresh, refresh_with};
 pub use error::Error;
 pub use options::RefreshOptions;
 #[cfg(feature = "tls")]
 pub use options::Tls;
+pub use stagger::report::{AttemptOutcome, AttemptReport, RefreshOutcome, RefreshReport};
 pub use stagger::ClientStats;
 
 /// The core crate, re-exported so users of the adapter need only one dependency.

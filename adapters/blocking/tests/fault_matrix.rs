@@ -19,7 +19,7 @@ fn options() -> RefreshOptions {
 }
 
 fn kind(report: &AttemptReport) -> Option<ErrorKind> {
-    report.error.as_ref().map(|e| e.kind)
+    report.error().map(|e| e.kind)
 }
 
 /// The whole row for `fault`: faulty then healthy, then the faulty broker alone.
@@ -36,7 +36,7 @@ fn row(fault: Fault) {
             assert_eq!(core.reason, GiveUpReason::Fatal, "{fault:?}: {error}");
             assert_eq!(attempts.len(), 1, "{fault:?}: only the faulty broker was asked: {attempts:?}");
             assert_eq!(kind(&attempts[0]), Some(expected), "{fault:?}");
-            assert_eq!(attempts[0].info.first_frame_at.is_some(), fault.answers(), "{fault:?}: {:?}", attempts[0]);
+            assert_eq!(attempts[0].answered.is_some(), fault.answers(), "{fault:?}: {:?}", attempts[0]);
             let healthy = core.brokers.iter().find(|b| *b.address == lab.healthy()).expect("healthy broker listed");
             assert_eq!(healthy.attempts, 0, "{fault:?}: {error}");
             assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
@@ -45,11 +45,11 @@ fn row(fault: Fault) {
             assert_eq!(outcome.winner, lab.healthy(), "{fault:?}");
             let first = &outcome.attempts[0];
             assert_eq!(first.broker, faulty.address);
-            let error = first.error.as_ref().unwrap_or_else(|| panic!("{fault:?}: {first:?}"));
+            let error = first.error().unwrap_or_else(|| panic!("{fault:?}: {first:?}"));
             assert_eq!(error.kind, expected, "{fault:?}: {error}");
             assert!(error.to_string().contains(fault.says()), "{fault:?}: {error}");
-            assert_eq!(first.info.first_frame_at.is_some(), fault.answers(), "{fault:?}: {first:?}");
-            assert_eq!(outcome.attempts[1].info.state, stagger::AttemptState::Won, "{fault:?}");
+            assert_eq!(first.answered.is_some(), fault.answers(), "{fault:?}: {first:?}");
+            assert_eq!(outcome.attempts[1].outcome, stagger::report::AttemptOutcome::Won, "{fault:?}");
         }
         assert_eq!(sockets_to(&[port(&faulty.address)]), faulty.baseline, "{fault:?}: its socket is closed");
 
@@ -158,7 +158,7 @@ fn only_faulty_brokers_give_up_with_every_brokers_error() {
             let listed = core.brokers.iter().find(|b| *b.address == broker.address).expect("listed");
             assert_eq!(listed.last_error.as_ref().map(|e| e.kind), Some(fault.expected()), "{fault:?}: {error}");
             assert_eq!(kind(report), Some(fault.expected()), "{fault:?}");
-            assert_eq!(report.info.first_frame_at.is_some(), fault.answers(), "{fault:?}: {report:?}");
+            assert_eq!(report.answered.is_some(), fault.answers(), "{fault:?}: {report:?}");
             assert_eq!(sockets_to(&[port(&broker.address)]), broker.baseline, "{fault:?}");
         }
     });
@@ -184,7 +184,7 @@ fn a_fatal_answer_cancels_every_attempt_in_flight() {
         let by_broker = |address: &str| attempts.iter().find(|a| a.broker == address).expect("attempted");
         assert_eq!(kind(by_broker(&auth.address)), Some(ErrorKind::BrokerError(SASL_AUTHENTICATION_FAILED)));
         for faulty in [&silent, &unanswered] {
-            assert_eq!(by_broker(&faulty.address).cancelled, Some(CancelReason::Fatal));
+            assert_eq!(by_broker(&faulty.address).cancelled(), Some(CancelReason::Fatal));
             assert_eq!(sockets_to(&[port(&faulty.address)]), faulty.baseline);
         }
     });

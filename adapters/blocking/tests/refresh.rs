@@ -17,11 +17,12 @@ fn healthy_cluster_metadata_matches_what_librdkafka_sees() {
         let outcome = refresh_with(&RefreshOptions::default(), &mock.seeds(&[1, 2, 3, 4, 5])).expect("refresh");
         assert_eq!(View::of(&outcome.metadata), mock.view);
         assert!(outcome.metadata_version.is_some());
-        let won: Vec<_> = outcome.attempts.iter().filter(|a| a.info.state == stagger::AttemptState::Won).collect();
+        let won: Vec<_> =
+            outcome.attempts.iter().filter(|a| a.outcome == stagger::report::AttemptOutcome::Won).collect();
         assert_eq!(won.len(), 1, "{:#?}", outcome.attempts);
         assert_eq!(won[0].broker, outcome.winner);
-        assert_eq!(won[0].info.phase(), stagger::AttemptPhase::Answering);
-        assert!(outcome.attempts.iter().all(|a| a.error.is_none()), "{:#?}", outcome.attempts);
+        assert_eq!(won[0].phase(), stagger::AttemptPhase::Answering);
+        assert!(outcome.attempts.iter().all(|a| a.error().is_none()), "{:#?}", outcome.attempts);
         assert_eq!(sockets_to(&mock.ports()), 0, "every socket is closed when the refresh returns");
     });
 }
@@ -39,8 +40,8 @@ fn hung_brokers_first_are_hedged_past_and_closed() {
         assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
         assert_eq!(outcome.winner, mock.address(4));
         for hung in &outcome.attempts[..3] {
-            assert_eq!(hung.info.phase(), stagger::AttemptPhase::Silent, "{hung:?}");
-            assert!(hung.cancelled.is_some(), "{hung:?}");
+            assert_eq!(hung.phase(), stagger::AttemptPhase::Silent, "{hung:?}");
+            assert!(hung.cancelled().is_some(), "{hung:?}");
         }
         assert_eq!(sockets_to(&mock.ports()), 0);
     });
@@ -56,7 +57,7 @@ fn refused_brokers_first_fail_at_once_and_the_next_answers() {
         assert!(metadata.topics.iter().any(|t| t.name == "alpha"));
         let outcome = refresh_with(&RefreshOptions::default(), &mock.seeds(&[1, 2, 3])).expect("refresh");
         for refused in &outcome.attempts[..2] {
-            assert_eq!(refused.error.as_ref().map(|e| e.kind), Some(ErrorKind::Refused), "{refused:?}");
+            assert_eq!(refused.error().map(|e| e.kind), Some(ErrorKind::Refused), "{refused:?}");
         }
         assert_eq!(outcome.winner, mock.address(3));
     });
@@ -82,7 +83,7 @@ fn a_host_name_resolved_through_the_core_makes_each_address_a_candidate() {
         let port = mock.ports()[0];
         let options = RefreshOptions { resolve_names: true, ..RefreshOptions::default() };
         let outcome = refresh_with(&options, &[format!("localhost:{port}")]).expect("refresh");
-        assert_eq!(outcome.attempts[0].info.state, stagger::AttemptState::Resolved, "{:?}", outcome.attempts);
+        assert_eq!(outcome.attempts[0].outcome.name(), "resolved", "{:?}", outcome.attempts);
         assert_eq!(outcome.attempts[0].broker, format!("localhost:{port}"));
         assert!(outcome.winner.ends_with(&format!(":{port}")) && !outcome.winner.starts_with("localhost"));
         let nowhere = refresh_with(&options, &["nowhere.invalid:9092"]).expect_err("no such name");
@@ -121,7 +122,7 @@ fn the_deadline_gives_up_with_every_brokers_error_and_closes_every_socket() {
         assert_eq!(error.brokers.len(), 3);
         assert_eq!(attempts.len(), 3);
         for a in attempts {
-            assert_eq!(a.cancelled, Some(CancelReason::Deadline), "{a:?}");
+            assert_eq!(a.cancelled(), Some(CancelReason::Deadline), "{a:?}");
             assert!(error.to_string().contains(&a.broker), "{error}");
         }
         assert_eq!(sockets_to(&mock.ports()), 0, "the deadline closed every attempt's socket");

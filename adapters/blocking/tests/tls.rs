@@ -58,7 +58,7 @@ fn a_certificate_from_an_unknown_ca_is_a_tls_error() {
         let error =
             refresh_with(&options(Some(trusting(&pki))), std::slice::from_ref(&proxy.address)).expect_err("untrusted");
         let Error::Refresh { attempts, .. } = &error else { panic!("{error}") };
-        let failure = attempts[0].error.as_ref().expect("failed");
+        let failure = attempts[0].error().expect("failed");
         assert_eq!(failure.kind, ErrorKind::Tls, "{failure}");
         assert!(failure.to_string().contains("UnknownIssuer"), "{failure}");
         assert_eq!(sockets_to(&[matrix::port(&proxy.address)]), 0);
@@ -74,7 +74,7 @@ fn a_plaintext_client_at_a_tls_port_is_told_so() {
         let proxy = fixtures.block_on(Proxy::start(&mock.address(1), Fault::Tls(pki.server.clone())));
         let error = refresh_with(&options(None), std::slice::from_ref(&proxy.address)).expect_err("plaintext at TLS");
         let Error::Refresh { attempts, .. } = &error else { panic!("{error}") };
-        let failure = attempts[0].error.as_ref().expect("failed");
+        let failure = attempts[0].error().expect("failed");
         assert_eq!(failure.kind, ErrorKind::Tls, "{failure}");
         assert!(failure.to_string().contains("configure TLS"), "{failure}");
     });
