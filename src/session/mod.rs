@@ -110,12 +110,14 @@ use crate::refresh::Refresh;
 use crate::time::Instant;
 use crate::BrokerIndex;
 
+mod callers;
 mod conns;
 mod contract;
 mod drive;
 mod notes;
 mod observe;
 
+pub use callers::{Answer, Callers};
 pub use contract::{Action, AttemptNote, CloseKind, ConnId, Event, SessionConfig};
 
 /// One client's whole conversation with a Kafka cluster (see the module documentation).

@@ -6,7 +6,6 @@
 //! poll loop; [`Client`] handles send it requests over a channel and wake its poll. Closing
 //! or dropping the client stops that thread, and returns once every socket is closed.
 
-use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -14,11 +13,11 @@ use std::time::Duration;
 
 use mio::Waker;
 use stagger::kafka::sasl::{Sasl, Secret};
-use stagger::session::SessionConfig;
-use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
+use stagger::session::{Callers, SessionConfig};
+use stagger::{ClientStats, ClusterConfig, Metadata, RefreshCause};
 
-use crate::error::Error;
-use crate::host::{Done, Host, Io};
+use crate::host::{Host, Io};
+use crate::Error;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]
@@ -83,7 +82,7 @@ impl Client {
         let host = Host::start(seeds, SessionConfig { cluster: config, exchange, ..Default::default() }, io)?;
         let waker = host.waker();
         let shared = Arc::new(Shared::default());
-        let background = Background { host, waiters: HashMap::new(), shared: shared.clone() };
+        let background = Background { host, callers: Callers::default(), shared: shared.clone() };
         let (requests, inbox) = mpsc::channel();
         let thread = std::thread::Builder::new().name("stagger-client".into()).spawn(move || background.run(inbox))?;
         Ok(Client { requests, waker, shared, max_age, thread: Some(thread) })
@@ -152,8 +151,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The background thread: the session's host, and the callers waiting for a refresh.
 struct Background {
     host: Host,
-    /// Callers waiting, by refresh epoch.
-    waiters: HashMap<u32, Vec<Reply>>,
+    callers: Callers<Reply>,
     shared: Arc<Shared>,
 }
 
@@ -161,61 +159,40 @@ impl Background {
     fn run(mut self, inbox: Receiver<Request>) {
         loop {
             self.host.settle();
+            // Stats and cache are published before callers are answered, so what a caller
+            // reads next is up to date.
+            *lock(&self.shared.stats) = self.host.session.stats();
             while let Some(done) = self.host.take_done() {
-                self.answer(done);
+                let Some((answer, replies)) = self.callers.answer(&self.host.session, &done) else { continue };
+                if let Ok(metadata) = &answer {
+                    *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
+                }
+                for reply in replies {
+                    let _ = reply.send(answer.clone());
+                }
             }
-            self.publish();
             if let Err(e) = self.host.wait() {
-                // The poll itself failed: nothing more can be done; tell every waiter why.
+                // The poll itself failed: nothing more can be done; tell every caller why.
                 let error = Error::from(e);
-                for reply in self.waiters.drain().flat_map(|(_, replies)| replies) {
+                for reply in self.callers.drain() {
                     let _ = reply.send(Err(error.clone()));
                 }
                 return;
             }
             loop {
                 match inbox.try_recv() {
-                    Ok(Request::Refresh(reply, cause, broker)) => self.request(reply, cause, broker),
+                    Ok(Request::Refresh(reply, cause, broker)) => {
+                        let (session, now) = (&mut self.host.session, self.host.clock.now());
+                        if let Err((reply, error)) = self.callers.request(session, now, cause, broker.as_deref(), reply)
+                        {
+                            let _ = reply.send(Err(error));
+                        }
+                    }
                     // Dropping the host closes every socket.
                     Ok(Request::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
             }
         }
-    }
-
-    fn request(&mut self, reply: Reply, cause: RefreshCause, broker: Option<String>) {
-        let session = &mut self.host.session;
-        let broker = broker.and_then(|b| session.cluster().book().find(&b));
-        let epoch = session.request_refresh_because(self.host.clock.now(), cause, broker);
-        if session.cluster().current().map(|r| r.epoch()) == Some(epoch) {
-            self.waiters.entry(epoch).or_default().push(reply);
-        } else {
-            // Cannot happen with a validated config and a non-empty book; never hang a caller.
-            let _ = reply.send(Err(Error::Config(ConfigError::new("cluster", "the core could not start a refresh"))));
-        }
-    }
-
-    /// Answers the callers of a finished refresh; the cache and stats are published first,
-    /// so what a caller reads next is up to date.
-    fn answer(&mut self, done: Done) {
-        self.publish();
-        let (epoch, answer) = match done {
-            Done::Refreshed(epoch) => {
-                let metadata = self.host.session.metadata().cloned().map(Arc::new);
-                if let Some(metadata) = &metadata {
-                    *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
-                }
-                (epoch, metadata.ok_or(Error::Closed))
-            }
-            Done::Failed(epoch, error) => (epoch, Err(Error::Refresh { error, attempts: self.host.session.reports() })),
-        };
-        for reply in self.waiters.remove(&epoch).unwrap_or_default() {
-            let _ = reply.send(answer.clone());
-        }
-    }
-
-    fn publish(&self) {
-        *lock(&self.shared.stats) = self.host.session.stats();
     }
 }

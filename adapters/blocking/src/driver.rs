@@ -2,12 +2,12 @@
 //! its [`Host`], until the session says the refresh is done.
 
 use stagger::report::RefreshOutcome;
-use stagger::session::SessionConfig;
+use stagger::session::{Action, SessionConfig};
 use stagger::{ClusterConfig, Metadata, RefreshConfig};
 
-use crate::error::Error;
-use crate::host::{Done, Host, Io};
+use crate::host::{Host, Io};
 use crate::options::RefreshOptions;
+use crate::Error;
 
 /// Fetches cluster metadata from `seeds` (`host:port`) with the policy `config`.
 ///
@@ -36,9 +36,11 @@ pub fn refresh_with(options: &RefreshOptions, seeds: &[impl AsRef<str>]) -> Resu
     loop {
         host.settle();
         match host.take_done() {
-            Some(Done::Refreshed(_)) => return host.session.outcome().ok_or(Error::Closed),
-            Some(Done::Failed(_, error)) => return Err(Error::Refresh { error, attempts: host.session.reports() }),
-            None => host.wait()?,
+            Some(Action::Refreshed { .. }) => return host.session.outcome().ok_or(Error::Closed),
+            Some(Action::RefreshFailed { error, .. }) => {
+                return Err(Error::Refresh { error, attempts: host.session.reports(), trace: None })
+            }
+            _ => host.wait()?,
         }
     }
 }

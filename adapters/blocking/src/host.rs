@@ -16,10 +16,10 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use stagger::kafka::sasl::{Nonce, TokenSource};
 use stagger::kafka::validate;
 use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
-use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind, Instant, RefreshError};
+use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind, Instant};
 
-use crate::error::Error;
 use crate::transport::Transport;
+use crate::Error;
 
 /// Wakes the loop (a lookup answered, a caller asked); a connection's token is its id (≥ 1).
 const WAKE: Token = Token(0);
@@ -34,12 +34,6 @@ impl Clock {
     pub(crate) fn now(&self) -> Instant {
         Instant::from_micros(u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
-}
-
-/// The end of a refresh, as the session announced it.
-pub(crate) enum Done {
-    Refreshed(u32),
-    Failed(u32, RefreshError),
 }
 
 /// What the host does besides TCP: TLS, and where tokens come from.
@@ -88,7 +82,8 @@ pub(crate) struct Host {
     conns: HashMap<ConnId, Conn>,
     /// Connections with something to write or read.
     dirty: Vec<ConnId>,
-    done: VecDeque<Done>,
+    /// `Refreshed` and `RefreshFailed`, until the caller takes them.
+    done: VecDeque<Action>,
     buf: Vec<u8>,
 }
 
@@ -120,7 +115,7 @@ impl Host {
     }
 
     /// The next refresh the session finished, if any.
-    pub(crate) fn take_done(&mut self) -> Option<Done> {
+    pub(crate) fn take_done(&mut self) -> Option<Action> {
         self.done.pop_front()
     }
 
@@ -191,8 +186,7 @@ impl Host {
                         self.io.tokens.as_ref().map_or_else(|| Err("no token source".into()), TokenSource::fetch);
                     self.feed(Event::Token { conn, token });
                 }
-                Action::Refreshed { epoch, .. } => self.done.push_back(Done::Refreshed(epoch)),
-                Action::RefreshFailed { epoch, error } => self.done.push_back(Done::Failed(epoch, error)),
+                done @ (Action::Refreshed { .. } | Action::RefreshFailed { .. }) => self.done.push_back(done),
                 Action::Rebootstrapped => {}
             }
         }
@@ -252,7 +246,7 @@ impl Host {
                     conn.state = State::Connecting { tcp, addr, rest: addrs };
                     return;
                 }
-                Err(e) => last = Some(connect_error(addr, &e)),
+                Err(e) => last = Some(stagger::report::connect_error(addr, &e)),
             }
         }
         self.fail(id, last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, "the name has no address")));
@@ -280,7 +274,7 @@ impl Host {
                         continue;
                     }
                     Err(e) => {
-                        let (error, rest) = (connect_error(*addr, &e), std::mem::take(rest));
+                        let (error, rest) = (stagger::report::connect_error(*addr, &e), std::mem::take(rest));
                         return self.connect(id, rest, Some(error));
                     }
                 },
@@ -348,25 +342,7 @@ fn connected(tcp: &TcpStream) -> io::Result<bool> {
     }
 }
 
-/// Classifies a failed TCP connect: refused means nothing listens (a definite, fast "no").
-fn connect_error(addr: SocketAddr, e: &io::Error) -> AttemptError {
-    let kind = match e.kind() {
-        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
-        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
-        _ => ErrorKind::Io,
-    };
-    AttemptError::with_detail(kind, format!("{addr}: {e}"))
-}
-
 /// Classifies a read or write failure on an established connection.
 fn io_error(transport: &Transport, e: &io::Error) -> AttemptError {
-    let kind = match e.kind() {
-        _ if transport.is_handshaking() || crate::transport::is_tls_error(e) => ErrorKind::Tls,
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
-        _ => ErrorKind::Io,
-    };
-    AttemptError::with_detail(kind, e.to_string())
+    stagger::report::io_error(e, transport.is_handshaking() || crate::transport::is_tls_error(e))
 }

@@ -29,17 +29,18 @@
 
 mod client;
 mod driver;
-mod error;
 mod host;
 mod options;
 mod transport;
 
 pub use client::{Client, ClientOptions};
 pub use driver::{refresh, refresh_with};
-pub use error::Error;
 pub use options::RefreshOptions;
 #[cfg(feature = "tls")]
 pub use options::Tls;
+/// The error of every call: bad settings, a refresh that gave up (with every attempt's
+/// report), a failed host, a closed client — the same type in every adapter.
+pub use stagger::report::ClientError as Error;
 pub use stagger::report::{AttemptOutcome, AttemptReport, RefreshOutcome, RefreshReport};
 pub use stagger::ClientStats;
 

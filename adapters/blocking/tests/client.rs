@@ -142,7 +142,7 @@ fn a_client_with_only_dead_brokers_names_every_brokers_error() {
         config.refresh.retry.retries = 0;
         let client = Client::new(config, &mock.seeds(&[1, 2]), ClientOptions::default()).unwrap();
         let error = client.metadata().expect_err("every broker is down");
-        let Error::Refresh { error: core, attempts } = &error else { panic!("{error}") };
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
         assert_eq!(core.brokers.len(), 2);
         // Every attempt of the refresh, read from the core's record of it.
         assert_eq!(attempts.len(), 2, "one pass, one attempt per broker: {attempts:#?}");

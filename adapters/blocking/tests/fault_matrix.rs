@@ -32,7 +32,7 @@ fn row(fault: Fault) {
         let result = refresh_with(&options(), &[faulty.address.clone(), lab.healthy()]);
         if fault.fatal() {
             let error = result.expect_err("a fatal error ends the refresh");
-            let Error::Refresh { error: core, attempts } = &error else { panic!("{fault:?}: {error}") };
+            let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{fault:?}: {error}") };
             assert_eq!(core.reason, GiveUpReason::Fatal, "{fault:?}: {error}");
             assert_eq!(attempts.len(), 1, "{fault:?}: only the faulty broker was asked: {attempts:?}");
             assert_eq!(kind(&attempts[0]), Some(expected), "{fault:?}");
@@ -55,7 +55,7 @@ fn row(fault: Fault) {
 
         // Only the faulty broker: the refresh gives up with its error.
         let error = refresh_with(&options(), std::slice::from_ref(&faulty.address)).expect_err("gives up");
-        let Error::Refresh { error: core, attempts } = &error else { panic!("{fault:?}: {error}") };
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{fault:?}: {error}") };
         let reason = if fault.fatal() { GiveUpReason::Fatal } else { GiveUpReason::AllFailed { passes: 1 } };
         assert_eq!(core.reason, reason, "{fault:?}: {error}");
         assert_eq!(core.brokers[0].last_error.as_ref().map(|e| e.kind), Some(expected), "{fault:?}: {error}");
@@ -151,7 +151,7 @@ fn only_faulty_brokers_give_up_with_every_brokers_error() {
             Fault::ALL.into_iter().filter(|f| !f.fatal()).map(|f| (f, fixtures.block_on(lab.faulty(f)))).collect();
         let seeds: Vec<String> = brokers.iter().map(|(_, b)| b.address.clone()).collect();
         let error = refresh_with(&options(), &seeds).expect_err("every broker is faulty");
-        let Error::Refresh { error: core, attempts } = &error else { panic!("{error}") };
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
         assert_eq!(core.reason, GiveUpReason::AllFailed { passes: 1 }, "{error}");
         assert_eq!(attempts.len(), brokers.len());
         for ((fault, broker), report) in brokers.iter().zip(attempts) {
@@ -179,7 +179,7 @@ fn a_fatal_answer_cancels_every_attempt_in_flight() {
         config.fanout.tuning.cancel_silent_on_answer = false;
         let seeds = [silent.address.clone(), unanswered.address.clone(), auth.address.clone()];
         let error = refresh_with(&RefreshOptions { config, ..Default::default() }, &seeds).expect_err("fatal");
-        let Error::Refresh { error: core, attempts } = &error else { panic!("{error}") };
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
         assert_eq!(core.reason, GiveUpReason::Fatal, "{error}");
         let by_broker = |address: &str| attempts.iter().find(|a| a.broker == address).expect("attempted");
         assert_eq!(kind(by_broker(&auth.address)), Some(ErrorKind::BrokerError(SASL_AUTHENTICATION_FAILED)));

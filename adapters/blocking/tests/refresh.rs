@@ -117,7 +117,7 @@ fn the_deadline_gives_up_with_every_brokers_error_and_closes_every_socket() {
         let error = refresh_with(&RefreshOptions { config, ..Default::default() }, &mock.seeds(&[1, 2, 3]))
             .expect_err("every broker is hung");
         assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
-        let Error::Refresh { error, attempts } = &error else { panic!("{error}") };
+        let Error::Refresh { error, attempts, .. } = &error else { panic!("{error}") };
         assert_eq!(error.reason, GiveUpReason::DeadlineExceeded, "{error}");
         assert_eq!(error.brokers.len(), 3);
         assert_eq!(attempts.len(), 3);

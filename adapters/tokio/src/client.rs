@@ -7,21 +7,20 @@
 //! [`Host`]; [`Client`] handles talk to it over a channel. Closing or dropping the client
 //! stops that task, which closes every socket.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use stagger::kafka::sasl::{Sasl, Secret};
-use stagger::session::SessionConfig;
+use stagger::session::{Callers, SessionConfig};
 use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::error::Error;
-use crate::host::{Done, Host, Io};
+use crate::host::{Host, Io};
 use crate::options::{TlsOptions, TokenSource};
 use crate::resolver::Lookup;
 use crate::tls;
+use crate::Error;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
 #[derive(Clone, Debug, Default)]
@@ -86,7 +85,7 @@ impl Client {
         let host = Host::start(seeds, SessionConfig { cluster: config, exchange, ..SessionConfig::default() }, io)?;
         let shared = Arc::new(Shared::default());
         let (requests, inbox) = mpsc::unbounded_channel();
-        let background = Background { host, waiters: HashMap::new(), shared: shared.clone() };
+        let background = Background { host, callers: Callers::default(), shared: shared.clone() };
         let task = runtime.spawn(background.run(inbox));
         Ok(Client { requests, shared, max_age: config.refresh_interval, task: Some(task) })
     }
@@ -152,65 +151,40 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The connection kept from the last winning attempt.
+/// The task that owns the host, and the callers waiting on its refreshes.
 struct Background {
     host: Host,
-    waiters: HashMap<u32, Vec<Reply>>,
+    callers: Callers<Reply>,
     shared: Arc<Shared>,
 }
 
 impl Background {
     async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Request>) {
         loop {
+            // Stats and cache are published before callers are answered, so what a caller
+            // reads next is up to date.
+            *lock(&self.shared.stats) = self.host.session.stats();
             while let Some(done) = self.host.take_done() {
-                self.answer(done);
+                let Some((answer, replies)) = self.callers.answer(&self.host.session, &done) else { continue };
+                if let Ok(metadata) = &answer {
+                    *lock(&self.shared.cache) = Some((metadata.clone(), tokio::time::Instant::now()));
+                }
+                for reply in replies {
+                    let _ = reply.send(answer.clone());
+                }
             }
-            self.publish();
             // Dropping the host (on return) closes every socket.
             match self.host.wait(inbox.recv()).await {
                 None => {}
-                Some(Some(Request::Refresh(reply, cause, broker))) => self.request(reply, cause, broker),
+                Some(Some(Request::Refresh(reply, cause, broker))) => {
+                    let (session, now) = (&mut self.host.session, self.host.clock.now());
+                    if let Err((reply, error)) = self.callers.request(session, now, cause, broker.as_deref(), reply) {
+                        let _ = reply.send(Err(error));
+                    }
+                    self.host.carry_out();
+                }
                 Some(Some(Request::Close) | None) => return,
             }
         }
-    }
-
-    fn request(&mut self, reply: Reply, cause: RefreshCause, broker: Option<String>) {
-        let session = &mut self.host.session;
-        let broker = broker.and_then(|b| session.cluster().book().find(&b));
-        let epoch = session.request_refresh_because(self.host.clock.now(), cause, broker);
-        if session.cluster().current().map(|r| r.epoch()) == Some(epoch) {
-            self.waiters.entry(epoch).or_default().push(reply);
-        } else {
-            // Cannot happen with a validated config and a non-empty book; never hang a caller.
-            let problem = "the core could not start a refresh".into();
-            let _ = reply.send(Err(Error::Config(ConfigError { field: "cluster", problem })));
-        }
-        self.host.carry_out();
-    }
-
-    /// Answers the callers of a finished refresh (stats and cache are published first, so
-    /// what a caller reads next is up to date).
-    fn answer(&mut self, done: Done) {
-        self.publish();
-        let (epoch, answer) = match done {
-            Done::Refreshed(epoch) => {
-                let metadata = self.host.session.metadata().cloned().map(Arc::new);
-                if let Some(metadata) = &metadata {
-                    *lock(&self.shared.cache) = Some((metadata.clone(), tokio::time::Instant::now()));
-                }
-                (epoch, metadata.ok_or(Error::Closed))
-            }
-            Done::Failed(epoch, error) => {
-                (epoch, Err(Error::Refresh { error, attempts: self.host.session.reports(), trace: None }))
-            }
-        };
-        for reply in self.waiters.remove(&epoch).unwrap_or_default() {
-            let _ = reply.send(answer.clone());
-        }
-    }
-
-    fn publish(&self) {
-        *lock(&self.shared.stats) = self.host.session.stats();
     }
 }

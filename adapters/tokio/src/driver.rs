@@ -2,14 +2,14 @@
 //! [`Host`], until the session says the refresh is done.
 
 use stagger::report::{Event, RefreshOutcome};
-use stagger::session::SessionConfig;
+use stagger::session::{Action, SessionConfig};
 use stagger::{ClusterConfig, Metadata, RefreshConfig};
 
-use crate::error::Error;
-use crate::host::{Done, Host, Io};
+use crate::host::{Host, Io};
 use crate::options::RefreshOptions;
 use crate::resolver::Lookup;
 use crate::tls;
+use crate::Error;
 
 /// Name written into recorded traces.
 const RECORDER: &str = concat!("stagger-tokio ", env!("CARGO_PKG_VERSION"));
@@ -54,12 +54,12 @@ pub async fn refresh_with(
             observer(&event);
         }
         match host.take_done() {
-            Some(Done::Refreshed(_)) => return host.session.outcome().ok_or(Error::Closed),
-            Some(Done::Failed(_, error)) => {
+            Some(Action::Refreshed { .. }) => return host.session.outcome().ok_or(Error::Closed),
+            Some(Action::RefreshFailed { error, .. }) => {
                 let (attempts, trace) = (host.session.reports(), host.session.last_trace().cloned().map(Box::new));
                 return Err(Error::Refresh { error, attempts, trace });
             }
-            None => {
+            _ => {
                 host.wait(std::future::pending::<()>()).await;
             }
         }

@@ -18,17 +18,18 @@ use futures_util::future::{AbortHandle, Abortable};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use stagger::kafka::sasl::{Nonce, TokenSource};
 use stagger::kafka::validate;
+use stagger::report::{connect_error, io_error};
 use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
-use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind, RefreshError};
+use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use crate::clock::Clock;
-use crate::error::Error;
 use crate::resolver::Lookup;
 use crate::tls::Connector;
 use crate::transport::Transport;
+use crate::Error;
 
 /// Bytes read from a socket at a time; the session reassembles frames of any size.
 const READ_BUFFER: usize = 64 * 1024;
@@ -39,12 +40,6 @@ pub(crate) struct Io {
     pub(crate) tls: Option<Connector>,
     pub(crate) tokens: Option<TokenSource>,
     pub(crate) lookup: Lookup,
-}
-
-/// The end of a refresh, as the session announced it.
-pub(crate) enum Done {
-    Refreshed(u32),
-    Failed(u32, RefreshError),
 }
 
 /// What a connection's future or a lookup tells the host.
@@ -72,7 +67,8 @@ pub(crate) struct Host {
     conns: HashMap<ConnId, Conn>,
     running: FuturesUnordered<Running>,
     notes: (mpsc::UnboundedSender<Note>, mpsc::UnboundedReceiver<Note>),
-    done: VecDeque<Done>,
+    /// `Refreshed` and `RefreshFailed`, until the caller takes them.
+    done: VecDeque<Action>,
 }
 
 impl std::fmt::Debug for Host {
@@ -102,8 +98,8 @@ impl Host {
         })
     }
 
-    /// The next refresh the session finished, if any.
-    pub(crate) fn take_done(&mut self) -> Option<Done> {
+    /// The next end of a refresh the session announced (`Refreshed` or `RefreshFailed`).
+    pub(crate) fn take_done(&mut self) -> Option<Action> {
         self.done.pop_front()
     }
 
@@ -188,8 +184,7 @@ impl Host {
                 let token = self.io.tokens.as_ref().map_or_else(|| Err("no token source".into()), TokenSource::fetch);
                 immediate.push(Event::Token { conn, token });
             }
-            Action::Refreshed { epoch, .. } => self.done.push_back(Done::Refreshed(epoch)),
-            Action::RefreshFailed { epoch, error } => self.done.push_back(Done::Failed(epoch, error)),
+            done @ (Action::Refreshed { .. } | Action::RefreshFailed { .. }) => self.done.push_back(done),
             Action::Rebootstrapped => {}
         }
     }
@@ -273,13 +268,13 @@ async fn converse(
                 // The host forgot the connection: it is closed by this return.
                 let Some(bytes) = bytes else { return };
                 if let Err(e) = write(&mut transport, &bytes).await {
-                    return drop(notes.send(Note::Failed(conn, io_error(&e))));
+                    return drop(notes.send(Note::Failed(conn, io_error(&e, crate::transport::is_tls_error(&e)))));
                 }
             }
             read = transport.read(&mut buf) => match read {
                 Ok(0) => return drop(notes.send(Note::Closed(conn))),
                 Ok(n) => drop(notes.send(Note::Received(conn, buf[..n].to_vec()))),
-                Err(e) => return drop(notes.send(Note::Failed(conn, io_error(&e)))),
+                Err(e) => return drop(notes.send(Note::Failed(conn, io_error(&e, crate::transport::is_tls_error(&e))))),
             },
         }
     }
@@ -308,27 +303,4 @@ async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
         }
     }
     Err(last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: no address"))))
-}
-
-/// Classifies a failed TCP connect: refused means nothing listens (a definite, fast "no").
-fn connect_error(addr: SocketAddr, e: &io::Error) -> AttemptError {
-    let kind = match e.kind() {
-        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
-        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
-        _ => ErrorKind::Io,
-    };
-    AttemptError::with_detail(kind, format!("{addr}: {e}"))
-}
-
-/// Classifies a read or write failure on an established connection.
-fn io_error(e: &io::Error) -> AttemptError {
-    let kind = match e.kind() {
-        _ if crate::transport::is_tls_error(e) => ErrorKind::Tls,
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::UnexpectedEof => ErrorKind::Closed,
-        _ => ErrorKind::Io,
-    };
-    AttemptError::with_detail(kind, e.to_string())
 }

@@ -27,7 +27,6 @@
 mod client;
 mod clock;
 mod driver;
-mod error;
 mod host;
 mod options;
 pub mod properties;
@@ -37,10 +36,12 @@ mod transport;
 
 pub use client::{Client, ClientOptions};
 pub use driver::{refresh, refresh_with};
-pub use error::Error;
 pub use options::{ClientCert, RefreshOptions, TlsOptions, TokenSource};
 pub use properties::{ClientProperties, ClientSettings};
 pub use resolver::{DnsOptions, Resolver};
+/// The error of every call: bad settings, a refresh that gave up (with every attempt's
+/// report), a failed host, a closed client — the same type in every adapter.
+pub use stagger::report::ClientError as Error;
 pub use stagger::report::{AttemptOutcome, AttemptReport, Event, EventKind, RefreshOutcome, RefreshReport};
 pub use stagger::ClientStats;
 

@@ -42,8 +42,7 @@ use crate::options::{ClientCert, RefreshOptions, TlsOptions};
 
 mod jaas;
 mod protocol;
-#[cfg(test)]
-mod tests;
+
 mod values;
 
 use jaas::{parse_jaas, Jaas};

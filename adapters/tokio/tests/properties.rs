@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use stagger::kafka::sasl::{Sasl, ScramHash, Secret};
 
-use super::*;
+use stagger_tokio::properties::*;
+use stagger_tokio::*;
 
 const PASSWORD: &str = "pa55-w0rd-never-shown";
 
