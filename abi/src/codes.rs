@@ -36,7 +36,7 @@ pub const STAGGER_EVENT_CLOSED: u8 = 4;
 /// Kafka error code `i16`, detail UTF-8 (the rest).
 pub const STAGGER_EVENT_IO_ERROR: u8 = 5;
 /// Event: the addresses a `RESOLVE` found. Body: lookup `u64`, then per address a family
-/// `u8` (4 or 6) and its 4 or 16 bytes, to the end.
+/// `u8` (4 or 6), its 4 or 16 bytes and the port `u16`, to the end.
 pub const STAGGER_EVENT_RESOLVED: u8 = 6;
 /// Event: a `RESOLVE` failed. Body: lookup `u64`, error kind `u8`, code `i16`, detail UTF-8.
 pub const STAGGER_EVENT_RESOLVE_FAILED: u8 = 7;

@@ -238,7 +238,7 @@ fn decode_event(kind: u8, body: &[u8]) -> Result<Incoming<'_>, String> {
                     6 => IpAddr::V6(Ipv6Addr::from(r.array::<16>("an IPv6 address")?)),
                     other => return Err(format!("address family {other}: 4 or 6")),
                 };
-                addresses.push(SocketAddr::new(ip, 0));
+                addresses.push(SocketAddr::new(ip, r.u16("a port")?));
             }
             Event::Resolved { lookup, result: Ok(addresses) }
         }
@@ -399,8 +399,8 @@ pub enum HostEvent {
     Closed(u64, bool),
     /// `IO_ERROR`: conn, kind byte, code, detail.
     IoError(u64, u8, i16, String),
-    /// `RESOLVED`: lookup and addresses.
-    Resolved(u64, Vec<IpAddr>),
+    /// `RESOLVED`: lookup and addresses (with the port the name was looked up with).
+    Resolved(u64, Vec<SocketAddr>),
     /// `RESOLVE_FAILED`: lookup, kind byte, code, detail.
     ResolveFailed(u64, u8, i16, String),
     /// `NONCE`: conn and the 18 bytes.
@@ -480,7 +480,7 @@ pub fn encode_events(events: &[HostEvent]) -> Vec<u8> {
             HostEvent::Resolved(lookup, addresses) => {
                 body.extend_from_slice(&lookup.to_le_bytes());
                 for a in addresses {
-                    match a {
+                    match a.ip() {
                         IpAddr::V4(v4) => {
                             body.push(4);
                             body.extend_from_slice(&v4.octets());
@@ -490,6 +490,7 @@ pub fn encode_events(events: &[HostEvent]) -> Vec<u8> {
                             body.extend_from_slice(&v6.octets());
                         }
                     }
+                    body.extend_from_slice(&a.port().to_le_bytes());
                 }
                 STAGGER_EVENT_RESOLVED
             }
@@ -688,7 +689,7 @@ mod tests {
             HostEvent::Received(1, vec![0, 0, 0, 1, 9]),
             HostEvent::Closed(1, true),
             HostEvent::IoError(2, 2, 0, "refused".into()),
-            HostEvent::Resolved(7, vec!["10.0.0.1".parse().unwrap(), "::1".parse().unwrap()]),
+            HostEvent::Resolved(7, vec!["10.0.0.1:9092".parse().unwrap(), "[::1]:9093".parse().unwrap()]),
             HostEvent::ResolveFailed(7, 1, 0, "nxdomain".into()),
             HostEvent::Nonce(3, [5; 18]),
             HostEvent::Token(3, "jwt".into()),
@@ -702,7 +703,7 @@ mod tests {
         assert!(matches!(decoded[2], Incoming::Event(Event::Received { conn: ConnId(1), bytes: [0, 0, 0, 1, 9] })));
         assert!(matches!(decoded[3], Incoming::Event(Event::Closed { how: CloseKind::Reset, .. })));
         let Incoming::Event(Event::Resolved { result: Ok(ref a), .. }) = decoded[5] else { panic!() };
-        assert_eq!(a.len(), 2);
+        assert_eq!(a, &["10.0.0.1:9092".parse().unwrap(), "[::1]:9093".parse().unwrap()]);
         assert!(matches!(
             decoded[10],
             Incoming::RequestRefresh { cause: RefreshCause::ConnectionLost, broker: Some("b1:9092") }
