@@ -5,7 +5,7 @@
 //! `Secret`s, which have no serialisation at all.
 
 use serde_json::{json, Value};
-use stagger::session::Session;
+use stagger::session::{AttemptNote, Session};
 use stagger::{AttemptError, AttemptId, ErrorKind, Instant, RefreshError};
 
 /// What the ABI remembers of the last refresh that ended, to report it beside the core's
@@ -94,67 +94,66 @@ pub fn metadata(session: &Session) -> Vec<u8> {
     serde_json::to_vec(&session.metadata()).unwrap_or_else(|_| b"null".to_vec())
 }
 
-/// The report: the session's counters, and the last finished refresh with every attempt.
-pub fn report(session: &Session, ended: Option<&Ended>) -> Value {
+/// One refresh's record: every attempt (with what the session saw of it, once the refresh
+/// has finished: `notes`) and, for a finished one, how it ended.
+fn refresh(session: &Session, refresh: &stagger::Refresh, notes: &[AttemptNote], ended: Option<&Ended>) -> Value {
     let book = session.cluster().book();
-    let last = session.last_refresh().map(|refresh| {
-        let epoch = refresh.epoch();
-        let notes = session.attempt_notes();
-        let attempts: Vec<Value> = refresh
-            .attempts()
-            .map(|(id, info)| {
-                let note = notes.iter().find(|n| n.attempt == id);
-                json!({
-                    "attempt": attempt_id(id),
-                    "broker": info.broker.0,
-                    "address": book.address(info.broker),
-                    "pass": info.pass,
-                    "state": serde_json::to_value(info.state).unwrap_or(Value::Null),
-                    "hedge": info.hedge,
-                    "reused_connection": info.reused_connection,
-                    "tls": info.tls,
-                    "started_ns": ns(info.started_at),
-                    "connected_ns": info.connected_at.map(ns),
-                    "answered_ns": info.first_frame_at.map(ns),
-                    "ended_ns": info.ended_at.map(ns),
-                    "error": note.and_then(|n| n.error.as_ref()).map_or(Value::Null, attempt_error),
-                    "cancelled": note.and_then(|n| n.cancelled).map(|c| c.name()),
-                    "metadata_version": note.and_then(|n| n.metadata_version),
-                })
+    let epoch = refresh.epoch();
+    let attempts: Vec<Value> = refresh
+        .attempts()
+        .map(|(id, info)| {
+            let note = notes.iter().find(|n| n.attempt == id);
+            json!({
+                "attempt": attempt_id(id),
+                "broker": info.broker.0,
+                "address": book.address(info.broker),
+                "pass": info.pass,
+                "state": serde_json::to_value(info.state).unwrap_or(Value::Null),
+                "hedge": info.hedge,
+                "reused_connection": info.reused_connection,
+                "tls": info.tls,
+                "started_ns": ns(info.started_at),
+                "connected_ns": info.connected_at.map(ns),
+                "answered_ns": info.first_frame_at.map(ns),
+                "ended_ns": info.ended_at.map(ns),
+                "error": note.and_then(|n| n.error.as_ref()).map_or(Value::Null, attempt_error),
+                "cancelled": note.and_then(|n| n.cancelled).map(|c| c.name()),
+                "metadata_version": note.and_then(|n| n.metadata_version),
             })
-            .collect();
-        let (outcome, winner, error) = match ended {
-            Some(Ended::Refreshed { epoch: e, broker }) if *e == epoch => {
-                ("refreshed", json!({ "broker": broker, "address": book.address(stagger::BrokerIndex(*broker)) }), Value::Null)
-            }
-            Some(Ended::Failed { epoch: e, error }) if *e == epoch => ("failed", Value::Null, refresh_error(error)),
-            _ => ("unknown", Value::Null, Value::Null),
-        };
-        let ended_ns = refresh.attempts().filter_map(|(_, a)| a.ended_at).max().map(ns);
-        json!({
-            "epoch": epoch,
-            "cause": refresh.cause().name(),
-            "started_ns": ns(refresh.started_at()),
-            "ended_ns": ended_ns,
-            "outcome": outcome,
-            "winner": winner,
-            "error": error,
-            "stats": serde_json::to_value(refresh.stats()).unwrap_or(Value::Null),
-            "attempts": attempts,
         })
-    });
+        .collect();
+    let (outcome, winner, error) = match ended {
+        Some(Ended::Refreshed { epoch: e, broker }) if *e == epoch => {
+            let address = book.address(stagger::BrokerIndex(*broker));
+            ("refreshed", json!({ "broker": broker, "address": address }), Value::Null)
+        }
+        Some(Ended::Failed { epoch: e, error }) if *e == epoch => ("failed", Value::Null, refresh_error(error)),
+        _ if !refresh.is_finished() => ("running", Value::Null, Value::Null),
+        _ => ("unknown", Value::Null, Value::Null),
+    };
+    json!({
+        "epoch": epoch,
+        "cause": refresh.cause().name(),
+        "started_ns": ns(refresh.started_at()),
+        "ended_ns": refresh.is_finished().then(|| refresh.attempts().filter_map(|(_, a)| a.ended_at).max().map(ns)).flatten(),
+        "outcome": outcome,
+        "winner": winner,
+        "error": error,
+        "stats": serde_json::to_value(refresh.stats()).unwrap_or(Value::Null),
+        "attempts": attempts,
+    })
+}
+
+/// The report: the session's counters, the refresh running (its attempts so far), and the
+/// last finished refresh with every attempt and how it ended.
+pub fn report(session: &Session, ended: Option<&Ended>) -> Value {
     json!({
         "stats": serde_json::to_value(session.stats()).unwrap_or(Value::Null),
-        "running": session.cluster().current().map(|r| json!({
-            "epoch": r.epoch(),
-            "cause": r.cause().name(),
-            "started_ns": ns(r.started_at()),
-            "in_flight": r.in_flight(),
-        })),
+        "running": session.cluster().current().map(|r| refresh(session, r, &[], None)),
+        "last_refresh": session.last_refresh().map(|r| refresh(session, r, session.attempt_notes(), ended)),
         "open_connections": session.open_connections().map(|c| c.0).collect::<Vec<_>>(),
         "kept_connection": session.kept_connection().map(|c| c.0),
         "buffered_bytes": session.buffered_bytes(),
         "ignored_events": session.ignored_events(),
-        "last_refresh": last,
     })
 }

@@ -119,6 +119,9 @@ fn a_hung_broker_is_overtaken_at_the_wake_up_the_step_named() {
     let [(hung, _)] = dials(&first)[..] else { panic!() };
     let step = abi.step(MS, &[HostEvent::Connected(hung)]);
     assert_eq!(step.actions().next_wakeup_ns, Some(500 * MS), "the stagger delay");
+    let running = &abi.report()["running"];
+    assert_eq!((running["outcome"].as_str(), running["attempts"][0]["state"].as_str()), (Some("running"), Some("in_flight")));
+    assert_eq!(running["attempts"][0]["connected_ns"], MS);
     let early = abi.step(499 * MS, &[]);
     assert!(dials(&owned(&early.actions())).is_empty(), "not before the stagger");
     let tick = owned(&abi.step(500 * MS, &[]).actions());

@@ -229,6 +229,11 @@ impl Default for Broker {
 }
 
 impl Broker {
+    /// A broker answering Metadata with `metadata`.
+    pub fn with(metadata: MetadataResponse) -> Broker {
+        Broker { metadata, ..Broker::default() }
+    }
+
     /// The answer to one request frame.
     pub fn answer(&mut self, frame: &[u8]) -> Vec<u8> {
         let mut body = Bytes::copy_from_slice(&frame[4..]);
