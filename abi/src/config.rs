@@ -173,7 +173,10 @@ fn policy(obj: &Map<String, Value>, one_shot: bool, seed: u64) -> Result<Cluster
     }
     if let Some(name) = string(obj, "preset", "preset")? {
         let preset = RefreshConfig::preset(name).ok_or_else(|| {
-            AbiError::config("preset", format!("unknown preset {name:?} (one of {})", RefreshConfig::PRESETS.join(", ")))
+            AbiError::config(
+                "preset",
+                format!("unknown preset {name:?} (one of {})", RefreshConfig::PRESETS.join(", ")),
+            )
         })?;
         cluster.refresh = RefreshConfig { shuffle_seeds: cluster.refresh.shuffle_seeds, ..preset };
     }
@@ -200,7 +203,10 @@ fn policy(obj: &Map<String, Value>, one_shot: bool, seed: u64) -> Result<Cluster
             }
         }
         Some(other) => {
-            return Err(AbiError::config("settings", format!("must be an object of knob paths, not {}", type_of(other))))
+            return Err(AbiError::config(
+                "settings",
+                format!("must be an object of knob paths, not {}", type_of(other)),
+            ))
         }
     }
     cluster.refresh.seed = seed;
@@ -226,7 +232,8 @@ fn sasl(obj: &Map<String, Value>, fresh_tokens: bool) -> Result<Sasl, AbiError> 
     let secret = |key: &str| -> Result<Option<Secret>, AbiError> {
         Ok(string(obj, key, &format!("sasl.{key}"))?.map(Secret::new))
     };
-    let (username, password, token) = (string(obj, "username", "sasl.username")?, secret("password")?, secret("token")?);
+    let (username, password, token) =
+        (string(obj, "username", "sasl.username")?, secret("password")?, secret("token")?);
     let bearer = mechanism.eq_ignore_ascii_case("OAUTHBEARER");
     let secret = if bearer {
         if username.is_some() || password.is_some() {
@@ -250,6 +257,9 @@ fn sasl(obj: &Map<String, Value>, fresh_tokens: bool) -> Result<Sasl, AbiError> 
         password.ok_or_else(|| AbiError::config("sasl.password", format!("is missing ({mechanism} needs one)")))?
     };
     Sasl::from_parts(mechanism, username.unwrap_or(""), secret).ok_or_else(|| {
-        AbiError::config("sasl.mechanism", format!("unknown mechanism {mechanism:?} (one of {})", MECHANISMS.join(", ")))
+        AbiError::config(
+            "sasl.mechanism",
+            format!("unknown mechanism {mechanism:?} (one of {})", MECHANISMS.join(", ")),
+        )
     })
 }

@@ -194,8 +194,8 @@ pub unsafe extern "C" fn stagger_session_new(config: *const u8, config_len: usiz
         // SAFETY: the caller's contract.
         let bytes = unsafe { input(config, config_len, "config") }?;
         let config = crate::config::parse(bytes, seed)?;
-        let session = Session::new(config.session, config.book, instant(now_ns))
-            .map_err(|e| crate::config::from_core(&e))?;
+        let session =
+            Session::new(config.session, config.book, instant(now_ns)).map_err(|e| crate::config::from_core(&e))?;
         let entry = Entry { session, out: Vec::new(), poisoned: false, ended: None };
         let mut registry = lock(&REGISTRY);
         let handle = registry.next;
@@ -355,11 +355,13 @@ pub extern "C" fn stagger_session_free(handle: u64) -> i32 {
                 Err(payload) => fail(&AbiError::new(STAGGER_ERR_PANIC, panic_message(&*payload))).0,
             }
         }
-        Ok(None) => fail(&AbiError::new(
-            STAGGER_ERR_UNKNOWN_HANDLE,
-            format!("no session has handle {handle} (never created, or freed)"),
-        ))
-        .0,
+        Ok(None) => {
+            fail(&AbiError::new(
+                STAGGER_ERR_UNKNOWN_HANDLE,
+                format!("no session has handle {handle} (never created, or freed)"),
+            ))
+            .0
+        }
         Err(payload) => fail(&AbiError::new(STAGGER_ERR_PANIC, panic_message(&*payload))).0,
     }
 }

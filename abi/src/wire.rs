@@ -161,7 +161,8 @@ impl<'a> Reader<'a> {
 
     fn text(&mut self, what: &str) -> Result<&'a str, String> {
         let at = self.at;
-        std::str::from_utf8(self.rest()).map_err(|e| format!("{what} is not UTF-8 (byte {} of it)", e.valid_up_to() + at))
+        std::str::from_utf8(self.rest())
+            .map_err(|e| format!("{what} is not UTF-8 (byte {} of it)", e.valid_up_to() + at))
     }
 
     fn is_done(&self) -> bool {
@@ -659,7 +660,9 @@ pub fn decode_actions(bytes: &[u8]) -> Result<HostActions<'_>, WireError> {
                     broker: b.u32("broker")?,
                     address: b.text("address")?,
                 },
-                STAGGER_ACTION_REFRESH_FAILED => HostAction::RefreshFailed { epoch: b.u32("epoch")?, error: b.text("error")? },
+                STAGGER_ACTION_REFRESH_FAILED => {
+                    HostAction::RefreshFailed { epoch: b.u32("epoch")?, error: b.text("error")? }
+                }
                 STAGGER_ACTION_REBOOTSTRAPPED => HostAction::Rebootstrapped,
                 STAGGER_ACTION_REFRESH_REQUESTED => HostAction::RefreshRequested { epoch: b.u32("epoch")? },
                 other => return Err(format!("unknown action kind {other}")),

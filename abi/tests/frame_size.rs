@@ -9,8 +9,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
-use stagger_abi::wire::HostEvent;
 use kafka_protocol::messages::ApiKey;
+use stagger_abi::wire::HostEvent;
 use stagger_abi::*;
 
 /// Counts the heap in use and its peak (this test binary has one test, so nothing else
@@ -59,7 +59,9 @@ fn refresh_in_pieces(abi: &Abi, frame: &mut [u8]) -> Vec<Act> {
     let mut now = 2 * MS;
     let mut all = Vec::new();
     loop {
-        let Some(request) = acts.iter().find_map(|a| if let Act::Send(c, b) = a { (*c == conn).then(|| b.clone()) } else { None }) else {
+        let Some(request) =
+            acts.iter().find_map(|a| if let Act::Send(c, b) = a { (*c == conn).then(|| b.clone()) } else { None })
+        else {
             return all;
         };
         let answer = if request[4..6] == (ApiKey::Metadata as i16).to_be_bytes() {
@@ -105,7 +107,8 @@ fn a_multi_megabyte_metadata_answer_in_many_pieces_is_taken_and_one_above_the_li
     assert!(peak < 8 * frame_len, "the refresh's heap stays within a few frames: {peak} bytes");
 
     // The same answer to a session whose limit is 1 MiB: refused from its length prefix.
-    let config = r#"{"seeds": ["b1:9092"], "one_shot": true, "max_frame_size": 1048576, "settings": {"retry.retries": 0}}"#;
+    let config =
+        r#"{"seeds": ["b1:9092"], "one_shot": true, "max_frame_size": 1048576, "settings": {"retry.retries": 0}}"#;
     let abi = Abi::new(config, 0, 1).unwrap();
     let last = refresh_in_pieces(&abi, &mut frame);
     let error = last.iter().find_map(|a| if let Act::RefreshFailed(_, e) = a { Some(e.clone()) } else { None });

@@ -38,7 +38,9 @@ fn the_checked_in_header_is_what_cbindgen_generates_now() {
         "abi/include/stagger.h is stale: regenerate it with `STAGGER_BLESS=1 cargo test -p stagger-abi --test header` \
          and commit it"
     );
-    for name in ["stagger_abi_version", "stagger_step", "STAGGER_ERR_MALFORMED", "STAGGER_EVENT_REQUEST_REFRESH", "StaggerBuf"] {
+    for name in
+        ["stagger_abi_version", "stagger_step", "STAGGER_ERR_MALFORMED", "STAGGER_EVENT_REQUEST_REFRESH", "StaggerBuf"]
+    {
         assert!(now.contains(name), "{name} is in the header");
     }
 }
@@ -52,7 +54,8 @@ fn library_dir() -> PathBuf {
 
 #[test]
 fn a_c_program_includes_the_header_links_the_library_and_runs_a_session() {
-    let Some(cc) = ["cc", "gcc", "clang"].into_iter().find(|cc| Command::new(cc).arg("--version").output().is_ok()) else {
+    let Some(cc) = ["cc", "gcc", "clang"].into_iter().find(|cc| Command::new(cc).arg("--version").output().is_ok())
+    else {
         assert!(std::env::var_os("CI").is_none(), "CI has a C compiler");
         eprintln!("skipped: no C compiler (cc, gcc, clang) on this machine");
         return;

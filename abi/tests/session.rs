@@ -104,7 +104,8 @@ fn a_give_up_carries_the_last_error_and_every_brokers() {
     assert_eq!(error["reason"], "all_failed");
     assert_eq!(error["last_error"]["kind"], "connect_timeout");
     assert_eq!(error["last_error"]["address"], "b2:9093");
-    let brokers: Vec<&str> = error["brokers"].as_array().unwrap().iter().map(|b| b["address"].as_str().unwrap()).collect();
+    let brokers: Vec<&str> =
+        error["brokers"].as_array().unwrap().iter().map(|b| b["address"].as_str().unwrap()).collect();
     assert_eq!(brokers, ["b1:9092", "b2:9093"]);
     assert!(error["message"].as_str().unwrap().starts_with("metadata refresh failed"), "{error}");
     let report = abi.report();
@@ -120,7 +121,10 @@ fn a_hung_broker_is_overtaken_at_the_wake_up_the_step_named() {
     let step = abi.step(MS, &[HostEvent::Connected(hung)]);
     assert_eq!(step.actions().next_wakeup_ns, Some(500 * MS), "the stagger delay");
     let running = &abi.report()["running"];
-    assert_eq!((running["outcome"].as_str(), running["attempts"][0]["state"].as_str()), (Some("running"), Some("in_flight")));
+    assert_eq!(
+        (running["outcome"].as_str(), running["attempts"][0]["state"].as_str()),
+        (Some("running"), Some("in_flight"))
+    );
     assert_eq!(running["attempts"][0]["connected_ns"], MS);
     let early = abi.step(499 * MS, &[]);
     assert!(dials(&owned(&early.actions())).is_empty(), "not before the stagger");
@@ -205,7 +209,8 @@ fn a_long_lived_session_keeps_its_connection_and_the_next_request_reuses_it() {
     assert_eq!(idle.actions().next_wakeup_ns, Some(2 * MS + 60 * SECOND), "the periodic refresh is due");
     assert_eq!(abi.report()["kept_connection"], conn);
 
-    let again = owned(&abi.step(10 * MS, &[HostEvent::RequestRefresh(STAGGER_CAUSE_STALE_METADATA, String::new())]).actions());
+    let again =
+        owned(&abi.step(10 * MS, &[HostEvent::RequestRefresh(STAGGER_CAUSE_STALE_METADATA, String::new())]).actions());
     assert_eq!(again[0], Act::RefreshRequested(2));
     assert!(dials(&again).is_empty() && matches!(again[1], Act::Send(c, _) if c == conn), "reused: {again:?}");
     let all = serve(&abi, 11 * MS, conn, &mut broker, again);

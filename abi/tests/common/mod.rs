@@ -143,7 +143,9 @@ pub fn owned(actions: &HostActions<'_>) -> Vec<Act> {
             HostAction::NeedNonce { conn } => Act::NeedNonce(conn),
             HostAction::NeedToken { conn } => Act::NeedToken(conn),
             HostAction::Refreshed { epoch, address, .. } => Act::Refreshed(epoch, address.into()),
-            HostAction::RefreshFailed { epoch, error } => Act::RefreshFailed(epoch, serde_json::from_str(error).unwrap()),
+            HostAction::RefreshFailed { epoch, error } => {
+                Act::RefreshFailed(epoch, serde_json::from_str(error).unwrap())
+            }
             HostAction::Rebootstrapped => Act::Rebootstrapped,
             HostAction::RefreshRequested { epoch } => Act::RefreshRequested(epoch),
         })
