@@ -16,10 +16,11 @@ use stagger::{BrokerBook, ClusterConfig, ConfigError, RefreshConfig};
 
 use crate::error::AbiError;
 
-/// The default maximum frame size of an ABI session: 16 MiB (the core's own default is
+/// The default maximum frame size of an ABI session: 32 MiB (the core's own default is
 /// Kafka's 100 MiB). A wasm host's linear memory never shrinks and is at most 4 GiB, and a
-/// session may buffer a whole frame per attempt in flight and decode one beside it; 16 MiB
-/// still holds the Metadata of a few hundred thousand partitions (`docs/abi.md`).
+/// session may buffer a whole frame per attempt in flight and decode one beside it (the limit
+/// is also the decode budget); 32 MiB still takes the Metadata of about 200 000 partitions
+/// (`docs/abi.md` has the measurements).
 pub const DEFAULT_MAX_FRAME_SIZE: usize = crate::codes::STAGGER_DEFAULT_MAX_FRAME_SIZE as usize;
 
 /// The top-level fields of the config JSON, for the message about an unknown one.

@@ -83,7 +83,7 @@ fn refresh_in_pieces(abi: &Abi, frame: &mut [u8]) -> Vec<Act> {
 
 #[test]
 fn a_multi_megabyte_metadata_answer_in_many_pieces_is_taken_and_one_above_the_limit_is_refused() {
-    // 20 000 topics of 6 partitions, 3 replicas each: ~5.6 MiB at Metadata v12.
+    // 20 000 topics of 6 partitions, 3 replicas each: 5.5 MiB at Metadata v12.
     let mut frame = response(0, 12, &cluster(20_000, 6));
     let abi = Abi::new(r#"{"seeds": ["b1:9092"], "one_shot": true}"#, 0, 1).unwrap();
     let before = IN_USE.load(Ordering::Relaxed);
