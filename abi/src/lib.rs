@@ -36,7 +36,7 @@
 //! tests in `abi/tests/` run it against fake Kafka brokers).
 //!
 //! ```
-//! use stagger_abi::wire::{decode_actions, encode_events, HostAction, HostEvent};
+//! use stagger_abi::host::{decode_actions, encode_events, HostAction, HostEvent};
 //! use stagger_abi::*;
 //!
 //! let config = br#"{"seeds": ["10.0.0.1:9092", "10.0.0.2:9092"], "one_shot": true,
@@ -92,6 +92,7 @@ pub mod codes;
 pub mod config;
 pub mod error;
 pub mod ffi;
+pub mod host;
 pub mod json;
 pub mod wire;
 

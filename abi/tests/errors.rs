@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use stagger_abi::wire::{encode_events, HostEvent};
+use stagger_abi::host::{encode_events, HostEvent};
 use stagger_abi::*;
 
 fn session() -> Abi {
@@ -218,7 +218,7 @@ proptest! {
             })
             .collect();
         match abi.step_raw(MS, &encode_events(&events)) {
-            Ok(step) => prop_assert!(stagger_abi::wire::decode_actions(&step.bytes).is_ok()),
+            Ok(step) => prop_assert!(stagger_abi::host::decode_actions(&step.bytes).is_ok()),
             Err(failure) => prop_assert_eq!(failure.status, STAGGER_ERR_MALFORMED),
         }
         prop_assert!(abi.step_raw(2 * MS, &[]).is_ok());

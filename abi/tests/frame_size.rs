@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use kafka_protocol::messages::ApiKey;
-use stagger_abi::wire::HostEvent;
+use stagger_abi::host::HostEvent;
 use stagger_abi::*;
 
 /// Counts the heap in use and its peak (this test binary has one test, so nothing else

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use stagger_abi::wire::HostEvent;
+use stagger_abi::host::HostEvent;
 use stagger_abi::*;
 
 /// A one-shot session over two seeds with a fixed 500 ms stagger and no retries: exact times.

@@ -1,5 +1,5 @@
 //! What the ABI tests share: a host that speaks only through the exported functions (it
-//! encodes events and decodes actions with `stagger_abi::wire`, as a Go or Python host does
+//! encodes events and decodes actions with `stagger_abi::host`, as a Go or Python host does
 //! from docs/abi.md), and fake brokers whose answers `kafka-protocol` encodes.
 #![allow(dead_code)]
 
@@ -14,7 +14,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use serde_json::Value;
-use stagger_abi::wire::{decode_actions, encode_events, HostAction, HostActions, HostEvent};
+use stagger_abi::host::{decode_actions, encode_events, HostAction, HostActions, HostEvent};
 use stagger_abi::*;
 
 pub const SECOND: u64 = 1_000_000_000;
