@@ -14,6 +14,15 @@ if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then
 else
   echo "test.sh: Java 17+ and Maven are missing, so the real-Kafka tests are skipped (each says why with --nocapture)" >&2
 fi
+# The C ABI's wasm module, built from this checkout and again from a copy elsewhere, which
+# must give the same bytes; abi/tests/wasm.rs (in the workspace tests) checks that it imports
+# nothing and exports the ABI with the documented signatures.
+abi_target="${CARGO_TARGET_DIR:-target}"
+[[ "$abi_target" = /* ]] || abi_target="$PWD/$abi_target"
+export STAGGER_ABI_WASM="$abi_target/abi-wasm/stagger.wasm"
+bash scripts/abi-wasm.sh --check-reproducible "$STAGGER_ABI_WASM"
+# Node runs a session round in it first, instantiated with no imports, as wazero would.
+node abi/tests/wasm-smoke.mjs "$STAGGER_ABI_WASM"
 cargo test --workspace
 # The core's scenario tests and the browser adapter's JS API, compiled to wasm32 and run by
 # wasm-bindgen-test in Node.
