@@ -162,7 +162,10 @@ pub fn parse(bytes: &[u8], seed: u64) -> Result<Config, AbiError> {
     validate::exchange(&exchange).map_err(|e| from_core(&e))?;
 
     let tls = boolean(&obj, "tls")?;
-    Ok(Config { session: SessionConfig { cluster, exchange, tls, fresh_tokens, one_shot }, book })
+    Ok(Config {
+        session: SessionConfig { cluster, exchange, tls, fresh_tokens, one_shot, ..SessionConfig::default() },
+        book,
+    })
 }
 
 /// The policy: the base (a one-shot session tries the seeds in the order written, a

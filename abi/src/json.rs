@@ -5,6 +5,7 @@
 //! `Secret`s, which have no serialisation at all.
 
 use serde_json::{json, Value};
+use stagger::report::AttemptReport;
 use stagger::session::{AttemptNote, Session};
 use stagger::{AttemptError, AttemptId, ErrorKind, Instant, RefreshError};
 
@@ -99,27 +100,13 @@ pub fn metadata(session: &Session) -> Vec<u8> {
 fn refresh(session: &Session, refresh: &stagger::Refresh, notes: &[AttemptNote], ended: Option<&Ended>) -> Value {
     let book = session.cluster().book();
     let epoch = refresh.epoch();
+    // The attempts in the core's one report vocabulary: the rows of the CLI's `--json`.
     let attempts: Vec<Value> = refresh
         .attempts()
         .map(|(id, info)| {
             let note = notes.iter().find(|n| n.attempt == id);
-            json!({
-                "attempt": attempt_id(id),
-                "broker": info.broker.0,
-                "address": book.address(info.broker),
-                "pass": info.pass,
-                "state": serde_json::to_value(info.state).unwrap_or(Value::Null),
-                "hedge": info.hedge,
-                "reused_connection": info.reused_connection,
-                "tls": info.tls,
-                "started_ns": ns(info.started_at),
-                "connected_ns": info.connected_at.map(ns),
-                "answered_ns": info.first_frame_at.map(ns),
-                "ended_ns": info.ended_at.map(ns),
-                "error": note.and_then(|n| n.error.as_ref()).map_or(Value::Null, attempt_error),
-                "cancelled": note.and_then(|n| n.cancelled).map(|c| c.name()),
-                "metadata_version": note.and_then(|n| n.metadata_version),
-            })
+            let report = AttemptReport::new(id, info, note, book.address(info.broker), refresh.started_at());
+            serde_json::to_value(&report).unwrap_or(Value::Null)
         })
         .collect();
     let (outcome, winner, error) = match ended {
