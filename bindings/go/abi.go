@@ -24,6 +24,10 @@ var wasmModule []byte
 // abiVersion is the STAGGER_ABI_VERSION this host speaks (docs/abi.md).
 const abiVersion = 1
 
+// ErrABIVersion is wrapped by the error of a wasm module that speaks another ABI version than
+// this package (a stagger.wasm from another checkout).
+var ErrABIVersion = errors.New("stagger: ABI version mismatch")
+
 // Statuses of the ABI's calls.
 const (
 	statusOK            = 0
@@ -75,24 +79,32 @@ func engineFor(limitPages uint32) (*engine, error) {
 	if e, ok := engines[limitPages]; ok {
 		return e, nil
 	}
+	e, err := newEngine(wasmModule, limitPages)
+	if err != nil {
+		return nil, err
+	}
+	engines[limitPages] = e
+	return e, nil
+}
+
+// newEngine compiles wasm in a runtime of its own (through the shared compilation cache).
+func newEngine(wasm []byte, limitPages uint32) (*engine, error) {
 	ctx := context.Background()
 	config := wazero.NewRuntimeConfig().WithCompilationCache(compilationCache())
 	if limitPages > 0 {
 		config = config.WithMemoryLimitPages(limitPages)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, config)
-	compiled, err := rt.CompileModule(ctx, wasmModule)
+	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		_ = rt.Close(ctx)
-		return nil, fmt.Errorf("stagger: compiling the embedded wasm module: %w", err)
+		return nil, fmt.Errorf("stagger: compiling the wasm module: %w", err)
 	}
 	if imports := compiled.ImportedFunctions(); len(imports) != 0 {
 		_ = rt.Close(ctx)
-		return nil, fmt.Errorf("stagger: the embedded wasm module imports %d functions; it must import none", len(imports))
+		return nil, fmt.Errorf("stagger: the wasm module imports %d functions; it must import none", len(imports))
 	}
-	e := &engine{runtime: rt, compiled: compiled}
-	engines[limitPages] = e
-	return e, nil
+	return &engine{runtime: rt, compiled: compiled}, nil
 }
 
 // instance is one instance of the module and the one session it hosts. It is owned by one
@@ -171,6 +183,17 @@ func newInstance(e *engine, configJSON []byte, nowNs, seed uint64) (*instance, e
 		_ = mod.Close(ctx)
 		return nil, err
 	}
+	version := mod.ExportedFunction("stagger_abi_version")
+	if version == nil {
+		return fail(errors.New("stagger: the wasm module does not export stagger_abi_version"))
+	}
+	got, err := version.Call(ctx)
+	if err != nil {
+		return fail(&TrapError{Call: "stagger_abi_version", Err: err})
+	}
+	if got[0] != abiVersion {
+		return fail(fmt.Errorf("%w: the wasm module speaks version %d, this Go package %d (rebuild stagger.wasm with bindings/go/build-wasm.sh from the same checkout)", ErrABIVersion, got[0], abiVersion))
+	}
 	if in.mem == nil {
 		return fail(errors.New("stagger: the wasm module exports no memory"))
 	}
@@ -182,17 +205,6 @@ func newInstance(e *engine, configJSON []byte, nowNs, seed uint64) (*instance, e
 		if *fn = mod.ExportedFunction(name); *fn == nil {
 			return fail(fmt.Errorf("stagger: the wasm module does not export %s", name))
 		}
-	}
-	version := mod.ExportedFunction("stagger_abi_version")
-	if version == nil {
-		return fail(errors.New("stagger: the wasm module does not export stagger_abi_version"))
-	}
-	got, err := version.Call(ctx)
-	if err != nil {
-		return fail(&TrapError{Call: "stagger_abi_version", Err: err})
-	}
-	if got[0] != abiVersion {
-		return fail(fmt.Errorf("stagger: the wasm module speaks ABI version %d, this Go package speaks %d: rebuild stagger.wasm (bindings/go/build-wasm.sh) from the same checkout", got[0], abiVersion))
 	}
 	if in.out, err = in.alloc(8); err != nil {
 		return fail(err)
@@ -331,8 +343,10 @@ func (in *instance) json(name string, fn api.Function) ([]byte, error) {
 	return append([]byte(nil), in.answer()...), nil
 }
 
-func (in *instance) metadataJSON() ([]byte, error) { return in.json("stagger_metadata", in.fns.metadata) }
-func (in *instance) reportJSON() ([]byte, error)   { return in.json("stagger_report", in.fns.report) }
+func (in *instance) metadataJSON() ([]byte, error) {
+	return in.json("stagger_metadata", in.fns.metadata)
+}
+func (in *instance) reportJSON() ([]byte, error) { return in.json("stagger_report", in.fns.report) }
 
 // close frees the session (when the instance still works) and the instance.
 func (in *instance) close() {

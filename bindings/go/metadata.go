@@ -69,8 +69,10 @@ type Attempt struct {
 	// Outcome is "won", "failed", "cancelled", "resolved" or "in_flight".
 	Outcome string
 	// Error says why it failed ("" unless Outcome is "failed"); ErrorKind is its kind
-	// ("refused", "connect_timeout", ...).
+	// ("refused", "connect_timeout", ... as in AttemptError.Kind), ErrorCode the Kafka
+	// error code of a "broker_error".
 	Error, ErrorKind string
+	ErrorCode        int16
 	// Reason says why the policy cancelled it ("" unless Outcome is "cancelled").
 	Reason string
 	// Started is when it started, since the refresh began; Connected and Answered (the
@@ -156,21 +158,24 @@ type report struct {
 		Epoch     uint32       `json:"epoch"`
 		StartedNs uint64       `json:"started_ns"`
 		EndedNs   *uint64      `json:"ended_ns"`
-		Attempts []rawAttempt `json:"attempts"`
+		Attempts  []rawAttempt `json:"attempts"`
 	} `json:"last_refresh"`
 	OpenConnections []uint64 `json:"open_connections"`
 }
 
 type rawAttempt struct {
-	Broker      string          `json:"broker"`
-	StartedMs   float64         `json:"started_ms"`
-	ConnectedMs *float64        `json:"connected_ms"`
-	AnsweredMs  *float64        `json:"answered_ms"`
-	EndedMs     *float64        `json:"ended_ms"`
-	Outcome     string          `json:"outcome"`
-	Error       string          `json:"error"`
-	ErrorKind   json.RawMessage `json:"error_kind"`
-	Reason      json.RawMessage `json:"reason"`
+	Broker      string   `json:"broker"`
+	StartedMs   float64  `json:"started_ms"`
+	ConnectedMs *float64 `json:"connected_ms"`
+	AnsweredMs  *float64 `json:"answered_ms"`
+	EndedMs     *float64 `json:"ended_ms"`
+	Outcome     string   `json:"outcome"`
+	Error       string   `json:"error"`
+	ErrorKind   *struct {
+		Kind string `json:"kind"`
+		Code *int16 `json:"code"`
+	} `json:"error_kind"`
+	Reason json.RawMessage `json:"reason"`
 }
 
 func ms(v *float64) time.Duration {
@@ -193,10 +198,17 @@ func word(raw json.RawMessage) string {
 }
 
 func (r rawAttempt) attempt() Attempt {
-	return Attempt{
-		Broker: r.Broker, Outcome: r.Outcome, Error: r.Error, ErrorKind: word(r.ErrorKind), Reason: word(r.Reason),
+	a := Attempt{
+		Broker: r.Broker, Outcome: r.Outcome, Error: r.Error, Reason: word(r.Reason),
 		Started: ms(&r.StartedMs), Connected: ms(r.ConnectedMs), Answered: ms(r.AnsweredMs), Ended: ms(r.EndedMs),
 	}
+	if r.ErrorKind != nil {
+		a.ErrorKind = r.ErrorKind.Kind
+		if r.ErrorKind.Code != nil {
+			a.ErrorCode = *r.ErrorKind.Code
+		}
+	}
+	return a
 }
 
 // RefreshError is a refresh that gave up: every broker failed on every pass, the deadline
@@ -220,10 +232,10 @@ type AttemptError struct {
 	// Address is the broker's host:port (set on RefreshError.Last).
 	Address string
 	// Kind is "dns", "refused", "connect_timeout", "response_timeout", "closed", "protocol",
-	// "frame_too_large", "broker" (Code is the Kafka error code), "no_brokers", "tls",
+	// "frame_too_large", "broker_error" (Code is the Kafka error code), "no_brokers", "tls",
 	// "authentication", "authorization" or "io".
 	Kind string
-	// Code is the Kafka error code when Kind is "broker".
+	// Code is the Kafka error code when Kind is "broker_error".
 	Code int16
 	// Detail is what the host or the broker said.
 	Detail string
