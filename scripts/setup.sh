@@ -32,6 +32,11 @@ command -v websockify >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND
 if ! command -v ip >/dev/null 2>&1 || ! command -v iptables >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables
 fi
+# The Go binding (bindings/go): its module's dependencies (wazero) into Go's module cache,
+# so its build and tests need no network after this. It needs Go 1.25 or later (wazero's
+# floor), which this project's machines ship; Debian's golang-go is older.
+command -v go >/dev/null 2>&1 || { echo "setup.sh: the Go binding needs Go 1.25+ (go on PATH)" >&2; exit 1; }
+(cd bindings/go && go mod download)
 # Real Apache Kafka for the integration tests (scripts/kafka.sh): a JDK 17 (the readiness
 # probe runs a Java source file), Maven and openssl from Debian when missing, then the
 # broker's jars for both tested versions, fetched once into Maven's local repository.

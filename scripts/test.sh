@@ -23,6 +23,12 @@ export STAGGER_ABI_WASM="$abi_target/abi-wasm/stagger.wasm"
 bash scripts/abi-wasm.sh --check-reproducible "$STAGGER_ABI_WASM"
 # Node runs a session round in it first, instantiated with no imports, as wazero would.
 node abi/tests/wasm-smoke.mjs "$STAGGER_ABI_WASM"
+# The Go binding (bindings/go) embeds that module: the committed copy must be byte for byte
+# the one just built (else: bash bindings/go/build-wasm.sh, and commit it). Then go vet and
+# go test with the race detector: fake brokers, the shared cluster, and a cluster of the Go
+# tests' own for the ones that stop and kill brokers.
+bash bindings/go/build-wasm.sh --check "$STAGGER_ABI_WASM"
+(cd bindings/go && go vet ./... && go test -race -count=1 ./...)
 cargo test --workspace
 # The core's scenario tests and the browser adapter's JS API, compiled to wasm32 and run by
 # wasm-bindgen-test in Node.

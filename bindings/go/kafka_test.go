@@ -438,3 +438,24 @@ func TestAKilledBrokerIsRefusedAtOnce(t *testing.T) {
 	}
 	t.Logf("past a killed broker in %v: %+v", md.Elapsed, md.Attempts)
 }
+
+func TestTheBootstrapExampleOrdersTheSeedsPastABlackholedOne(t *testing.T) {
+	k := sharedKafka(t)
+	binary := filepath.Join(t.TempDir(), "bootstrap")
+	if out, err := exec.Command("go", "build", "-o", binary, "./examples/bootstrap").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/bootstrap: %v\n%s", err, out)
+	}
+	hole := blackhole(t)
+	plaintext := k.list("KAFKA_PLAINTEXT")
+	seeds := append([]string{hole}, plaintext...)
+	out, err := exec.Command(binary, "-seeds", strings.Join(seeds, ",")).Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := "seeds: " + strings.Join(plaintext, ",")
+	if lines[0] != "answered by "+plaintext[0]+" in "+strings.Fields(lines[0])[4]+" (cluster "+k.env["KAFKA_CLUSTER_ID"]+")" || lines[len(lines)-1] != want {
+		t.Fatalf("want %q last, got:\n%s", want, out)
+	}
+	t.Logf("\n%s", out)
+}

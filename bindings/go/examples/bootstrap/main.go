@@ -1,0 +1,60 @@
+// Command bootstrap is the recipe for a Sarama or franz-go user: before building your Kafka
+// client, ask stagger which seeds are alive and which broker answered, and hand the client
+// an ordered seed list — the broker that answered first, then the other live brokers. A
+// hung, killed or blackholed seed at the head of your list then costs milliseconds instead
+// of a timeout per seed.
+//
+//	go run ./examples/bootstrap -seeds kafka-1:9092,kafka-2:9092,kafka-3:9092
+//
+// Copy main's body into your program; it needs nothing but this package.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"stagger.dev/go/stagger"
+)
+
+func main() {
+	seedList := flag.String("seeds", "127.0.0.1:9092", "comma-separated host:port of the bootstrap brokers")
+	timeout := flag.Duration("timeout", 15*time.Second, "give up after this long")
+	flag.Parse()
+	seeds := strings.Split(*seedList, ",")
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	// WithTopics() with no topic asks for the brokers only: a small answer. Add
+	// stagger.WithTLS(tlsConfig) and stagger.WithSASL(stagger.ScramSHA512, user, password)
+	// as your client uses them.
+	md, err := stagger.Metadata(ctx, seeds, stagger.WithTopics())
+	var refresh *stagger.RefreshError
+	if errors.As(err, &refresh) {
+		fmt.Fprintln(os.Stderr, "no seed answered:")
+		for _, b := range refresh.Brokers {
+			fmt.Fprintf(os.Stderr, "  %s: %s\n", b.Address, b.Story)
+		}
+		os.Exit(1)
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+
+	fmt.Printf("answered by %s in %v (cluster %s)\n", md.AnsweredBy, md.Elapsed.Round(time.Millisecond), md.ClusterID)
+	for _, a := range md.Attempts {
+		fmt.Printf("  %-24s %s %s%s\n", a.Broker, a.Outcome, a.Reason, a.Error)
+	}
+	ordered := md.Seeds()
+	fmt.Println("seeds:", strings.Join(ordered, ","))
+
+	// Hand the ordered list to your client's constructor:
+	//
+	//	sarama:   client, err := sarama.NewClient(ordered, sarama.NewConfig())
+	//	franz-go: client, err := kgo.NewClient(kgo.SeedBrokers(ordered...))
+	//	config files: bootstrap.servers=<strings.Join(ordered, ",")>
+}
