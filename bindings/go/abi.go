@@ -45,7 +45,18 @@ const (
 type engine struct {
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
+	mu       sync.Mutex
+	idle     []*instance // instances whose session ended, kept for the next one
 }
+
+// Instances are pooled: instantiating one costs about 2 ms and 3 MB of garbage, opening a
+// session on a warm one a few microseconds. A pooled instance is one that never trapped and
+// whose memory stayed small (wasm memory never shrinks: an instance that held a big answer
+// is dropped rather than kept).
+const (
+	maxIdleInstances  = 4
+	maxIdleMemorySize = 16 << 20
+)
 
 var (
 	enginesMu sync.Mutex
@@ -110,6 +121,7 @@ func newEngine(wasm []byte, limitPages uint32) (*engine, error) {
 // instance is one instance of the module and the one session it hosts. It is owned by one
 // goroutine: nothing here locks.
 type instance struct {
+	engine *engine
 	mod    api.Module
 	mem    api.Memory
 	fns    struct{ alloc, free, sessionNew, lastError, step, metadata, report, sessionFree api.Function }
@@ -171,14 +183,36 @@ func (e abiError) err(call string) error {
 	return fmt.Errorf("stagger: %s: %s (%s, status %d)", call, e.Message, e.Error, e.Status)
 }
 
-// newInstance instantiates the module, checks its ABI version and opens a session on it.
+// newInstance opens a session on an instance of e (a pooled one, or a new one).
 func newInstance(e *engine, configJSON []byte, nowNs, seed uint64) (*instance, error) {
+	in, err := e.instance()
+	if err != nil {
+		return nil, err
+	}
+	if err := in.open(configJSON, nowNs, seed); err != nil {
+		in.close()
+		return nil, err
+	}
+	return in, nil
+}
+
+// instance takes an idle instance of e, or instantiates the module and checks its ABI
+// version and exports.
+func (e *engine) instance() (*instance, error) {
+	e.mu.Lock()
+	if n := len(e.idle); n > 0 {
+		in := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		e.mu.Unlock()
+		return in, nil
+	}
+	e.mu.Unlock()
 	ctx := context.Background()
 	mod, err := e.runtime.InstantiateModule(ctx, e.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("stagger: instantiating the wasm module: %w", err)
 	}
-	in := &instance{mod: mod, mem: mod.Memory()}
+	in := &instance{engine: e, mod: mod, mem: mod.Memory()}
 	fail := func(err error) (*instance, error) {
 		_ = mod.Close(ctx)
 		return nil, err
@@ -209,26 +243,34 @@ func newInstance(e *engine, configJSON []byte, nowNs, seed uint64) (*instance, e
 	if in.out, err = in.alloc(8); err != nil {
 		return fail(err)
 	}
+	return in, nil
+}
+
+// open opens a session on in.
+func (in *instance) open(configJSON []byte, nowNs, seed uint64) error {
 	ptr, err := in.input(configJSON)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	in.stack[0], in.stack[1], in.stack[2], in.stack[3] = uint64(ptr), uint64(len(configJSON)), nowNs, seed
-	if err := in.call("stagger_session_new", in.fns.sessionNew); err != nil {
-		return fail(err)
+	err = in.call("stagger_session_new", in.fns.sessionNew)
+	// The config may hold a password: it does not stay in the scratch buffer.
+	in.mem.Write(ptr, make([]byte, len(configJSON)))
+	if err != nil {
+		return err
 	}
 	if in.handle = in.stack[0]; in.handle == 0 {
 		in.stack[0] = uint64(in.out)
 		if err := in.call("stagger_last_error", in.fns.lastError); err != nil {
-			return fail(err)
+			return err
 		}
 		var e abiError
 		if err := json.Unmarshal(in.answer(), &e); err != nil {
-			return fail(fmt.Errorf("stagger: session refused, and its error does not decode: %w", err))
+			return fmt.Errorf("stagger: session refused, and its error does not decode: %w", err)
 		}
-		return fail(e.err("stagger_session_new"))
+		return e.err("stagger_session_new")
 	}
-	return in, nil
+	return nil
 }
 
 // call runs fn with in.stack; a trap breaks the instance for good.
@@ -348,11 +390,22 @@ func (in *instance) metadataJSON() ([]byte, error) {
 }
 func (in *instance) reportJSON() ([]byte, error) { return in.json("stagger_report", in.fns.report) }
 
-// close frees the session (when the instance still works) and the instance.
+// close frees the session and gives the instance back to its engine's pool, or drops it
+// (trapped, grown big, or the pool full).
 func (in *instance) close() {
 	if in.broken == nil && in.handle != 0 {
 		in.stack[0] = in.handle
 		_ = in.call("stagger_session_free", in.fns.sessionFree)
+		in.handle = 0
+	}
+	if e := in.engine; e != nil && in.broken == nil && in.mem.Size() <= maxIdleMemorySize {
+		e.mu.Lock()
+		if len(e.idle) < maxIdleInstances {
+			e.idle = append(e.idle, in)
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
 	}
 	_ = in.mod.Close(context.Background())
 }

@@ -85,7 +85,8 @@ type host struct {
 	ctx    context.Context // ends when the host stops: every connection and token call with it
 	cancel context.CancelFunc
 	notes  chan note
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // every goroutine of the host
+	connWG sync.WaitGroup // the connections' goroutines (they end soon after a cancel)
 	conns  map[uint64]*conn
 
 	events  batch
@@ -151,7 +152,14 @@ func (h *host) request(cause Cause, broker string, reply chan outcome) {
 func (h *host) step() {
 	for {
 		if h.in == nil {
+			// After a trap: a new instance and session, only when a caller asks (a refresh
+			// that traps every time must not loop on its own).
+			if len(h.pending) == 0 {
+				h.events.reset()
+				return
+			}
 			if err := h.build(); err != nil {
+				h.sent, h.pending = append(h.sent, h.pending...), nil
 				h.failAll(err)
 				h.events.reset()
 				return
@@ -179,9 +187,11 @@ func (h *host) step() {
 	}
 }
 
-// broke ends an instance that trapped (or answered what this host cannot read).
+// broke ends an instance that trapped (or answered what this host cannot read): every
+// connection is closed before the callers hear of it.
 func (h *host) broke(err error) {
 	h.closeConns()
+	h.connWG.Wait()
 	h.failAll(err)
 	if h.in != nil {
 		h.in.close()
@@ -282,12 +292,12 @@ func (h *host) answer(epoch uint32, o outcome) {
 	delete(h.waiters, epoch)
 }
 
-// send hands a note to the owner, unless the host has stopped.
-func (h *host) send(n note) bool {
+// send hands a note to the owner, unless ctx (the connection's, or the host's) has ended.
+func (h *host) send(ctx context.Context, n note) bool {
 	select {
 	case h.notes <- n:
 		return true
-	case <-h.ctx.Done():
+	case <-ctx.Done():
 		return false
 	}
 }
@@ -404,6 +414,7 @@ func (h *host) dial(id uint64, address string, useTLS bool, server string) {
 	c := &conn{ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1)}
 	h.conns[id] = c
 	h.wg.Add(1)
+	h.connWG.Add(1)
 	go h.converse(id, c, address, useTLS, server)
 }
 
@@ -412,11 +423,12 @@ func (h *host) dial(id uint64, address string, useTLS bool, server string) {
 // end) closes the socket, and both goroutines return.
 func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server string) {
 	defer h.wg.Done()
+	defer h.connWG.Done()
 	defer c.cancel()
 	raw, err := h.cfg.dialer.DialContext(c.ctx, "tcp", address)
 	if err != nil {
 		if c.ctx.Err() == nil {
-			h.send(note{kind: eventIOError, id: id, c: c, errKind: dialKind(err), detail: err.Error()})
+			h.send(c.ctx, note{kind: eventIOError, id: id, c: c, errKind: dialKind(err), detail: err.Error()})
 		}
 		return
 	}
@@ -428,7 +440,7 @@ func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server 
 	if tcp, ok := raw.(*net.TCPConn); ok {
 		_ = tcp.SetNoDelay(true)
 	}
-	if !h.send(note{kind: eventConnected, id: id, c: c}) {
+	if !h.send(c.ctx, note{kind: eventConnected, id: id, c: c}) {
 		return
 	}
 	var nc net.Conn = raw
@@ -443,22 +455,23 @@ func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server 
 		secure := tls.Client(raw, tc)
 		if err := secure.HandshakeContext(c.ctx); err != nil {
 			if c.ctx.Err() == nil {
-				h.send(note{kind: eventIOError, id: id, c: c, errKind: kindTLS, detail: "TLS handshake: " + err.Error()})
+				h.send(c.ctx, note{kind: eventIOError, id: id, c: c, errKind: kindTLS, detail: "TLS handshake: " + err.Error()})
 			}
 			return
 		}
 		nc = secure
-		if !h.send(note{kind: eventSecured, id: id, c: c}) {
+		if !h.send(c.ctx, note{kind: eventSecured, id: id, c: c}) {
 			return
 		}
 	}
 	h.wg.Add(1)
+	h.connWG.Add(1)
 	go h.write(id, c, nc)
 	buf := make([]byte, readBuffer)
 	for {
 		n, err := nc.Read(buf)
 		if n > 0 {
-			if !h.send(note{kind: eventReceived, id: id, c: c, data: append([]byte(nil), buf[:n]...)}) {
+			if !h.send(c.ctx, note{kind: eventReceived, id: id, c: c, data: append([]byte(nil), buf[:n]...)}) {
 				return
 			}
 		}
@@ -466,7 +479,7 @@ func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server 
 			if c.ctx.Err() == nil {
 				n := readFailure(id, err, useTLS)
 				n.c = c
-				h.send(n)
+				h.send(c.ctx, n)
 			}
 			return
 		}
@@ -476,6 +489,7 @@ func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server 
 // write writes what the owner queues on c, in order, until c ends.
 func (h *host) write(id uint64, c *conn, nc net.Conn) {
 	defer h.wg.Done()
+	defer h.connWG.Done()
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -489,7 +503,7 @@ func (h *host) write(id uint64, c *conn, nc net.Conn) {
 					if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 						kind = kindClosed
 					}
-					h.send(note{kind: eventIOError, id: id, c: c, errKind: kind, detail: "write: " + err.Error()})
+					h.send(c.ctx, note{kind: eventIOError, id: id, c: c, errKind: kind, detail: "write: " + err.Error()})
 				}
 				c.cancel()
 				return
@@ -545,13 +559,13 @@ func (h *host) resolve(lookup uint64, name string) {
 			port, err = strconv.ParseUint(portText, 10, 16)
 		}
 		if err != nil {
-			h.send(note{kind: eventResolveFailed, id: lookup, gen: gen, detail: name + ": " + err.Error()})
+			h.send(h.ctx, note{kind: eventResolveFailed, id: lookup, gen: gen, detail: name + ": " + err.Error()})
 			return
 		}
 		ips, err := net.DefaultResolver.LookupNetIP(h.ctx, "ip", host)
 		if err != nil {
 			if h.ctx.Err() == nil {
-				h.send(note{kind: eventResolveFailed, id: lookup, gen: gen, detail: err.Error()})
+				h.send(h.ctx, note{kind: eventResolveFailed, id: lookup, gen: gen, detail: err.Error()})
 			}
 			return
 		}
@@ -559,7 +573,7 @@ func (h *host) resolve(lookup uint64, name string) {
 		for i, ip := range ips {
 			addrs[i] = netip.AddrPortFrom(ip.Unmap(), uint16(port))
 		}
-		h.send(note{kind: eventResolved, id: lookup, gen: gen, addrs: addrs})
+		h.send(h.ctx, note{kind: eventResolved, id: lookup, gen: gen, addrs: addrs})
 	}()
 }
 
@@ -581,10 +595,10 @@ func (h *host) fetchToken(id uint64) {
 			return
 		}
 		if err != nil {
-			h.send(note{kind: eventTokenFailed, id: id, c: c, detail: "token func: " + err.Error()})
+			h.send(c.ctx, note{kind: eventTokenFailed, id: id, c: c, detail: "token func: " + err.Error()})
 			return
 		}
-		h.send(note{kind: eventToken, id: id, c: c, token: token})
+		h.send(c.ctx, note{kind: eventToken, id: id, c: c, token: token})
 	}()
 }
 
