@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -37,7 +38,14 @@ type kafkaCluster struct {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// A whole run with a cluster starts the destructive tests' own cluster at once, so its
+	// start (20-40 s) overlaps the other tests.
+	if os.Getenv("STAGGER_KAFKA_DIR") != "" && flag.Lookup("test.run").Value.String() == "" {
+		go own.once.Do(startOwn)
+	}
 	code := m.Run()
+	own.once.Do(func() {}) // waits for a start under way
 	if own.cluster != nil {
 		own.cluster.stop()
 	}
@@ -93,29 +101,31 @@ var own struct {
 func ownKafka(t *testing.T) *kafkaCluster {
 	t.Helper()
 	sharedKafka(t) // the same rule: real-Kafka tests run when the run has a cluster
-	own.once.Do(func() {
-		dir, err := os.MkdirTemp("", "stagger-go-kafka-")
-		if err != nil {
-			own.err = err
-			return
-		}
-		_ = os.Remove(dir) // kafka.sh creates it
-		out, err := exec.Command("bash", scriptPath(), "start", "--dir", dir, "--base-port", "auto",
-			"--owner", strconv.Itoa(os.Getpid()), "--lifetime", "1200").Output()
-		if err != nil {
-			stderr := ""
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			own.err = fmt.Errorf("scripts/kafka.sh start: %v\n%s", err, stderr)
-			return
-		}
-		own.cluster = &kafkaCluster{dir: dir, env: parseEnv(string(out)), owned: true}
-	})
+	own.once.Do(startOwn)
 	if own.err != nil {
 		t.Fatal(own.err)
 	}
 	return own.cluster
+}
+
+func startOwn() {
+	dir, err := os.MkdirTemp("", "stagger-go-kafka-")
+	if err != nil {
+		own.err = err
+		return
+	}
+	_ = os.Remove(dir) // kafka.sh creates it
+	out, err := exec.Command("bash", scriptPath(), "start", "--dir", dir, "--base-port", "auto",
+		"--owner", strconv.Itoa(os.Getpid()), "--lifetime", "1200").Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		own.err = fmt.Errorf("scripts/kafka.sh start: %v\n%s", err, stderr)
+		return
+	}
+	own.cluster = &kafkaCluster{dir: dir, env: parseEnv(string(out)), owned: true}
 }
 
 func (k *kafkaCluster) list(key string) []string {
