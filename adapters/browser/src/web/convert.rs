@@ -116,7 +116,12 @@ pub(crate) fn config_error(error: &ConfigError) -> JsValue {
 /// `Error` named `RefreshError` whose message is the core's `Display`, carrying the core's
 /// structured error as `refreshError`, a per-broker summary keyed by URL as `brokers`, every
 /// attempt's report as `refresh` and the refresh's trace as `trace`.
-pub(crate) fn refresh_error(error: &RefreshError, seeds: &Seeds, report: &RefreshReport, trace: Option<&Trace>) -> JsValue {
+pub(crate) fn refresh_error(
+    error: &RefreshError,
+    seeds: &Seeds,
+    report: &RefreshReport,
+    trace: Option<&Trace>,
+) -> JsValue {
     let js = js_sys::Error::new(&error.to_string());
     js.set_name("RefreshError");
     set(&js, "refreshError", &to_js(error));

@@ -20,7 +20,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::{AbortSignal, CloseEvent, MessageEvent};
 
 use super::convert::{abort_error, config_error, refresh_error, set, to_js};
-use super::host::{Done, Host, Hooks};
+use super::host::{Done, Hooks, Host};
 use crate::options::{session_config, Seeds};
 
 thread_local! {
@@ -67,21 +67,21 @@ pub(crate) fn start(plan: Plan, resolve: Function, reject: Function) -> Result<(
     let driver = Rc::new_cyclic(|me: &Weak<RefCell<Driver>>| {
         let weak = me.clone();
         let open = callback(Closure::<dyn FnMut(f64)>::new(move |conn: f64| {
-            step(&weak, |d| d.host.opened(ConnId(conn as u64)))
+            step(&weak, &|d| d.host.opened(ConnId(conn as u64)))
         }));
         let weak = me.clone();
         let message = callback(Closure::<dyn FnMut(f64, MessageEvent)>::new(move |conn: f64, e: MessageEvent| {
-            step(&weak, |d| d.host.message(ConnId(conn as u64), e.data()))
+            step(&weak, &|d| d.host.message(ConnId(conn as u64), e.data()))
         }));
         let weak = me.clone();
         let close = callback(Closure::<dyn FnMut(f64, CloseEvent)>::new(move |conn: f64, e: CloseEvent| {
-            step(&weak, |d| d.host.closed(ConnId(conn as u64), e))
+            step(&weak, &|d| d.host.closed(ConnId(conn as u64), &e))
         }));
         let weak = me.clone();
-        let timer = callback(Closure::<dyn FnMut()>::new(move || step(&weak, |d| d.host.timer())));
+        let timer = callback(Closure::<dyn FnMut()>::new(move || step(&weak, &|d| d.host.timer())));
         let abort_listener = plan.signal.map(|signal| {
             let weak = me.clone();
-            let listener = callback(Closure::<dyn FnMut()>::new(move || step(&weak, Driver::abort)));
+            let listener = callback(Closure::<dyn FnMut()>::new(move || step(&weak, &Driver::abort)));
             let _ = signal.add_event_listener_with_callback("abort", &listener);
             (signal, listener)
         });
@@ -99,7 +99,7 @@ pub(crate) fn start(plan: Plan, resolve: Function, reject: Function) -> Result<(
         })
     });
     RUNNING.with(|running| running.borrow_mut().push(driver.clone()));
-    step(&Rc::downgrade(&driver), |d| d.host.request());
+    step(&Rc::downgrade(&driver), &|d| d.host.request());
     Ok(())
 }
 
@@ -110,8 +110,9 @@ fn callback<T: ?Sized + WasmClosure>(closure: Closure<T>) -> Function {
 }
 
 /// Runs one callback's work on the driver, then — borrow released — delivers the events
-/// and settles the promise if the refresh just ended.
-fn step(weak: &Weak<RefCell<Driver>>, work: impl FnOnce(&mut Driver)) {
+/// and settles the promise if the refresh just ended. (`work` is `dyn`: one copy of this in
+/// the wasm, not one per callback.)
+fn step(weak: &Weak<RefCell<Driver>>, work: &dyn Fn(&mut Driver)) {
     let Some(driver) = weak.upgrade() else { return };
     let (events, on_event, settle) = {
         // Never fails: no JS that could call back into the driver runs while it is borrowed.

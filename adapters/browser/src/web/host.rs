@@ -137,7 +137,7 @@ impl Host {
 
     /// `conn`'s WebSocket closed: refused before it opened (the bridge, or whatever listens
     /// there, said no), or ended by the bridge afterwards (cleanly, or with a code saying why).
-    pub(crate) fn closed(&mut self, conn: ConnId, event: CloseEvent) {
+    pub(crate) fn closed(&mut self, conn: ConnId, event: &CloseEvent) {
         let Some(socket) = self.sockets.iter().find(|s| s.conn == conn) else { return };
         let how = match (event.code(), event.reason()) {
             (code, reason) if reason.is_empty() => format!("WebSocket close code {code}"),
