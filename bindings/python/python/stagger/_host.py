@@ -82,6 +82,8 @@ def connect_error_kind(e: BaseException) -> ErrorKind:
 
 
 def _describe(e: BaseException) -> str:
+    if isinstance(e, OSError) and not isinstance(e, _ssl.SSLError) and e.errno and e.strerror:
+        return e.strerror if isinstance(e, socket.gaierror) else os.strerror(e.errno)
     text = str(e)
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 

@@ -65,7 +65,8 @@ class Topic:
 class AttemptReport:
     """One attempt of a refresh, the core's report row (the CLI's ``--json`` attempt rows):
     milliseconds since the refresh began, and how it ended: ``outcome`` is ``won``,
-    ``failed`` (``error``, ``error_kind``), ``cancelled`` (``reason``), ``resolved``
+    ``failed`` (``error``, ``error_kind`` and, for a broker's error, its Kafka
+    ``error_code``), ``cancelled`` (``reason``), ``resolved``
     (``addresses``) or ``in_flight``."""
 
     attempt: int
@@ -77,14 +78,15 @@ class AttemptReport:
     ended_ms: Optional[float] = None
     error: Optional[str] = None
     error_kind: Optional[str] = None
+    error_code: Optional[int] = None
     reason: Optional[str] = None
     addresses: Optional[Tuple[str, ...]] = None
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> "AttemptReport":
-        kind = row.get("error_kind")
-        if isinstance(kind, dict):  # a broker error: {"broker_error": code}, say
-            kind = ",".join(f"{k}:{v}" for k, v in kind.items())
+        kind, code = row.get("error_kind"), None
+        if isinstance(kind, dict):  # {"kind": "broker_error", "code": 3}, {"kind": "refused"}
+            kind, code = kind.get("kind"), kind.get("code")
         addresses = row.get("addresses")
         return cls(
             attempt=int(row.get("attempt", 0)),
@@ -96,6 +98,7 @@ class AttemptReport:
             ended_ms=row.get("ended_ms"),
             error=row.get("error"),
             error_kind=None if kind is None else str(kind),
+            error_code=None if code is None else int(code),
             reason=row.get("reason"),
             addresses=None if addresses is None else tuple(str(a) for a in addresses),
         )
