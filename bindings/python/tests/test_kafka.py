@@ -10,6 +10,7 @@ attempt timeout (10 s by default) first.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import json
@@ -18,7 +19,10 @@ import os
 import signal
 import socket
 import ssl
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -163,8 +167,29 @@ def test_the_long_lived_clients_keep_their_connection_on_real_kafka(kafka):
     assert report.stats.connections_opened == 1 and report.stats.connections_reused == 1, report.stats
     with stagger.Client(kafka.sasl_ssl, ssl=tls(kafka), sasl=stagger.ScramSha256(kafka.username, kafka.password)) as c:
         assert c.metadata(timeout=60).cluster_id == kafka.cluster_id
+        before = c.report().stats
         assert c.refresh(timeout=60).cluster_id == kafka.cluster_id
-        assert c.report().stats.connections_opened == 1
+        after = c.report().stats
+        # The second refresh asks on the kept connection: no new connection, no TLS, no SASL.
+        assert after.connections_opened == before.connections_opened, (before, after)
+        assert after.connections_reused == before.connections_reused + 1, (before, after)
+
+
+def test_the_bootstrap_example_orders_the_seeds_for_another_client(kafka, blackhole):
+    example = Path(__file__).resolve().parent.parent / "examples" / "bootstrap_servers.py"
+    seeds = [blackhole.address] + kafka.plaintext
+    done = subprocess.run(
+        [sys.executable, str(example), ",".join(seeds)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert f"{kafka.plaintext[0]} answered first" in lines[0], done.stdout
+    hole = next(line for line in lines if blackhole.address in line)
+    assert "no connection" in hole, done.stdout
+    servers = next(line for line in lines if line.startswith("bootstrap_servers = "))
+    listed = ast.literal_eval(servers.split(" = ", 1)[1])
+    assert listed[0] == kafka.plaintext[0] and sorted(listed) == sorted(kafka.plaintext)
+    assert blackhole.address not in listed
 
 
 def refuses(address: str) -> bool:
