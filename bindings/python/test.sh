@@ -7,14 +7,22 @@
 #
 #   bash bindings/python/test.sh [PYTEST ARGS...]
 #
-# Needs maturin for `python3 -m maturin` (scripts/setup.sh installs it) and cargo.
+# Needs cargo and maturin: the one scripts/setup.sh installs, else MATURIN or one on PATH.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-python3}"
-if ! "$python" -m maturin --version >/dev/null 2>&1; then
-  echo "bindings/python/test.sh: maturin is missing for $python (bash scripts/setup.sh installs it)" >&2
-  exit 1
+py_tools="${STAGGER_PY_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/stagger/python-tools}"
+maturin="${MATURIN:-}"
+if [ -z "$maturin" ]; then
+  if [ -x "$py_tools/bin/maturin" ]; then
+    maturin="$py_tools/bin/maturin"
+  elif command -v maturin >/dev/null 2>&1; then
+    maturin="$(command -v maturin)"
+  else
+    echo "bindings/python/test.sh: maturin is missing (bash scripts/setup.sh installs it)" >&2
+    exit 1
+  fi
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/stagger-python.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -26,7 +34,7 @@ venv_python="$work/venv/bin/python"
 # at run time); pytest runs the tests.
 "$venv_python" -m pip install --quiet --disable-pip-version-check pytest cffi
 
-(cd "$here" && nice -n 10 "$python" -m maturin build --release --quiet --interpreter "$venv_python" --out "$work/wheels")
+(cd "$here" && nice -n 10 "$maturin" build --release --quiet --interpreter "$venv_python" --out "$work/wheels")
 wheel="$(ls "$work/wheels"/*.whl)"
 "$venv_python" -m pip install --quiet --disable-pip-version-check "$wheel"
 echo "bindings/python/test.sh: $(basename "$wheel") built and installed in $((SECONDS - started)) s" >&2

@@ -38,7 +38,7 @@ def seed_states(seeds: List[str], md: stagger.Metadata) -> List[str]:
         elif a.answered_ms is not None:
             state = f"alive: answered at {a.answered_ms:.1f} ms, after the winner"
         elif a.outcome == "failed":
-            state = f"dead: {a.error_kind} ({a.error})"
+            state = f"dead: {a.error}"
         elif a.connected_ms is not None:
             state = f"connected at {a.connected_ms:.1f} ms, then silent (hung?): {a.reason}"
         else:
