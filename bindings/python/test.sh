@@ -31,8 +31,8 @@ started=$SECONDS
 "$python" -m venv "$work/venv"
 venv_python="$work/venv/bin/python"
 # cffi: maturin generates the package's loader with it at build time (and the wheel needs it
-# at run time); pytest runs the tests.
-"$venv_python" -m pip install --quiet --disable-pip-version-check pytest cffi
+# at run time); pytest runs the tests, mypy checks the installed package's hints.
+"$venv_python" -m pip install --quiet --disable-pip-version-check pytest cffi mypy
 
 (cd "$here" && nice -n 10 "$maturin" build --release --quiet --interpreter "$venv_python" --out "$work/wheels")
 wheel="$(ls "$work/wheels"/*.whl)"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Optional
+from typing import Any, NoReturn, Optional
 
 from . import _wire
 from .errors import AbiError, AbiVersionError, error_from_status
@@ -37,11 +37,11 @@ def _check_version(found: int, expected: int = _wire.ABI_VERSION) -> None:
 _check_version(lib.stagger_abi_version())
 
 
-def _copy(out) -> bytes:
+def _copy(out: Any) -> bytes:
     return bytes(ffi.buffer(out.ptr, out.len)) if out.len else b""
 
 
-def _raise(status: int, out) -> None:
+def _raise(status: int, out: Any) -> NoReturn:
     payload = _copy(out)
     try:
         error = json.loads(payload) if payload else {}

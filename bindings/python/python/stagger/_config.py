@@ -48,9 +48,8 @@ class _UserPassword(Sasl):
         return f"{type(self).__name__}(username={self.username!r}, password=<redacted>)"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and (self.username, self._password) == (
-            other.username,  # type: ignore[attr-defined]
-            other._password,  # type: ignore[attr-defined]
+        return isinstance(other, _UserPassword) and type(other) is type(self) and (
+            (self.username, self._password) == (other.username, other._password)
         )
 
     def __hash__(self) -> int:

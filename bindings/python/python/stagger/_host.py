@@ -20,7 +20,7 @@ import socket
 import ssl as _ssl
 import time
 from collections import deque
-from typing import Callable, Deque, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Coroutine, Deque, Dict, List, Optional, Set, Tuple, Union
 
 from . import _wire
 from ._types import AttemptReport, Metadata
@@ -97,7 +97,7 @@ class _Conn(asyncio.Protocol):
         self.transport: Optional[asyncio.BaseTransport] = None
         self.ready = False
         self.pending: List[bytes] = []
-        self.task: Optional[asyncio.Task] = None
+        self.task: Optional["asyncio.Task[None]"] = None
         self.done = False  # reported closed or failed, or closed by the session
 
     def send(self, data: bytes) -> None:
@@ -162,25 +162,25 @@ class Host:
         self.token_source = token_source
         self.on_end = on_end
         self.conns: Dict[int, _Conn] = {}
-        self.tasks: Set[asyncio.Task] = set()
+        self.tasks: Set["asyncio.Task[None]"] = set()
         # What happened since the last step: events, and markers ("rx", conn) where bytes
         # received on conn go (gathered in self.rx, so a burst of reads is one event).
         self.events: List[object] = []
         self.rx: Dict[int, bytearray] = {}
         self.wake = asyncio.Event()
         self.next_wakeup_ns: Optional[int] = None
-        self.requests: Deque[asyncio.Future] = deque()
-        self.waiting: Dict[int, List[asyncio.Future]] = {}
+        self.requests: Deque["asyncio.Future[Metadata]"] = deque()
+        self.waiting: Dict[int, List["asyncio.Future[Metadata]"]] = {}
         self.closed = False
 
     # --- callers ----------------------------------------------------------------------------
 
-    def request(self, cause: Cause = Cause.REQUESTED, broker: Optional[str] = None) -> asyncio.Future:
+    def request(self, cause: Cause = Cause.REQUESTED, broker: Optional[str] = None) -> "asyncio.Future[Metadata]":
         """Asks for fresh metadata (joining a running refresh); the future gets the metadata
         or the ``RefreshError``."""
         if self.closed:
             raise ClosedError("the stagger client is closed")
-        future = self.loop.create_future()
+        future: "asyncio.Future[Metadata]" = self.loop.create_future()
         self.requests.append(future)
         self.push(RequestRefresh(Cause(cause), broker or ""))
         return future
@@ -314,7 +314,7 @@ class Host:
             else:
                 future.set_result(outcome)
 
-    def _spawn(self, coro) -> asyncio.Task:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> "asyncio.Task[None]":
         task = self.loop.create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)

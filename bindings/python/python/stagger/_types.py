@@ -84,7 +84,8 @@ class AttemptReport:
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> "AttemptReport":
-        kind, code = row.get("error_kind"), None
+        kind: Any = row.get("error_kind")
+        code: Any = None
         if isinstance(kind, dict):  # {"kind": "broker_error", "code": 3}, {"kind": "refused"}
             kind, code = kind.get("kind"), kind.get("code")
         addresses = row.get("addresses")

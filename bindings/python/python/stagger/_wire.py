@@ -15,7 +15,7 @@ import enum
 import ipaddress
 import struct
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "ABI_VERSION",
@@ -356,7 +356,7 @@ class Actions(NamedTuple):
     """One step's answer: every action, in order, and when to step next (host ns, from the
     same clock as ``now_ns``), or ``None`` when nothing is due until an event comes."""
 
-    actions: list
+    actions: List[Action]
     next_wakeup_ns: Optional[int]
 
 
@@ -513,7 +513,7 @@ def decode_actions(batch: Union[bytes, bytearray, memoryview]) -> Actions:
     if flags != 0:
         raise BatchError(f"action batch: flags {flags:#x}, none are defined")
     wakeup = r.u64("the next wake-up")
-    actions = []
+    actions: List[Action] = []
     for index in range(count):
         r.where = f"action {index}"
         kind, length = r.u8("the kind"), r.u32("the body length")

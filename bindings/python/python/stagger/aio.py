@@ -129,7 +129,7 @@ class AsyncClient:
         )
         self._session = Session(self._built.config, seed=seed)
         self._host: Optional[Host] = None
-        self._task: Optional[asyncio.Task] = None
+        self._task: Optional["asyncio.Task[None]"] = None
         self._cache: Optional[Metadata] = None
         self._fresh = False
         self._closed = False

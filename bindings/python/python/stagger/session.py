@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Iterable, Optional
+from typing import Any, Dict, Iterable, Optional
 
 from . import _abi, _wire
 from ._config import SessionConfig
@@ -76,9 +76,10 @@ class Session:
         """Counters, the refresh running, the last one finished with every attempt."""
         return Report.from_json(json.loads(self._handle.report_json()))
 
-    def report_json(self) -> dict:
+    def report_json(self) -> Dict[str, Any]:
         """The report as the library writes it (docs/abi.md, "Report")."""
-        return json.loads(self._handle.report_json())
+        doc: Dict[str, Any] = json.loads(self._handle.report_json())
+        return doc
 
     def close(self) -> None:
         """Frees the session. Its connections are the host's to close."""
