@@ -89,6 +89,19 @@ def test_oauthbearer_tokens_come_from_an_async_callable(kafka):
     assert sorted(b.address for b in md.brokers) == sorted(kafka.sasl_plaintext)
 
 
+def test_a_token_source_that_fails_fails_the_refresh_without_asking_other_brokers(kafka):
+    def token() -> str:
+        raise RuntimeError("the identity provider is down")
+
+    with pytest.raises(RefreshError) as caught:
+        stagger.metadata_blocking(kafka.sasl_plaintext, sasl=stagger.OAuthBearer(token))
+    error = caught.value
+    assert error.reason == "fatal", error
+    assert error.last_error is not None and error.last_error.kind == "authentication", error
+    assert "token source failed" in error.last_error.message
+    assert sum(1 for b in error.brokers if b.attempts) == 1, "fatal: no other broker is asked"
+
+
 def test_secrets_appear_in_nothing_raised_or_logged(kafka, caplog):
     caplog.set_level(logging.DEBUG, logger="stagger")
     wrong = "wrong-" + kafka.password[::-1]

@@ -107,12 +107,13 @@ class _Conn(asyncio.Protocol):
             self.pending.append(data)
 
     def close(self) -> None:
-        """The session's ``Close``: end it, report nothing more."""
+        """The session's ``Close``: end it at once (no flush, no TLS close_notify to wait
+        for: a loser may be a hung broker), report nothing more."""
         self.done = True
         if self.task is not None and not self.task.done():
             self.task.cancel()
         if self.transport is not None:
-            self.transport.close()
+            self.transport.abort()
 
     # asyncio.Protocol
 
@@ -214,16 +215,18 @@ class Host:
                 timer.cancel()
             self.wake.clear()
 
-    def close(self, error: Optional[BaseException] = None) -> None:
+    def close(self, error: Optional[BaseException] = None) -> List["asyncio.Task[None]"]:
         """Closes every connection, stops every lookup and token fetch, answers every waiting
-        caller (``ClosedError``, or ``error``) and frees the session."""
+        caller (``ClosedError``, or ``error``) and frees the session. Returns the tasks it
+        cancelled (``aclose`` waits for them)."""
         if self.closed:
-            return
+            return []
         self.closed = True
         for conn in self.conns.values():
             conn.close()
         self.conns.clear()
-        for task in self.tasks:
+        cancelled = list(self.tasks)
+        for task in cancelled:
             task.cancel()
         self.tasks.clear()
         error = error or ClosedError("the stagger client is closed")
@@ -233,6 +236,15 @@ class Host:
         self.requests.clear()
         self.waiting.clear()
         self.session.close()
+        return cancelled
+
+    async def aclose(self, error: Optional[BaseException] = None) -> None:
+        """``close``, then waits until the cancelled dials, lookups and token fetches have
+        ended and the sockets are closed."""
+        cancelled = self.close(error)
+        if cancelled:
+            await asyncio.gather(*cancelled, return_exceptions=True)
+        await asyncio.sleep(0)  # the transports' connection_lost callbacks close the sockets
 
     # --- what the connections say ------------------------------------------------------------
 

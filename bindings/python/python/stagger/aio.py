@@ -76,7 +76,8 @@ async def metadata(
                 return answer.result()
             await host.wait()
     finally:
-        host.close()
+        # Every connection is closed before the call returns, even a cancelled one.
+        await host.aclose()
 
 
 async def bootstrap_servers(seeds: Union[str, Iterable[str]], **options: Any) -> List[str]:
@@ -211,7 +212,7 @@ class AsyncClient:
             except BaseException:  # its cancellation, or the failure already reported
                 pass
         if host is not None:
-            host.close()
+            await host.aclose()
         else:
             self._session.close()
 

@@ -29,23 +29,10 @@ T = TypeVar("T")
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Runs ``coro`` to completion on a new event loop; if it is interrupted (Ctrl-C), it is
-    cancelled and run until its connections are closed."""
-    loop = asyncio.new_event_loop()
-    try:
-        task = loop.create_task(coro)
-        try:
-            return loop.run_until_complete(task)
-        except BaseException:
-            if not task.done():
-                task.cancel()
-                try:
-                    loop.run_until_complete(task)
-                except BaseException:
-                    pass
-            raise
-    finally:
-        loop.close()
+    """Runs ``coro`` to completion on a new event loop (``asyncio.run``: if it is interrupted,
+    it is cancelled and run until its connections are closed; the loop's name-lookup threads
+    are shut down after)."""
+    return asyncio.run(coro)
 
 
 def _run_anywhere(coro: Coroutine[Any, Any, T]) -> T:
