@@ -20,7 +20,7 @@ import socket
 import ssl as _ssl
 import time
 from collections import deque
-from typing import Any, Callable, Coroutine, Deque, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Coroutine, Deque, Dict, List, Optional, Set, Tuple, Union, cast
 
 from . import _wire
 from ._types import AttemptReport, Metadata
@@ -94,7 +94,7 @@ class _Conn(asyncio.Protocol):
     def __init__(self, host: "Host", conn: int) -> None:
         self.host = host
         self.id = conn
-        self.transport: Optional[asyncio.BaseTransport] = None
+        self.transport: Optional[asyncio.Transport] = None
         self.ready = False
         self.pending: List[bytes] = []
         self.task: Optional["asyncio.Task[None]"] = None
@@ -102,7 +102,7 @@ class _Conn(asyncio.Protocol):
 
     def send(self, data: bytes) -> None:
         if self.ready and self.transport is not None:
-            self.transport.write(data)  # type: ignore[attr-defined]
+            self.transport.write(data)
         else:
             self.pending.append(data)
 
@@ -118,7 +118,7 @@ class _Conn(asyncio.Protocol):
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if not self.done:
@@ -368,7 +368,7 @@ class Host:
         conn.ready = True
         pending, conn.pending = conn.pending, []
         for data in pending:
-            conn.transport.write(data)  # type: ignore[union-attr]
+            conn.send(data)
 
     async def _resolve(self, lookup: int, name: str) -> None:
         try:

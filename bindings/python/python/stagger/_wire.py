@@ -435,33 +435,58 @@ def encode_events(events: Sequence[Event]) -> bytes:
 # Decoding actions
 
 
+_U8 = struct.Struct("<B")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+
+
 class _Reader:
-    __slots__ = ("data", "at", "end", "where")
+    """Checked little-endian reads from ``data[at:end]``; ``where`` says, when a read fails,
+    which record (its index, kind and offset: formatted only then)."""
 
-    def __init__(self, data: memoryview, at: int, end: int, where: str) -> None:
-        self.data, self.at, self.end, self.where = data, at, end, where
+    __slots__ = ("data", "at", "end", "index", "kind", "start")
 
-    def take(self, n: int, what: str) -> memoryview:
-        if self.end - self.at < n:
-            raise BatchError(f"{self.where}: {what} needs {n} bytes, {self.end - self.at} left (byte {self.at})")
-        piece = self.data[self.at : self.at + n]
-        self.at += n
-        return piece
+    def __init__(self, data: bytes, at: int, end: int, index: int = -1, kind: int = 0) -> None:
+        self.data, self.at, self.end = data, at, end
+        self.index, self.kind, self.start = index, kind, at
+
+    @property
+    def where(self) -> str:
+        if self.index < 0:
+            return "action batch"
+        if self.kind == 0:
+            return f"action {self.index}"
+        try:
+            name = _ActionKind(self.kind).name
+        except ValueError:
+            name = str(self.kind)
+        return f"action {self.index} ({name}) at byte {self.start - 5}"
+
+    def _need(self, n: int, what: str) -> int:
+        at = self.at
+        if self.end - at < n:
+            raise BatchError(f"{self.where}: {what} needs {n} bytes, {self.end - at} left (byte {at})")
+        self.at = at + n
+        return at
+
+    def take(self, n: int, what: str) -> bytes:
+        at = self._need(n, what)
+        return self.data[at : at + n]
 
     def u8(self, what: str) -> int:
-        return self.take(1, what)[0]
+        return int(_U8.unpack_from(self.data, self._need(1, what))[0])
 
     def u16(self, what: str) -> int:
-        return int.from_bytes(self.take(2, what), "little")
+        return int(_U16.unpack_from(self.data, self._need(2, what))[0])
 
     def u32(self, what: str) -> int:
-        return int.from_bytes(self.take(4, what), "little")
+        return int(_U32.unpack_from(self.data, self._need(4, what))[0])
 
     def u64(self, what: str) -> int:
-        return int.from_bytes(self.take(8, what), "little")
+        return int(_U64.unpack_from(self.data, self._need(8, what))[0])
 
     def rest(self) -> bytes:
-        piece = bytes(self.data[self.at : self.end])
+        piece = self.data[self.at : self.end]
         self.at = self.end
         return piece
 
@@ -505,8 +530,8 @@ def _action(kind: int, b: _Reader) -> Action:
 def decode_actions(batch: Union[bytes, bytearray, memoryview]) -> Actions:
     """Reads an action batch (docs/abi.md, "Action batch"); refuses one that does not follow
     it with a ``BatchError`` saying where."""
-    data = memoryview(batch)
-    r = _Reader(data, 0, len(data), "action batch")
+    data = bytes(batch)
+    r = _Reader(data, 0, len(data))
     version, flags, count = r.u16("the version"), r.u16("the flags"), r.u32("the count")
     if version != ABI_VERSION:
         raise BatchError(f"action batch: version {version}, this package speaks {ABI_VERSION}")
@@ -515,18 +540,14 @@ def decode_actions(batch: Union[bytes, bytearray, memoryview]) -> Actions:
     wakeup = r.u64("the next wake-up")
     actions: List[Action] = []
     for index in range(count):
-        r.where = f"action {index}"
+        r.index = index
         kind, length = r.u8("the kind"), r.u32("the body length")
-        start = r.at
-        r.take(length, "the body")
-        try:
-            name = _ActionKind(kind).name
-        except ValueError:
-            name = str(kind)
-        body = _Reader(data, start, start + length, f"action {index} ({name}) at byte {start - 5}")
+        start = r._need(length, "the body")
+        body = _Reader(data, start, start + length, index, kind)
         actions.append(_action(kind, body))
         if body.at != body.end:
             raise BatchError(f"{body.where}: {body.end - body.at} bytes after the body's last field")
     if r.at != r.end:
+        r.index = -1
         raise BatchError(f"action batch: {r.end - r.at} bytes after the last action")
     return Actions(actions, None if wakeup == NO_WAKEUP else wakeup)
