@@ -174,6 +174,7 @@ def test_actions_are_decoded_as_the_action_table_says():
         (action_batch([record(1, bytes(8) + b"\x00\x09\x00ab")]), "the address needs 9 bytes"),
         (action_batch([record(9, b"")]) + b"\x00", "1 bytes after the last action"),
     ],
+    ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_a_malformed_action_batch_is_refused_with_where_and_why(batch, says):
     with pytest.raises(BatchError, match=says):
