@@ -32,6 +32,14 @@ command -v websockify >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND
 if ! command -v ip >/dev/null 2>&1 || ! command -v iptables >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables
 fi
+# Python binding (bindings/python): maturin builds its wheel; a pinned version in a virtual
+# environment of its own (no system or user site touched), made once and reused.
+maturin_version=1.16.0
+py_tools="${STAGGER_PY_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/stagger/python-tools}"
+if [ "$("$py_tools/bin/maturin" --version 2>/dev/null)" != "maturin $maturin_version" ]; then
+  python3 -m venv "$py_tools"
+  "$py_tools/bin/python" -m pip install --quiet --disable-pip-version-check "maturin==$maturin_version"
+fi
 # The Go binding (bindings/go): its module's dependencies (wazero) into Go's module cache,
 # so its build and tests need no network after this. It needs Go 1.25 or later (wazero's
 # floor), which this project's machines ship; Debian's golang-go is older.

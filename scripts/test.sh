@@ -45,7 +45,11 @@ bash adapters/browser/npm/test.sh
 # Web demo: build the static site (web-demo/dist), then drive it in headless Chromium.
 bash web-demo/build.sh
 (cd web-demo && node --test tests/)
-# The browser and web demo tests authenticate to the real cluster too; it is not needed after them.
+# The Python package (bindings/python/test.sh): the wheel built with maturin, installed into a
+# fresh venv, pytest against fake brokers and the real cluster (its destructive tests restart
+# the broker they kill, so they run last here).
+bash bindings/python/test.sh
+# The browser, web demo and Python tests authenticate to the real cluster too; it is not needed after them.
 if [ -n "${STAGGER_KAFKA_DIR:-}" ]; then
   bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"
   trap - EXIT

@@ -217,7 +217,7 @@ impl BrokerBook {
         // Entries sorted by address, and one reused buffer for each listed broker's address:
         // O(B log B) per winning answer with two allocations, not O(B²) with one per broker.
         let mut sorted: Vec<u32> = (0..self.entries.len() as u32).collect();
-        sorted.sort_unstable_by(|&a, &b| self.entries[a as usize].address.cmp(&self.entries[b as usize].address));
+        sorted.sort_by(|&a, &b| self.entries[a as usize].address.cmp(&self.entries[b as usize].address));
         let mut address = String::new();
         for b in &metadata.brokers {
             address.clear();

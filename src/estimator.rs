@@ -77,8 +77,17 @@ impl Estimator {
         let exact = q * n as f64;
         let floor = exact as usize;
         let rank = (floor + usize::from((floor as f64) < exact)).clamp(1, n);
-        let (_, value, _) = copy[..n].select_nth_unstable(rank - 1);
-        Some(Duration::from_micros(*value as u64))
+        // An insertion sort of at most WINDOW samples, once per refresh: a selection
+        // algorithm would cost every wasm build of the core several KiB for nothing.
+        let copy = &mut copy[..n];
+        for i in 1..n {
+            let mut j = i;
+            while j > 0 && copy[j - 1] > copy[j] {
+                copy.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        Some(Duration::from_micros(copy[rank - 1] as u64))
     }
 }
 

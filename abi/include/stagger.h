@@ -164,8 +164,9 @@
 #define STAGGER_NO_WAKEUP 18446744073709551615ull
 
 // The default `max_frame_size` of a session's config, in bytes (32 MiB; `docs/abi.md`
-// says why).
-#define STAGGER_DEFAULT_MAX_FRAME_SIZE ((32 * 1024) * 1024)
+// says why). A plain literal, so that the header's `#define` is one (cffi, which the Python
+// wheel's loader is generated with, takes integer literals only).
+#define STAGGER_DEFAULT_MAX_FRAME_SIZE 33554432
 
 // A buffer the library owns, as `*out` receives it: `ptr` and `len` (8 bytes in wasm32,
 // two little-endian `u32`s; 16 bytes on 64-bit hosts). Read it before the next call.

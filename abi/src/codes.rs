@@ -116,5 +116,6 @@ pub const STAGGER_CAUSE_REQUEST_TIMED_OUT: u8 = 5;
 /// The next wake-up of an action batch when nothing is due, ever.
 pub const STAGGER_NO_WAKEUP: u64 = 0xFFFF_FFFF_FFFF_FFFF;
 /// The default `max_frame_size` of a session's config, in bytes (32 MiB; `docs/abi.md`
-/// says why).
-pub const STAGGER_DEFAULT_MAX_FRAME_SIZE: u32 = 32 * 1024 * 1024;
+/// says why). A plain literal, so that the header's `#define` is one (cffi, which the Python
+/// wheel's loader is generated with, takes integer literals only).
+pub const STAGGER_DEFAULT_MAX_FRAME_SIZE: u32 = 33_554_432;

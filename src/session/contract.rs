@@ -190,7 +190,8 @@ pub struct SessionConfig {
     /// Whether the host speaks TLS to the brokers (then it reports [`Event::Secured`]).
     pub tls: bool,
     /// With `OAUTHBEARER`: ask the host for a token for every new connection
-    /// ([`Action::NeedToken`]), for tokens that expire.
+    /// ([`Action::NeedToken`]), for tokens that expire. Without any SASL set, it implies
+    /// `OAUTHBEARER`.
     pub fresh_tokens: bool,
     /// One refresh only: no periodic refresh, and the winner's connection is closed rather
     /// than kept (what a one-shot `refresh` of an adapter wants).

@@ -145,7 +145,17 @@ pub struct Session {
 impl Session {
     /// A session over `book` (the seeds); no refresh runs until requested (or, unless
     /// [`SessionConfig::one_shot`], the periodic refresh is due).
-    pub fn new(config: SessionConfig, book: BrokerBook, now: Instant) -> Result<Session, ConfigError> {
+    ///
+    /// The seeds' host names and the exchange settings are checked here
+    /// ([`crate::kafka::validate`]), before any broker is contacted.
+    pub fn new(mut config: SessionConfig, book: BrokerBook, now: Instant) -> Result<Session, ConfigError> {
+        crate::kafka::validate::seeds(&book)?;
+        crate::kafka::validate::exchange(&config.exchange)?;
+        if config.fresh_tokens && config.exchange.sasl.is_none() {
+            // A token source and no SASL: OAUTHBEARER, each connection's token asked for.
+            let token = crate::kafka::sasl::Secret::new(alloc::string::String::new());
+            config.exchange.sasl = Some(crate::kafka::sasl::Sasl::OAuthBearer { token });
+        }
         // The attempts of one refresh at once (no more than the brokers: "all at once" is
         // `u32::MAX`), a kept connection, and a loser being closed; more grows the table.
         let in_flight = config.cluster.refresh.fanout.max_in_flight as usize;

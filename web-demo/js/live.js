@@ -1,16 +1,16 @@
 // Live: real brokers, refreshed from this page through the browser adapter (`stagger-web`)
 // and a WebSocket↔TCP bridge, drawn as the adapter reports each step (`onEvent`).
 //
-// The adapter's `command`/`input`/`timeout` events have the shape of the core's trace
-// events, and its `start` event carries the config and broker book. So the page assembles
-// them into a trace as they arrive and draws it through the same replay as the Replay tab:
-// the lanes are what the core decided, live, and at the end the page can say whether the
-// live run replays to the very same commands.
+// The adapter's events are the core's live events (`started`, `connected`, `answered`,
+// `won`, `failed`, `cancelled`, `timer`: the ones the CLI's live view shows), drawn as they
+// arrive. When the refresh ends, `refreshWith()` (or the rejection) hands over the core's
+// trace of it: the page draws that through the same replay as the Replay tab, and says
+// whether the live run replays to the very same commands.
 
 import * as engine from "./engine.js";
 import { drawTimeline, domainFor } from "./timeline.js";
-import { runFromReport } from "./run.js";
-import { progressText, renderLog, renderSummary, updateLog } from "./panels.js";
+import { bridgeAddress, runFromEvents, runFromReport } from "./run.js";
+import { errorText, progressText, renderLog, renderSummary, updateLog } from "./panels.js";
 import { describeConfig } from "./replay.js";
 
 const ADAPTER = "../browser/stagger_web.js";
@@ -51,35 +51,19 @@ export function initLive(app) {
     status.innerHTML = html;
   }
 
-  function trace(s) {
-    return {
-      version: 1,
-      recorder: "stagger-web (live, web demo)",
-      config: s.start.config,
-      book: s.start.book,
-      started_at: 0,
-      recent_response_time: null,
-      events: s.events,
-    };
+  /** The lane labels: the URL only when it says more than the address (a path, wss://). */
+  function subs(s) {
+    return s.urls.map((u) => (u.replace(/\/$/, "") === `ws://${bridgeAddress(u)}` ? "" : u));
   }
 
-  /** Rebuilds the picture from the events so far and draws it at the current time. */
+  /** The run to draw: the core's events so far, then (once it ended) the replay of its trace. */
   function draw(s) {
-    if (!s.start) return;
     if (s.dirty) {
       s.dirty = false;
-      const answer = engine.replay(JSON.stringify(trace(s)));
-      if (answer.verdict === "invalid") {
-        setStatus(`Cannot draw the adapter's events: ${esc(answer.error)}`, "bad");
-        return;
+      if (!s.answer) {
+        s.run = runFromEvents(s.events, s.addresses, s.config, { subs: subs(s), errorText });
+        renderLog($("live-log"), s.run, null);
       }
-      s.answer = answer;
-      s.run = runFromReport(answer.report, answer.config, {
-        eventText: answer.event_text,
-        // The URL only when it says more than the address (a path, wss://).
-        subs: s.start.brokers.map((b) => (b.url.replace(/\/$/, "") === `ws://${b.address}` ? "" : b.url)),
-      });
-      renderLog($("live-log"), s.run, null);
     }
     if (!s.run) return;
     const t = s.done ? s.run.endedAt : Math.max(s.run.endedAt, (performance.now() - s.wall) * 1000);
@@ -87,6 +71,19 @@ export function initLive(app) {
     drawTimeline(tl, run, t, { domain: Math.max(domainFor(run, "fit"), t * 1.15) });
     $("live-progress").textContent = progressText(run, t);
     updateLog($("live-log"), t, true);
+  }
+
+  /** The refresh ended with `trace` (none when aborted): replay it, and draw that. */
+  function replayTrace(s) {
+    if (!s.trace) return;
+    const answer = engine.replay(JSON.stringify(s.trace));
+    if (answer.verdict === "invalid") {
+      s.replayError = answer.error;
+      return;
+    }
+    s.answer = answer;
+    s.run = runFromReport(answer.report, answer.config, { eventText: answer.event_text, subs: subs(s) });
+    renderLog($("live-log"), s.run, null);
   }
 
   function loop(s) {
@@ -113,7 +110,7 @@ export function initLive(app) {
       return;
     }
     const mod = await loadAdapter();
-    if (!mod || typeof mod.refresh !== "function") {
+    if (!mod || typeof mod.refreshWith !== "function") {
       setStatus(`This build has no browser adapter. Build it (<code>adapters/browser/build.sh</code>), then rebuild the
         page (<code>web-demo/build.sh</code>), which copies <code>adapters/browser/pkg</code> into <code>dist/browser</code>.`, "bad");
       return;
@@ -121,7 +118,8 @@ export function initLive(app) {
     stop();
     const config = app.config();
     const controller = new AbortController();
-    const s = { start: null, events: [], wall: performance.now(), done: false, dirty: false, controller, run: null };
+    const addresses = [...new Set(urls.map(bridgeAddress))];
+    const s = { urls, addresses, config, events: [], wall: performance.now(), done: false, dirty: true, controller, run: null, trace: null };
     session = s;
     $("live-body").hidden = false;
     $("live-summary").innerHTML = `<p class="headline pending">… refreshing ${urls.length} broker${urls.length === 1 ? "" : "s"}</p>`;
@@ -132,30 +130,26 @@ export function initLive(app) {
     setStatus(`Refreshing through the browser adapter… <span class="muted">${esc(describeConfig(config))}</span>`);
     const onEvent = (e) => {
       if (session !== s) return;
-      const event = typeof e === "string" ? JSON.parse(e) : e;
-      if (event.type === "start") {
-        s.start = event;
-        s.wall = performance.now() - (event.at_ms || 0);
-      } else if (event.type === "command" || event.type === "input" || event.type === "timeout") {
-        const { at_ms, url, ...rest } = event;
-        s.events.push(rest);
-      } else if (event.type === "abort") {
-        s.aborted = event;
-      }
+      s.events.push(e);
       s.dirty = true;
     };
     loop(s);
     let metadata = null;
     let error = null;
     try {
-      metadata = await mod.refresh({ bootstrap: urls, config, sasl: saslOptions(), onEvent, signal: controller.signal });
+      const result = await mod.refreshWith({ bootstrap: urls, config, sasl: saslOptions(), onEvent, signal: controller.signal });
+      ({ metadata } = result);
+      s.trace = result.trace;
     } catch (e) {
       error = e;
+      s.trace = e?.trace ?? null;
+      s.aborted = e?.name === "AbortError";
     }
     if (session !== s) return;
     s.done = true;
     s.dirty = true;
     cancelAnimationFrame(s.raf);
+    replayTrace(s);
     draw(s);
     $("live-run").disabled = false;
     $("live-stop").disabled = true;
@@ -165,10 +159,9 @@ export function initLive(app) {
   function finish(s, metadata, error) {
     const answer = s.answer;
     if (s.run && answer) {
-      renderSummary($("live-summary"), s.run, {
-        giveUp: answer.give_up,
-        note: s.aborted ? "Stopped: every socket was closed." : "The adapter stopped before the refresh finished.",
-      });
+      renderSummary($("live-summary"), s.run, { giveUp: answer.give_up });
+    } else if (s.run && s.events.length) {
+      $("live-summary").innerHTML = `<p class="headline warn">${s.aborted ? "Stopped: every socket was closed." : "The adapter stopped before the refresh finished."}</p>`;
     }
     const parts = [];
     if (metadata) {
@@ -183,9 +176,11 @@ export function initLive(app) {
     if (answer && answer.verdict === "match" && answer.finished) {
       parts.push(`<span class="ok-text">This live run replays through the core without divergence (${answer.commands} commands).</span>`);
     } else if (answer && answer.verdict === "diverges") {
-      parts.push(`<span class="error-text">The live events do not replay to the same commands: ${esc(answer.divergence.message)}</span>`);
+      parts.push(`<span class="error-text">The live run's trace does not replay to the same commands: ${esc(answer.divergence.message)}</span>`);
+    } else if (s.replayError) {
+      parts.push(`<span class="error-text">Cannot replay the live run's trace: ${esc(s.replayError)}</span>`);
     }
-    if (s.start) parts.push(`<button type="button" class="link" data-live="replay">open in Replay</button> ·
+    if (s.trace) parts.push(`<button type="button" class="link" data-live="replay">open in Replay</button> ·
       <button type="button" class="link" data-live="download">download the trace</button>`);
     setStatus(parts.join(" "), metadata ? "ok" : "bad");
     status.dataset.outcome = metadata ? "done" : "failed";
@@ -199,8 +194,8 @@ export function initLive(app) {
   $("live-stop").addEventListener("click", stop);
   status.addEventListener("click", (ev) => {
     const act = ev.target.closest("[data-live]")?.dataset.live;
-    if (!act || !session?.start) return;
-    const text = JSON.stringify(trace(session), null, 2);
+    if (!act || !session?.trace) return;
+    const text = JSON.stringify(session.trace, null, 2);
     if (act === "replay") {
       app.views.replay.open(text, "the live run");
       app.show("replay");

@@ -12,7 +12,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mio::Waker;
-use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::session::{Callers, SessionConfig};
 use stagger::{ClientStats, ClusterConfig, Metadata, RefreshCause};
 
@@ -67,11 +66,6 @@ impl Client {
     /// contacted until the first [`Client::metadata`] or [`Client::refresh`], or the first
     /// periodic refresh.
     pub fn new(config: ClusterConfig, seeds: &[impl AsRef<str>], options: ClientOptions) -> Result<Client, Error> {
-        let mut exchange = options.exchange;
-        if options.oauth_token.is_some() {
-            // Every new connection asks the token source (the session's `NeedToken`).
-            exchange.sasl = Some(Sasl::OAuthBearer { token: Secret::new(String::new()) });
-        }
         let io = Io {
             #[cfg(feature = "tls")]
             tls: options.tls,
@@ -79,7 +73,11 @@ impl Client {
             resolve_names: options.resolve_names,
         };
         let max_age = config.refresh_interval;
-        let host = Host::start(seeds, SessionConfig { cluster: config, exchange, ..Default::default() }, io)?;
+        let host = Host::start(
+            seeds,
+            SessionConfig { cluster: config, exchange: options.exchange, ..Default::default() },
+            io,
+        )?;
         let waker = host.waker();
         let shared = Arc::new(Shared::default());
         let background = Background { host, callers: Callers::default(), shared: shared.clone() };

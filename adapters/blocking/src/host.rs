@@ -14,7 +14,6 @@ use std::vec;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use stagger::kafka::sasl::{Nonce, TokenSource};
-use stagger::kafka::validate;
 use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
 use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind, Instant};
 
@@ -93,8 +92,6 @@ impl Host {
     pub(crate) fn start(seeds: &[impl AsRef<str>], mut config: SessionConfig, io: Io) -> Result<Host, Error> {
         let seeds = seeds.iter().map(|s| s.as_ref());
         let book = if io.resolve_names { BrokerBook::resolving(seeds)? } else { BrokerBook::new(seeds)? };
-        validate::seeds(&book)?;
-        validate::exchange(&config.exchange)?;
         #[cfg(feature = "tls")]
         let tls = io.tls.is_some();
         #[cfg(not(feature = "tls"))]

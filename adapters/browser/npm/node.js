@@ -3,13 +3,13 @@
 // bundlers get stagger_web.js itself. That module is wasm-bindgen's `web` target: its init()
 // fetches stagger_web_bg.wasm next to itself, and Node's fetch cannot read file: URLs. Here
 // init() and initSync() read the .wasm from disk instead when given nothing (or a file: URL);
-// anything else goes to wasm-bindgen's init unchanged. refresh() needs a global WebSocket
-// (Node 22+, or Node 20.10+ run with --experimental-websocket): without one it rejects at once
-// with a NotSupportedError, rather than failing every attempt and giving up. Everything else is
-// stagger_web.js's.
+// anything else goes to wasm-bindgen's init unchanged. refresh() and refreshWith() need a
+// global WebSocket (Node 22+, or Node 20.10+ run with --experimental-websocket): without one
+// they reject at once with a NotSupportedError, rather than failing every attempt and giving
+// up. Everything else is stagger_web.js's.
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import initWeb, { initSync as initSyncWeb, refresh as refreshWeb } from "./stagger_web.js";
+import initWeb, { initSync as initSyncWeb, refresh as refreshWeb, refreshWith as refreshWithWeb } from "./stagger_web.js";
 
 export * from "./stagger_web.js";
 
@@ -44,8 +44,8 @@ export function initSync(options) {
   return initSyncWeb({ module: file ? readFileSync(file) : module });
 }
 
-/** stagger_web.js's refresh(), after checking that this Node has a WebSocket to open. */
-export function refresh(options) {
+/** A rejection saying what to do, for a Node without a WebSocket; null when it has one. */
+function noWebSocket() {
   if (typeof globalThis.WebSocket !== "function") {
     return Promise.reject(
       new DOMException(
@@ -56,5 +56,15 @@ export function refresh(options) {
       ),
     );
   }
-  return refreshWeb(options);
+  return null;
+}
+
+/** stagger_web.js's refresh(), after checking that this Node has a WebSocket to open. */
+export function refresh(options) {
+  return noWebSocket() ?? refreshWeb(options);
+}
+
+/** stagger_web.js's refreshWith(), after the same check. */
+export function refreshWith(options) {
+  return noWebSocket() ?? refreshWithWeb(options);
 }

@@ -2,7 +2,26 @@
 //! it is tested on the host as well as in wasm.
 
 use serde::Serialize;
-use stagger::{BrokerBook, BrokerIndex, ConfigError, RefreshConfig, RefreshError};
+use stagger::kafka::ExchangeConfig;
+use stagger::session::SessionConfig;
+use stagger::{BrokerBook, BrokerIndex, ClusterConfig, ConfigError, RefreshConfig, RefreshError};
+
+/// The name written into the traces the browser records.
+pub const RECORDER: &str = concat!("stagger-web ", env!("CARGO_PKG_VERSION"));
+
+/// The session one `refresh()` runs: one refresh (no connection kept), live events for
+/// `onEvent`, a trace for the result. No TLS: a `wss://` bridge's TLS is the browser's
+/// business, and the bridge carries the broker's plaintext Kafka bytes.
+pub fn session_config(config: RefreshConfig, exchange: ExchangeConfig) -> SessionConfig {
+    SessionConfig {
+        cluster: ClusterConfig { refresh: config, ..ClusterConfig::default() },
+        exchange,
+        one_shot: true,
+        observe: true,
+        recorder: Some(RECORDER.to_owned()),
+        ..SessionConfig::default()
+    }
+}
 
 /// The bootstrap bridges of one refresh: the core's [`BrokerBook`] (which wants `host:port`)
 /// and, by broker index, the WebSocket URL each broker is reached through.
@@ -48,6 +67,11 @@ impl Seeds {
     /// The WebSocket URL of broker `index` (the book only has brokers given as URLs).
     pub fn url(&self, index: BrokerIndex) -> &str {
         self.urls.get(index.0 as usize).map_or("?", String::as_str)
+    }
+
+    /// The WebSocket URL of the bridge at `address` (`host:port`, as the session dials it).
+    pub fn url_of(&self, address: &str) -> Option<&str> {
+        self.book.find(address).and_then(|index| self.urls.get(index.0 as usize)).map(String::as_str)
     }
 
     /// Every URL, by broker index.
@@ -174,6 +198,8 @@ mod tests {
         assert_eq!(seeds.book.len(), 3);
         assert_eq!(seeds.urls(), ["ws://a:1", "ws://b:2", "ws://c:3"]);
         assert_eq!(seeds.url(BrokerIndex(1)), "ws://b:2");
+        assert_eq!(seeds.url_of("c:3"), Some("ws://c:3"));
+        assert_eq!(seeds.url_of("d:4"), None);
         assert_eq!(seeds.book.address(BrokerIndex(2)), "c:3");
         assert_eq!(Seeds::new(&["ws://a:1/x", "ws://a:1/y"]).unwrap_err().field, "bootstrap");
         assert_eq!(Seeds::new::<&str>(&[]).unwrap_err().field, "bootstrap");

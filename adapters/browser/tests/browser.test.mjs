@@ -55,9 +55,10 @@ function serve() {
 
 /** An attempt id (`{epoch, number}`) as one comparable string, `undefined` for none. */
 const key = (a) => (a == null ? undefined : `${a.epoch}.${a.number}`);
-// Each with `id`: its attempt's key.
-const commands = (events, kind) => events.filter((e) => e.type === "command" && e.command[kind]).map((e) => ({ ...e.command[kind], id: key(e.command[kind].attempt), at_ms: e.at_ms, url: e.url }));
-const inputs = (events, kind) => events.filter((e) => e.type === "input" && e.input[kind]).map((e) => ({ ...e.input[kind], id: key(e.input[kind].attempt), at_ms: e.at_ms }));
+/** The core's live events named `name`, each with `id`: its attempt's key. */
+const of = (events, name) => events.filter((e) => e.event === name).map((e) => ({ ...e, id: key(e.attempt) }));
+/** A bridge URL's `host:port`: how the core names the broker behind it. */
+const address = (url) => new URL(url).host;
 
 before(async () => {
   if (!existsSync(join(pkgDir, "stagger_web.js"))) {
@@ -106,84 +107,86 @@ test("metadata past a hung first broker and a refused second one; the hung attem
     const topics = run.metadata.topics.filter((t) => !t.is_internal).map((t) => [t.name, t.partitions.length]).sort();
     assert.deepEqual(topics, bed.info.topics.map((t) => [t.name, t.partitions]).sort());
 
-    // The story, as onEvent told it: hung broker connected but silent, hedged after the
-    // stagger delay (two attempts per tick); the down broker refused; the healthy one
-    // answered ApiVersions, which cancelled the still-silent hung one (overtaken), then
-    // its metadata won.
+    // The story, as onEvent told it (the core's live events): hung broker connected but
+    // silent, hedged after the stagger delay; the down broker refused; the healthy one
+    // answered ApiVersions, which cancelled the still-silent hung one (overtaken), then its
+    // metadata won.
     const events = run.events;
-    if (process.env.STAGGER_DEBUG) for (const e of events) console.log(`${e.at_ms.toFixed(1)} ${e.type} ${JSON.stringify(e.command ?? e.input ?? e.timer ?? "").slice(0, 120)}`);
-    assert.equal(events[0].type, "start");
-    assert.deepEqual(events[0].brokers.map((b) => b.url), bootstrap);
-    const connects = commands(events, "connect");
-    assert.deepEqual(connects.slice(0, 3).map((c) => c.url), [hung.ws, down.ws, healthy.ws]);
-    const [first, second] = connects.map((c) => c.id);
-    assert.deepEqual(connects[0].attempt, { epoch: 0, number: 0 }, "attempt ids are {epoch, number}");
-    assert.ok(inputs(events, "connected").some((i) => i.id === first), "the hung broker's socket opened");
+    if (process.env.STAGGER_DEBUG) for (const e of events) console.log(`${e.elapsed_ms.toFixed(1)} ${e.event} ${e.broker ?? e.timer} ${JSON.stringify(e.error ?? e.reason ?? "")}`);
+    const started = of(events, "started");
+    assert.deepEqual(started.slice(0, 3).map((c) => c.broker), [hung, down, healthy].map((b) => address(b.ws)));
+    const [first, second] = started.map((c) => c.id);
+    assert.equal(started[0].attempt.number, 0, "attempt ids are {epoch, number}");
+    assert.equal(typeof started[0].attempt.epoch, "number");
+    assert.equal(events[0].event, "started", "the first event starts the first attempt");
+    assert.ok(of(events, "connected").some((i) => i.id === first), "the hung broker's socket opened");
     // Staggered, not fanned out: the next broker starts only after the first had a stagger
     // delay to answer. (Which timer or input starts each later attempt depends on how fast
     // this machine opens sockets, which feeds the adaptive delay; the simulator's tests pin
     // that schedule in virtual time.)
-    const timeline = JSON.stringify(connects.map((c) => [c.id, c.at_ms]));
-    assert.ok(connects[1].at_ms > connects[0].at_ms, `the second attempt waits for a stagger delay: ${timeline}`);
-    assert.ok(!inputs(events, "failed").some((i) => i.id === first), "the hung broker never fails: it is silent");
+    const timeline = JSON.stringify(started.map((c) => [c.id, c.elapsed_ms]));
+    assert.ok(started[1].elapsed_ms > started[0].elapsed_ms, `the second attempt waits for a stagger delay: ${timeline}`);
+    assert.ok(!of(events, "failed").some((i) => i.id === first), "the hung broker never fails: it is silent");
     // The down broker's bridge refusing (502) races the healthy brokers' connections and
     // first answers: its attempt fails as refused if the refusal comes first, and is otherwise
     // cancelled. (The all-down test below checks the refusal itself deterministically.)
-    const refused = inputs(events, "failed").find((i) => i.id === second);
-    const downCancel = commands(events, "cancel").find((c) => c.id === second);
+    const refused = of(events, "failed").find((i) => i.id === second);
+    const downCancel = of(events, "cancelled").find((c) => c.id === second);
+    assert.ok(!(refused && downCancel), "an attempt ends once");
     if (refused) assert.equal(refused.error.kind.kind, "refused", JSON.stringify(refused));
     if (downCancel) {
       // Overtaken by that answer, or outrun by a healthy broker's socket opening while the
       // refused upgrade was still pending, or (on a slow machine) superseded by the next tick.
       const reasons = ["overtaken", "outrun", "superseded"];
       assert.ok(reasons.includes(downCancel.reason), `the down broker's attempt: ${JSON.stringify(downCancel)}`);
-      // A refusal after that is stale. Both can come in one step: timers due by an input's
-      // time fire before the input is applied, so a tick due just before the refusal ends
-      // the attempt first.
-      assert.ok(!refused || downCancel.at_ms <= refused.at_ms, `a failed attempt is not cancelled afterwards: ${JSON.stringify([refused, downCancel])}`);
     } else {
       assert.ok(refused, "the down broker's attempt is refused or cancelled");
     }
     // One healthy broker wins: the first healthy one normally, the second when a loaded machine
     // keeps the first's socket from opening before the next tick supersedes it.
-    const done = commands(events, "done");
-    assert.equal(done.length, 1);
-    const winner = done[0].id;
-    const healthyUrls = bed.info.brokers.filter((b) => b.state === "healthy").map((b) => b.ws);
-    assert.ok(healthyUrls.includes(connects.find((c) => c.id === winner)?.url), `the winner is a healthy broker: ${winner}`);
-    assert.ok(inputs(events, "response").some((i) => i.id === winner), "the winner answered");
-    for (const c of connects.filter((c) => c.id !== winner && healthyUrls.includes(c.url))) {
-      const why = commands(events, "cancel").find((x) => x.id === c.id)?.reason;
+    const won = of(events, "won");
+    assert.equal(won.length, 1);
+    const winner = won[0].id;
+    const healthyAddresses = bed.info.brokers.filter((b) => b.state === "healthy").map((b) => address(b.ws));
+    assert.ok(healthyAddresses.includes(won[0].broker), `the winner is a healthy broker: ${JSON.stringify(won[0])}`);
+    for (const c of started.filter((c) => c.id !== winner && healthyAddresses.includes(c.broker))) {
+      const why = of(events, "cancelled").find((x) => x.id === c.id)?.reason;
       assert.ok(["superseded", "overtaken", "outrun"].includes(why), `a losing healthy attempt is cancelled: ${c.id} ${why}`);
     }
 
-    // The adapter reports FirstFrame once per attempt, when the exchange's first complete frame
-    // (the ApiVersions response) arrives: the winner's comes after its socket opened and
-    // before its metadata, and the hung and the refused broker never answer.
+    // The broker's first answer (ApiVersions) is reported once per attempt: the winner's
+    // comes after its socket opened and before it won, and the hung and the refused broker
+    // never answer.
     const indexOf = (pred) => events.findIndex(pred);
-    const answered = events.filter((e) => e.type === "input" && e.input.first_frame);
-    assert.equal(answered.filter((e) => key(e.input.first_frame.attempt) === winner).length, 1, "the winner answered exactly once");
-    assert.ok(!answered.some((e) => [first, second].includes(key(e.input.first_frame.attempt))), JSON.stringify(answered));
-    const opened = indexOf((e) => key(e.input?.connected?.attempt) === winner);
-    const answer = indexOf((e) => key(e.input?.first_frame?.attempt) === winner);
-    const response = indexOf((e) => key(e.input?.response?.attempt) === winner);
-    const won = indexOf((e) => e.command?.done);
-    assert.ok(opened >= 0 && opened < answer && answer < response && response < won,
-      `connected (${opened}) < answered (${answer}) < response (${response}) < done (${won})`);
-    // The answer, not the win, is what cancels the silent hung attempt: its Cancel comes
-    // right after the winner's Answered, before the metadata arrived.
-    const cancel = commands(events, "cancel").find((c) => c.id === first);
+    const answered = of(events, "answered");
+    assert.equal(answered.filter((e) => e.id === winner).length, 1, "the winner answered exactly once");
+    assert.ok(!answered.some((e) => [first, second].includes(e.id)), JSON.stringify(answered));
+    const opened = indexOf((e) => e.event === "connected" && key(e.attempt) === winner);
+    const answer = indexOf((e) => e.event === "answered" && key(e.attempt) === winner);
+    const win = indexOf((e) => e.event === "won");
+    assert.ok(opened >= 0 && opened < answer && answer < win, `connected (${opened}) < answered (${answer}) < won (${win})`);
+    // The answer, not the win, is what cancels the silent hung attempt: its cancel comes
+    // right after the winner's answer, in the same step.
+    const cancel = of(events, "cancelled").find((c) => c.id === first);
     assert.equal(cancel?.reason, "overtaken", "the hung attempt is cancelled when another broker answers");
-    const cancelled = indexOf((e) => key(e.command?.cancel?.attempt) === first);
-    assert.ok(answer < cancelled && cancelled < response, `answered (${answer}) < cancel (${cancelled}) < response (${response})`);
-    assert.equal(cancel.at_ms, events[answer].at_ms, "cancelled in the same step as the answer");
-    for (const c of commands(events, "cancel").filter((c) => c.reason === "overtaken")) {
-      assert.equal(c.at_ms, events[answer].at_ms, `every overtaken attempt is cancelled at the answer: ${JSON.stringify(c)}`);
+    const cancelled = indexOf((e) => e.event === "cancelled" && key(e.attempt) === first);
+    assert.ok(answer < cancelled && cancelled < win, `answered (${answer}) < cancelled (${cancelled}) < won (${win})`);
+    assert.equal(cancel.elapsed_ms, events[answer].elapsed_ms, "cancelled in the same step as the answer");
+    for (const c of of(events, "cancelled").filter((c) => c.reason === "overtaken")) {
+      assert.equal(c.elapsed_ms, events[answer].elapsed_ms, `every overtaken attempt is cancelled at the answer: ${JSON.stringify(c)}`);
     }
-    assert.ok(!events.some((e) => e.type === "timeout" && e.timer === "attempt_timeout"), "no attempt had to time out");
-    assert.ok(events.every((e, i) => i === 0 || e.at_ms >= events[i - 1].at_ms), "event times never go back");
-    assert.equal(key(events.at(-1).command?.done?.attempt), winner, "Done is the last event");
-    console.log(`metadata after ${done[0].at_ms.toFixed(1)} ms (hedge at ${connects[1].at_ms.toFixed(1)} ms)`);
+    assert.ok(!events.some((e) => e.event === "timer" && e.timer === "attempt_timeout"), "no attempt had to time out");
+    assert.ok(events.every((e, i) => i === 0 || e.elapsed_ms >= events[i - 1].elapsed_ms), "event times never go back");
+    assert.equal(events.at(-1).event, "won", "the win is the last event");
+
+    // refreshWith(): the core's report (the CLI's `--json` `refresh`) and a trace to replay.
+    assert.equal(run.refresh.winner, won[0].broker);
+    assert.equal(run.refresh.elapsed_ms, won[0].elapsed_ms);
+    assert.deepEqual(run.refresh.attempts.map((a) => a.broker), started.map((c) => c.broker));
+    assert.equal(run.refresh.attempts.find((a) => a.outcome === "won")?.attempt, won[0].attempt.number);
+    assert.match(run.trace.recorder, /^stagger-web /);
+    assert.ok(run.trace.events.some((e) => e.command?.done), "the trace records the win");
+    console.log(`metadata after ${won[0].elapsed_ms.toFixed(1)} ms (hedge at ${started[1].elapsed_ms.toFixed(1)} ms)`);
 
     // Cancel and Done closed every socket: the bridges see no connection left.
     await bed.until((s) => openSockets(s) === 0, 5_000, "all sockets closed after the refresh");
@@ -216,11 +219,14 @@ test("rejects with every broker's error when all are down", { timeout: TEST_TIME
       assert.equal(broker.kind, "refused");
       assert.ok(error.message.includes(broker.address), `the message names ${broker.address}`);
     }
-    const giveUp = commands(run.events, "give_up");
-    assert.equal(giveUp.length, 1);
-    assert.equal(run.events.at(-1).command?.give_up !== undefined, true, "GiveUp is the last event");
-    assert.equal(commands(run.events, "connect").length, 6, "two passes over three brokers");
-    assert.ok(run.events.some((e) => e.type === "timeout" && e.timer === "backoff"), "backed off between passes");
+    assert.equal(of(run.events, "started").length, 6, "two passes over three brokers");
+    assert.equal(of(run.events, "failed").length, 6, "every attempt failed");
+    assert.equal(run.events.at(-1).event, "failed", "the last failure is the last event");
+    assert.ok(run.events.some((e) => e.event === "timer" && e.timer === "backoff"), "backed off between passes");
+    // The rejection carries every attempt's report and the trace.
+    assert.deepEqual(error.refresh.attempts.map((a) => a.outcome), Array(6).fill("failed"));
+    assert.equal(error.refresh.winner, null);
+    assert.ok(error.trace.events.some((e) => e.command?.give_up), "the trace records the give-up");
     await bed.until((s) => openSockets(s) === 0, 5_000, "no socket left open");
   } finally {
     await bed.stop();
@@ -235,18 +241,16 @@ test("abort closes every socket and rejects with an AbortError", { timeout: TEST
     // All three WebSockets are open (the bridges say so, and so does the page).
     await bed.until((s) => openSockets(s) === 3 && s.every((b) => b.upgraded === 1), 10_000, "three open sockets");
     const deadline = Date.now() + 10_000;
-    while ((await page.evaluate(() => window.runEvents().filter((e) => e.input?.connected).length)) < 3) {
+    while ((await page.evaluate(() => window.runEvents().filter((e) => e.event === "connected").length)) < 3) {
       assert.ok(Date.now() < deadline, "the page saw three sockets open");
       await new Promise((r) => setTimeout(r, 20));
     }
     const run = await page.evaluate(() => window.abortRun());
     assert.ok(!run.ok);
     assert.equal(run.error.name, "AbortError");
-    const abort = run.events.find((e) => e.type === "abort");
-    assert.equal(abort?.closed.length, 3, JSON.stringify(abort));
-    assert.equal(run.events.at(-1).type, "abort", "nothing follows the abort");
-    assert.equal(commands(run.events, "cancel").length, 0, "the core never cancelled: the abort closed them");
-    assert.equal(inputs(run.events, "first_frame").length, 0, "hung brokers accept and never answer");
+    assert.equal(run.afterAbort, 0, "nothing follows the abort");
+    assert.equal(of(run.events, "cancelled").length, 0, "the core never cancelled: the abort closed them");
+    assert.equal(of(run.events, "answered").length, 0, "hung brokers accept and never answer");
     // The bridges see every connection closed, and the mock's TCP connections with them.
     const stats = await bed.until((s) => openSockets(s) === 0, 5_000, "every socket closed after abort");
     assert.deepEqual(stats.map((s) => s.accepted), [1, 1, 1]);
@@ -313,10 +317,10 @@ test("works unchanged through websockify: hung first broker, healthy second", { 
     const run = await page.evaluate((o) => window.run(o), { bootstrap });
     assert.ok(run.ok, `refresh through websockify failed: ${JSON.stringify(run.error)}`);
     assert.ok(run.metadata.brokers.length === 3, JSON.stringify(run.metadata.brokers));
-    const [first, second] = commands(run.events, "connect").map((c) => c.id);
-    assert.equal(commands(run.events, "done")[0]?.id, second, "the healthy broker behind websockify won");
-    assert.deepEqual(inputs(run.events, "first_frame").map((a) => a.id), [second], "only the healthy broker answered");
-    assert.equal(commands(run.events, "cancel").find((c) => c.id === first)?.reason, "overtaken");
+    const [first, second] = of(run.events, "started").map((c) => c.id);
+    assert.equal(of(run.events, "won")[0]?.id, second, "the healthy broker behind websockify won");
+    assert.deepEqual(of(run.events, "answered").map((a) => a.id), [second], "only the healthy broker answered");
+    assert.equal(of(run.events, "cancelled").find((c) => c.id === first)?.reason, "overtaken");
   } finally {
     for (const p of proxies) p.child.kill();
     await bed.stop();
@@ -385,7 +389,9 @@ test("`stagger bridge --token` refuses a page without the token and serves it wi
     const without = await page.evaluate((o) => window.run(o), { bootstrap: [bridge.url], config });
     assert.ok(!without.ok, "refused without the token");
     assert.equal(without.error.brokers[0].kind, "refused", JSON.stringify(without.error));
-    const run = await page.evaluate((o) => window.run(o), { bootstrap: [`${bridge.url}/?token=${token}`] });
+    // refresh() (not refreshWith()) resolves with the metadata alone.
+    const run = await page.evaluate((o) => window.run(o, true), { bootstrap: [`${bridge.url}/?token=${token}`] });
+    assert.equal(run.refresh, undefined);
     assert.ok(run.ok, `refresh with the token failed: ${JSON.stringify(run.error)}`);
     assert.deepEqual(run.metadata.brokers.map((b) => `${b.host}:${b.port}`), [bed.info.brokers[0].tcp]);
   } finally {

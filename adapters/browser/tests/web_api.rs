@@ -1,6 +1,7 @@
 //! The JS API compiled to wasm32 and driven from Rust in Node by wasm-bindgen-test: option
-//! checking, config helpers, and the driver's whole loop (commands, inputs, timers, backoff,
-//! give-up, abort — even from inside `onEvent`) without a network.
+//! checking, config helpers, and the host's whole loop (the session's actions and live
+//! events, timers, backoff, give-up with reports and a trace, abort — even from inside
+//! `onEvent`) without a network.
 //!
 //! Node 20 has no global `WebSocket`, so every attempt fails as it starts (an `io` error);
 //! on a Node that has one, `ws://127.0.0.1:9` is refused instead. Either way every broker
@@ -57,19 +58,13 @@ async fn settle(options: JsValue) -> Result<JsValue, JsValue> {
     JsFuture::from(js_sys::Promise::from(JsValue::from(stagger_web::refresh(options.unchecked_into())))).await
 }
 
+/// `started`, `failed`, … or `timer:backoff`: the core's event name, and its timer's.
 fn kind_of(event: &JsValue) -> String {
-    let ty = get(event, "type").as_string().unwrap();
-    for inner in ["command", "input", "timer"] {
-        let value = get(event, inner);
-        if value.is_object() {
-            let keys = Object::keys(value.unchecked_ref::<Object>());
-            return format!("{ty}:{}", keys.get(0).as_string().unwrap());
-        }
-        if let Some(name) = value.as_string() {
-            return format!("{ty}:{name}");
-        }
+    let name = get(event, "event").as_string().unwrap();
+    match get(event, "timer").as_string() {
+        Some(timer) => format!("{name}:{timer}"),
+        None => name,
     }
-    ty
 }
 
 #[wasm_bindgen_test]
@@ -141,16 +136,28 @@ async fn every_broker_failing_gives_up_with_each_brokers_error_after_backoff() {
     let urls: Vec<String> = summary.iter().map(|b| get(&b, "url").as_string().unwrap()).collect();
     assert_eq!(urls, ["ws://127.0.0.1:9", "ws://127.0.0.2:9"]);
 
+    // Every attempt's report and the trace come with the error.
+    let attempts = Array::from(&get(&error, "refresh.attempts"));
+    assert_eq!(attempts.length(), 4);
+    for attempt in attempts.iter() {
+        assert_eq!(get(&attempt, "outcome").as_string().unwrap(), "failed");
+    }
+    assert!(get(&error, "refresh.winner").is_null());
+    assert!(get(&error, "trace.events").is_object(), "the refresh's trace");
+    assert_eq!(get(&error, "trace.recorder").as_string().unwrap(), stagger_web::options::RECORDER);
+
+    // The core's live events: each attempt started and failed, a real setTimeout ended the backoff.
     let kinds: Vec<String> = events.iter().map(|e| kind_of(&e)).collect();
-    assert_eq!(kinds.first().map(String::as_str), Some("start"));
-    assert_eq!(kinds.last().map(String::as_str), Some("command:give_up"), "{kinds:?}");
-    assert_eq!(kinds.iter().filter(|k| *k == "command:connect").count(), 4, "{kinds:?}");
-    assert_eq!(kinds.iter().filter(|k| *k == "input:failed").count(), 4, "{kinds:?}");
-    assert!(kinds.iter().any(|k| k == "timeout:backoff"), "a real setTimeout ended the backoff: {kinds:?}");
-    let times: Vec<f64> = events.iter().map(|e| get(&e, "at_ms").as_f64().unwrap()).collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("started"), "{kinds:?}");
+    assert_eq!(kinds.last().map(String::as_str), Some("failed"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "started").count(), 4, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "failed").count(), 4, "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "timer:backoff"), "a real setTimeout ended the backoff: {kinds:?}");
+    let times: Vec<f64> = events.iter().map(|e| get(&e, "elapsed_ms").as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
-    let connect = events.iter().find(|e| kind_of(e) == "command:connect").unwrap();
-    assert_eq!(get(&connect, "url").as_string().unwrap(), "ws://127.0.0.1:9");
+    let started = events.iter().find(|e| kind_of(e) == "started").unwrap();
+    assert_eq!(get(&started, "broker").as_string().unwrap(), "127.0.0.1:9");
+    assert_eq!(get(&started, "attempt.number").as_f64(), Some(0.0));
 }
 
 #[wasm_bindgen_test]
@@ -178,14 +185,13 @@ async fn abort_from_inside_on_event_ends_the_refresh() {
     // A plain JS listener (a Rust closure cannot be re-entered, and abort() re-enters it).
     let make = Function::new_with_args(
         "events, controller",
-        "return (e) => { events.push(e); if (e.type === 'start') controller.abort(); };",
+        "return (e) => { events.push(e); if (e.event === 'started') controller.abort(); };",
     );
     let on_event = make.call2(&JsValue::UNDEFINED, &events, &controller).unwrap();
     set(&options, "onEvent", &on_event);
     let error = settle(options).await.expect_err("aborted");
     assert_eq!(get(&error, "name").as_string().unwrap(), "AbortError");
     let kinds: Vec<String> = events.iter().map(|e| kind_of(&e)).collect();
-    // The abort's own event is delivered from inside the `start` event's listener.
-    assert_eq!(kinds[..2], ["start", "abort"], "{kinds:?}");
-    assert!(!kinds.iter().any(|k| k == "command:give_up"), "aborted before giving up: {kinds:?}");
+    // Aborted from inside the first event's listener: nothing follows it.
+    assert_eq!(kinds, ["started"], "{kinds:?}");
 }

@@ -263,6 +263,13 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // A reader that stops early (`stagger knobs --json | head`) ends the output quietly, as
+    // with any Unix filter, instead of a panic in `println!` on a broken pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let command = policy::document_defaults(<Cli as clap::CommandFactory>::command());
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {

@@ -628,3 +628,21 @@ fn demo_web_bridges_allow_exactly_the_origin_of_the_page_they_serve() {
     drop(demo);
     std::fs::remove_dir_all(dist).ok();
 }
+
+/// A reader that goes away before the output is written (`stagger knobs --json | head`)
+/// ends the command quietly, as with any Unix filter: no panic on the broken pipe.
+#[test]
+fn a_reader_that_stops_early_ends_the_output_quietly() {
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("stagger"))
+        .args(["knobs", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once: the command's first write finds nobody to read it.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -10,7 +10,6 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::session::{Callers, SessionConfig};
 use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 use tokio::sync::{mpsc, oneshot};
@@ -19,7 +18,7 @@ use tokio::task::JoinHandle;
 use crate::host::{Host, Io};
 use crate::options::{TlsOptions, TokenSource};
 use crate::resolver::Lookup;
-use crate::tls;
+use crate::tls::Connector;
 use crate::Error;
 
 /// Connection settings of a [`Client`] (the policy lives in its [`ClusterConfig`]).
@@ -69,20 +68,15 @@ impl Client {
     ///
     /// Must be called inside a tokio runtime: it spawns the background task there.
     pub fn new(config: ClusterConfig, seeds: &[impl AsRef<str>], options: ClientOptions) -> Result<Client, Error> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-            Error::Config(ConfigError { field: "runtime", problem: "Client::new needs a tokio runtime".into() })
-        })?;
-        let mut exchange = options.exchange;
-        if options.oauth_token.is_some() {
-            // Every new connection asks the token source (the session's `NeedToken`).
-            exchange.sasl = Some(Sasl::OAuthBearer { token: Secret::new(String::new()) });
-        }
+        let needs = || ConfigError::new("runtime", "Client::new needs a tokio runtime");
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| needs())?;
         let io = Io {
-            tls: tls::connector(options.tls.as_ref())?,
+            tls: options.tls.as_ref().map(Connector::new).transpose()?,
             tokens: options.oauth_token,
             lookup: Lookup::new(&options.resolver)?,
         };
-        let host = Host::start(seeds, SessionConfig { cluster: config, exchange, ..SessionConfig::default() }, io)?;
+        let session = SessionConfig { cluster: config, exchange: options.exchange, ..SessionConfig::default() };
+        let host = Host::start(seeds, session, io)?;
         let shared = Arc::new(Shared::default());
         let (requests, inbox) = mpsc::unbounded_channel();
         let background = Background { host, callers: Callers::default(), shared: shared.clone() };

@@ -8,7 +8,7 @@ use stagger::{ClusterConfig, Metadata, RefreshConfig};
 use crate::host::{Host, Io};
 use crate::options::RefreshOptions;
 use crate::resolver::Lookup;
-use crate::tls;
+use crate::tls::Connector;
 use crate::Error;
 
 /// Name written into recorded traces.
@@ -37,7 +37,11 @@ pub async fn refresh_with(
 ) -> Result<RefreshOutcome, Error> {
     // A one-shot refresh asks the token source once, before any broker.
     let exchange = options.exchange.with_token_from(options.oauth_token.as_ref())?.into_owned();
-    let io = Io { tls: tls::connector(options.tls.as_ref())?, tokens: None, lookup: Lookup::new(&options.resolver)? };
+    let io = Io {
+        tls: options.tls.as_ref().map(Connector::new).transpose()?,
+        tokens: None,
+        lookup: Lookup::new(&options.resolver)?,
+    };
     let config = SessionConfig {
         cluster: ClusterConfig { refresh: options.config, ..ClusterConfig::default() },
         exchange,

@@ -17,7 +17,6 @@ use bytes::Bytes;
 use futures_util::future::{AbortHandle, Abortable};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use stagger::kafka::sasl::{Nonce, TokenSource};
-use stagger::kafka::validate;
 use stagger::report::{connect_error, io_error};
 use stagger::session::{Action, CloseKind, ConnId, Event, Session, SessionConfig};
 use stagger::{AttemptError, AttemptId, BrokerBook, ErrorKind};
@@ -44,12 +43,17 @@ pub(crate) struct Io {
 
 /// What a connection's future or a lookup tells the host.
 enum Note {
-    Connected(ConnId),
-    Secured(ConnId),
-    Received(ConnId, Vec<u8>),
-    Closed(ConnId),
-    Failed(ConnId, AttemptError),
+    Conn(ConnId, Wire),
     Resolved(AttemptId, Result<Vec<SocketAddr>, AttemptError>),
+}
+
+/// What happened on a connection.
+enum Wire {
+    Connected,
+    Secured,
+    Received(Vec<u8>),
+    Closed,
+    Failed(AttemptError),
 }
 
 type Running = Abortable<Pin<Box<dyn Future<Output = ()> + Send>>>;
@@ -71,19 +75,11 @@ pub(crate) struct Host {
     done: VecDeque<Action>,
 }
 
-impl std::fmt::Debug for Host {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Host").field("session", &self.session).field("conns", &self.conns.len()).finish()
-    }
-}
-
 impl Host {
     /// A session over `seeds` (names resolved through the session, each address a
     /// candidate) and its host; the settings are validated before any broker is contacted.
     pub(crate) fn start(seeds: &[impl AsRef<str>], mut config: SessionConfig, io: Io) -> Result<Host, Error> {
         let book = BrokerBook::resolving(seeds.iter().map(|s| s.as_ref()))?;
-        validate::seeds(&book)?;
-        validate::exchange(&config.exchange)?;
         (config.tls, config.fresh_tokens) = (io.tls.is_some(), io.tokens.is_some());
         let clock = Clock::start();
         let session = Session::new(config, book, clock.now())?;
@@ -208,30 +204,25 @@ impl Host {
     /// Reports `note` to the session (news about a connection it closed is dropped here).
     fn note(&mut self, note: Note) {
         let now = self.clock.now();
-        let event = match &note {
-            Note::Resolved(..) => None,
-            Note::Connected(id)
-            | Note::Secured(id)
-            | Note::Received(id, _)
-            | Note::Closed(id)
-            | Note::Failed(id, _) => {
-                if !self.conns.contains_key(id) {
-                    return;
-                }
-                Some(*id)
+        let (conn, wire) = match note {
+            Note::Conn(conn, wire) if self.conns.contains_key(&conn) => (conn, wire),
+            Note::Conn(..) => return,
+            Note::Resolved(lookup, result) => {
+                self.session.handle_event(now, Event::Resolved { lookup, result });
+                return self.carry_out();
             }
         };
-        if let (Some(id), Note::Closed(_) | Note::Failed(..)) = (event, &note) {
-            self.conns.remove(&id);
+        if let Wire::Closed | Wire::Failed(_) = wire {
+            self.conns.remove(&conn);
         }
-        match note {
-            Note::Connected(conn) => self.session.handle_event(now, Event::Connected { conn }),
-            Note::Secured(conn) => self.session.handle_event(now, Event::Secured { conn }),
-            Note::Received(conn, bytes) => self.session.handle_event(now, Event::Received { conn, bytes: &bytes }),
-            Note::Closed(conn) => self.session.handle_event(now, Event::Closed { conn, how: CloseKind::Clean }),
-            Note::Failed(conn, error) => self.session.handle_event(now, Event::IoError { conn, error }),
-            Note::Resolved(lookup, result) => self.session.handle_event(now, Event::Resolved { lookup, result }),
-        }
+        let event = match wire {
+            Wire::Connected => Event::Connected { conn },
+            Wire::Secured => Event::Secured { conn },
+            Wire::Received(ref bytes) => Event::Received { conn, bytes },
+            Wire::Closed => Event::Closed { conn, how: CloseKind::Clean },
+            Wire::Failed(error) => Event::IoError { conn, error },
+        };
+        self.session.handle_event(now, event);
         self.carry_out();
     }
 }
@@ -245,19 +236,19 @@ async fn converse(
     mut writes: mpsc::UnboundedReceiver<Bytes>,
     notes: mpsc::UnboundedSender<Note>,
 ) {
-    let tcp = match connect(&address).await {
+    let tcp = match connect(&io.lookup, &address).await {
         Ok(tcp) => tcp,
-        Err(error) => return drop(notes.send(Note::Failed(conn, error))),
+        Err(error) => return drop(notes.send(Note::Conn(conn, Wire::Failed(error)))),
     };
-    let _ = notes.send(Note::Connected(conn));
+    let _ = notes.send(Note::Conn(conn, Wire::Connected));
     let mut transport = match &io.tls {
         None => Transport::Tcp(tcp),
         Some(tls) => match tls.handshake(tcp, server_name.as_deref().unwrap_or(&address)).await {
             Ok(transport) => {
-                let _ = notes.send(Note::Secured(conn));
+                let _ = notes.send(Note::Conn(conn, Wire::Secured));
                 transport
             }
-            Err(error) => return drop(notes.send(Note::Failed(conn, error))),
+            Err(error) => return drop(notes.send(Note::Conn(conn, Wire::Failed(error)))),
         },
     };
     let mut buf = vec![0u8; READ_BUFFER];
@@ -268,16 +259,21 @@ async fn converse(
                 // The host forgot the connection: it is closed by this return.
                 let Some(bytes) = bytes else { return };
                 if let Err(e) = write(&mut transport, &bytes).await {
-                    return drop(notes.send(Note::Failed(conn, io_error(&e, crate::transport::is_tls_error(&e)))));
+                    return drop(notes.send(Note::Conn(conn, Wire::Failed(failed(&e)))));
                 }
             }
             read = transport.read(&mut buf) => match read {
-                Ok(0) => return drop(notes.send(Note::Closed(conn))),
-                Ok(n) => drop(notes.send(Note::Received(conn, buf[..n].to_vec()))),
-                Err(e) => return drop(notes.send(Note::Failed(conn, io_error(&e, crate::transport::is_tls_error(&e))))),
+                Ok(0) => return drop(notes.send(Note::Conn(conn, Wire::Closed))),
+                Ok(n) => drop(notes.send(Note::Conn(conn, Wire::Received(buf[..n].to_vec())))),
+                Err(e) => return drop(notes.send(Note::Conn(conn, Wire::Failed(failed(&e))))),
             },
         }
     }
+}
+
+/// An attempt's error from a failed read or write.
+fn failed(e: &io::Error) -> AttemptError {
+    io_error(e, crate::transport::is_tls_error(e))
 }
 
 async fn write(transport: &mut Transport, bytes: &[u8]) -> io::Result<()> {
@@ -285,22 +281,19 @@ async fn write(transport: &mut Transport, bytes: &[u8]) -> io::Result<()> {
     transport.flush().await
 }
 
-/// Connects to `address` (`host:port`; a name is looked up by the system), trying each of
-/// its addresses in turn.
-async fn connect(address: &str) -> Result<TcpStream, AttemptError> {
-    let addrs = tokio::net::lookup_host(address)
-        .await
-        .map_err(|e| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: {e}")))?;
-    let mut last = None;
-    for addr in addrs {
+/// Connects to `address` (`host:port`; a discovered broker's name is looked up with the
+/// configured resolver), trying each of its addresses in turn.
+async fn connect(lookup: &Lookup, address: &str) -> Result<TcpStream, AttemptError> {
+    let mut last = AttemptError::with_detail(ErrorKind::Dns, format!("{address}: no address"));
+    for addr in lookup.resolve(address).await? {
         match TcpStream::connect(addr).await {
             Ok(tcp) => {
                 // Requests are small and latency is the point: do not wait to coalesce.
                 let _ = tcp.set_nodelay(true);
                 return Ok(tcp);
             }
-            Err(e) => last = Some(connect_error(addr, &e)),
+            Err(e) => last = connect_error(addr, &e),
         }
     }
-    Err(last.unwrap_or_else(|| AttemptError::with_detail(ErrorKind::Dns, format!("{address}: no address"))))
+    Err(last)
 }

@@ -5,18 +5,6 @@
 //! Handshake failures become `ErrorKind::Tls` carrying rustls's own text (for example
 //! "invalid peer certificate: UnknownIssuer"), which is what a person needs to fix it.
 
-use stagger::ConfigError;
-
-use crate::options::TlsOptions;
-
-/// Builds the connector for `options`; `None` means plaintext.
-pub(crate) fn connector(options: Option<&TlsOptions>) -> Result<Option<Connector>, ConfigError> {
-    match options {
-        None => Ok(None),
-        Some(options) => Connector::new(options).map(Some),
-    }
-}
-
 pub(crate) use imp::Connector;
 
 #[cfg(feature = "tls")]

@@ -4,7 +4,7 @@
 //
 //   node node-consumer.mjs refresh '["ws://127.0.0.1:…", …]'   # init() from disk, one refresh
 //   node node-consumer.mjs no-websocket                          # initSync() from disk, no WebSocket
-import init, { defaultConfig, initSync, presets, refresh, validateConfig } from "stagger-web";
+import init, { defaultConfig, initSync, presets, refresh, refreshWith, validateConfig } from "stagger-web";
 
 const [mode, arg] = process.argv.slice(2);
 const out = { resolved: import.meta.resolve("stagger-web"), node: process.version };
@@ -17,7 +17,7 @@ if (mode === "refresh") {
   const events = [];
   const started = performance.now();
   try {
-    out.metadata = await refresh({ bootstrap: JSON.parse(arg), clientId: "stagger-web-npm-test", onEvent: (e) => events.push(e) });
+    Object.assign(out, await refreshWith({ bootstrap: JSON.parse(arg), clientId: "stagger-web-npm-test", onEvent: (e) => events.push(e) }));
     out.ok = true;
   } catch (e) {
     out.ok = false;
@@ -44,6 +44,13 @@ if (mode === "refresh") {
   } catch (e) {
     out.ok = false;
     out.error = plainError(e);
+  }
+  try {
+    await refreshWith({ bootstrap: ["ws://127.0.0.1:9"] });
+    out.withOk = true;
+  } catch (e) {
+    out.withOk = false;
+    out.withError = plainError(e);
   }
   out.elapsedMs = performance.now() - started;
 } else {

@@ -61,14 +61,19 @@ function assertRefresh(run, info) {
   const topics = run.metadata.topics.filter((t) => !t.is_internal).map((t) => [t.name, t.partitions.length]).sort();
   assert.deepEqual(topics, info.topics.map((t) => [t.name, t.partitions]).sort());
   const [hung, , healthy] = info.brokers;
-  const connects = run.events.filter((e) => e.command?.connect).map((e) => ({ id: key(e.command.connect.attempt), url: e.url }));
-  assert.equal(connects[0].url, hung.ws, "the first attempt is the first bootstrap URL");
-  const done = run.events.filter((e) => e.command?.done);
-  assert.equal(done.length, 1);
-  assert.equal(done[0].url ?? connects.find((c) => c.id === key(done[0].command.done.attempt))?.url, healthy.ws, "the healthy broker won");
-  const cancel = run.events.find((e) => key(e.command?.cancel?.attempt) === connects[0].id);
-  assert.ok(cancel, "the hung broker's attempt was cancelled");
-  assert.ok(run.events.at(-1).command?.done, "Done is the last event");
+  // The core's live events: the first attempt goes to the first bootstrap URL's bridge, the
+  // healthy one wins, the hung one is cancelled; refreshWith()'s report agrees.
+  const address = (url) => new URL(url).host;
+  const started = run.events.filter((e) => e.event === "started");
+  assert.equal(started[0].broker, address(hung.ws), "the first attempt is the first bootstrap URL");
+  const won = run.events.filter((e) => e.event === "won");
+  assert.equal(won.length, 1);
+  assert.equal(won[0].broker, address(healthy.ws), "the healthy broker won");
+  assert.ok(run.events.some((e) => e.event === "cancelled" && key(e.attempt) === key(started[0].attempt)), "the hung broker's attempt was cancelled");
+  assert.equal(run.events.at(-1).event, "won", "the win is the last event");
+  assert.equal(run.refresh.winner, address(healthy.ws));
+  assert.equal(run.refresh.attempts.length, started.length);
+  assert.match(run.trace.recorder, /^stagger-web /);
 }
 
 before(async () => {
@@ -111,6 +116,8 @@ test("the installed package holds what a user needs, and its exports and types r
   const dts = readFileSync(join(installed, "stagger_web.d.ts"), "utf8");
   for (const decl of [
     "export function refresh(options: RefreshOptions): Promise<Metadata>;",
+    "export function refreshWith(options: RefreshOptions): Promise<RefreshResult>;",
+    "export interface RefreshResult {", "export type RefreshEvent =",
     "export interface RefreshOptions {", "bootstrap: string[];", "config?: RefreshConfig | PresetName | string;",
     "onEvent?: (event: RefreshEvent) => void;", "signal?: AbortSignal;", "sasl?: SaslOptions;",
     "export interface Metadata {", "export interface RefreshFailure extends Error", "export interface ConfigFailure extends Error",
@@ -161,6 +168,8 @@ test("Node without a WebSocket: initSync() from disk and the config helpers work
   assert.equal(out.error.isDomException, true);
   assert.match(out.error.message, /needs a global WebSocket/);
   assert.match(out.error.message, /--experimental-websocket/);
+  assert.equal(out.withOk, false);
+  assert.equal(out.withError.name, "NotSupportedError", "refreshWith() too");
   assert.ok(out.elapsedMs < 1_000, `rejected at once, not after retries (${out.elapsedMs} ms)`);
 });
 

@@ -1,13 +1,13 @@
 // The test page's module: `stagger-web` is a bare specifier, mapped by the page's import map
 // to the scratch project's node_modules/stagger-web (the `default` entry of its `exports`).
-import init, { presets, refresh } from "stagger-web";
+import init, { presets, refreshWith } from "stagger-web";
 
 window.run = async (bootstrap) => {
   const events = [];
   const started = performance.now();
   try {
-    const metadata = await refresh({ bootstrap, clientId: "stagger-web-npm-test", onEvent: (e) => events.push(e) });
-    return { ok: true, metadata, events, elapsedMs: performance.now() - started };
+    const result = await refreshWith({ bootstrap, clientId: "stagger-web-npm-test", onEvent: (e) => events.push(e) });
+    return { ok: true, ...result, events, elapsedMs: performance.now() - started };
   } catch (e) {
     return { ok: false, error: { name: e?.name, message: e?.message, brokers: e?.brokers }, events };
   }

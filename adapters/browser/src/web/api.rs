@@ -74,7 +74,7 @@ export interface RefreshOptions {
   /** SASL after ApiVersions, as the broker's listener requires (the bridge only carries bytes). The
    *  secret never appears in events or errors. A `token` function is called as the refresh starts. */
   sasl?: SaslOptions;
-  /** Called with every input, timeout and command as it happens. */
+  /** Called with each of the core's live events as it happens. */
   onEvent?: (event: RefreshEvent) => void;
   /** Aborting closes every socket and rejects the promise with the signal's reason (an AbortError). */
   signal?: AbortSignal;
@@ -113,8 +113,11 @@ export interface BrokerSummary {
   /** What happened to it, in the core's words: "not tried", "cancelled: another broker's failure was fatal", "connection refused", … */
   story: string;
 }
-/** What `refresh()` rejects with when the core gives up (`name === "RefreshError"`). */
-export interface RefreshFailure extends Error { refreshError: RefreshErrorInfo; brokers: BrokerSummary[] }
+/** What `refresh()` rejects with when the core gives up (`name === "RefreshError"`): also every
+ *  attempt's report and the refresh's trace. */
+export interface RefreshFailure extends Error {
+  refreshError: RefreshErrorInfo; brokers: BrokerSummary[]; refresh: RefreshReport; trace: Trace | null;
+}
 /** What `refresh()` rejects with (or `validateConfig()` throws) for bad options (`name === "ConfigError"`). */
 export interface ConfigFailure extends Error { field: string; problem: string }
 
@@ -123,26 +126,63 @@ export interface ConfigFailure extends Error { field: string; problem: string }
 export interface AttemptId { epoch: number; number: number }
 export type CancelReason = "lost" | "timed_out" | "deadline" | "fatal" | "rejected" | "superseded" | "overtaken" | "outrun";
 export type TimerKind = "stagger" | "spread" | "attempt_timeout" | "backoff" | "deadline";
+
+/** What happened during a refresh, as it happened: the core's live events (`stagger::report::Event`),
+ *  the very ones the CLI's live view and the Rust adapters report. `elapsed_ms` counts from the
+ *  start of the refresh; `broker` is the bridge's `host:port` (the bootstrap URL's). A refresh's
+ *  last event is `won` when it succeeded; a failed one ends in `failed` and `cancelled` events and
+ *  the promise's rejection. */
+export type RefreshEvent = { elapsed_ms: number } & (
+  /** The policy started an attempt; then `connected` (the socket opened), `answered` (the broker's
+   *  first answer, ApiVersions: it is alive), and one of `won`, `failed`, `cancelled`. */
+  | { event: "started" | "connected" | "answered" | "won"; attempt: AttemptId; broker: string }
+  | { event: "failed"; attempt: AttemptId; broker: string; error: AttemptError }
+  | { event: "cancelled"; attempt: AttemptId; broker: string; reason: CancelReason }
+  | { event: "resolved"; attempt: AttemptId; broker: string; addresses: string[] }
+  /** One of the policy's timers fired; what follows is what the policy did about it. */
+  | { event: "timer"; timer: TimerKind });
+
+/** One attempt, start to end (`stagger::report::AttemptReport`, the CLI's `--json` attempt rows):
+ *  times in ms since the refresh started. */
+export interface AttemptReport {
+  attempt: number; broker: string; started_ms: number; connected_ms: number | null; answered_ms: number | null;
+  ended_ms: number | null; outcome: "won" | "failed" | "cancelled" | "in_flight" | "resolved";
+  /** For `failed`: the error as text, and its kind. */
+  error?: string; error_kind?: ErrorKind;
+  /** For `cancelled`: why. */
+  reason?: CancelReason;
+  addresses?: string[];
+}
+/** A refresh's summary (the CLI's `--json` `refresh`): time to the win and the winner (null when it
+ *  gave up), and every attempt in start order. */
+export interface RefreshReport { elapsed_ms: number | null; winner: string | null; attempts: AttemptReport[] }
+
 export type Command =
   | { connect: { attempt: AttemptId; broker: number } }
+  | { resolve: { attempt: AttemptId; broker: number } }
   | { cancel: { attempt: AttemptId; reason: CancelReason } }
   | { done: { attempt: AttemptId; broker: number; metadata: Metadata } }
   | { give_up: RefreshErrorInfo };
 export type Input =
-  | { connected: { attempt: AttemptId } }
+  | { connected: { attempt: AttemptId; tls?: boolean } }
   /** The broker's first answer on this attempt (ApiVersions, even an error one): it is alive. */
   | { first_frame: { attempt: AttemptId } }
   | { response: { attempt: AttemptId; metadata: Metadata } }
-  | { failed: { attempt: AttemptId; error: AttemptError } };
-/** Times: `at` in µs and `at_ms` in ms since the refresh started. `command`, `input` and
- *  `timeout` events are the core's trace events (plus `at_ms` and `url`). */
-export type RefreshEvent =
-  | { type: "start"; at: number; at_ms: number; config: RefreshConfig; book: unknown;
-      brokers: { index: number; address: string; url: string }[] }
-  | { type: "command"; at: number; at_ms: number; command: Command; url?: string }
-  | { type: "input"; at: number; at_ms: number; input: Input }
-  | { type: "timeout"; at: number; at_ms: number; timer: TimerKind | null }
-  | { type: "abort"; at: number; at_ms: number; closed: AttemptId[] };
+  | { failed: { attempt: AttemptId; error: AttemptError } }
+  | { resolved: { attempt: AttemptId; addresses: string[] } };
+/** One timed step of a trace (`at` in µs from the trace's clock). */
+export type TraceEvent =
+  | { type: "command"; at: number; command: Command }
+  | { type: "input"; at: number; input: Input }
+  | { type: "timeout"; at: number; timer: TimerKind | null };
+/** The policy's record of a refresh (`stagger::Trace`): it replays to the same commands, e.g. in the
+ *  web demo's Replay view or with `Trace::replay`. */
+export interface Trace {
+  version: number; recorder: string; config: RefreshConfig; book: unknown; started_at: number;
+  recent_response_time: Duration | null; events: TraceEvent[]; context?: unknown;
+}
+/** What `refreshWith()` resolves with. */
+export interface RefreshResult { metadata: Metadata; refresh: RefreshReport; trace: Trace }
 "#;
 
 #[wasm_bindgen]
@@ -153,6 +193,9 @@ extern "C" {
     /// A promise of the cluster's `Metadata`.
     #[wasm_bindgen(typescript_type = "Promise<Metadata>")]
     pub type MetadataPromise;
+    /// A promise of the cluster's `Metadata` with the refresh's report and trace.
+    #[wasm_bindgen(typescript_type = "Promise<RefreshResult>")]
+    pub type RefreshResultPromise;
     /// A `RefreshConfig` object.
     #[wasm_bindgen(typescript_type = "RefreshConfig")]
     pub type RefreshConfigObject;
@@ -178,16 +221,28 @@ extern "C" {
 /// aborted.
 #[wasm_bindgen]
 pub fn refresh(options: RefreshOptions) -> MetadataPromise {
-    let options: JsValue = options.into();
+    run(options.into(), false).unchecked_into()
+}
+
+/// As `refresh()`, resolving with `{ metadata, refresh, trace }`: the metadata, the
+/// refresh's report (time to the win, the winner, every attempt) and the policy's trace,
+/// which replays to the same commands — what the Rust adapters' `refresh_with` returns.
+#[wasm_bindgen(js_name = refreshWith)]
+pub fn refresh_with(options: RefreshOptions) -> RefreshResultPromise {
+    run(options.into(), true).unchecked_into()
+}
+
+/// The promise of one refresh; `report` resolves with the report and trace too.
+fn run(options: JsValue, report: bool) -> Promise {
     let mut executor = |resolve: Function, reject: Function| {
-        let started = read_options(&options)
+        let started = read_options(&options, report)
             .map_err(|e| config_error(&e))
             .and_then(|plan| driver::start(plan, resolve, reject.clone()));
         if let Err(error) = started {
             let _ = reject.call1(&JsValue::UNDEFINED, &error);
         }
     };
-    Promise::new(&mut executor).unchecked_into()
+    Promise::new(&mut executor)
 }
 
 /// The names of the policy presets, for pickers.
@@ -218,7 +273,7 @@ pub fn validate_config(config: ConfigInput) -> Result<RefreshConfigObject, JsVal
 }
 
 /// Reads and checks `refresh()`'s options.
-fn read_options(options: &JsValue) -> Result<Plan, ConfigError> {
+fn read_options(options: &JsValue, report: bool) -> Result<Plan, ConfigError> {
     if !options.is_object() {
         return Err(bad("options", "must be an object like { bootstrap: [\"ws://127.0.0.1:9092\"] }"));
     }
@@ -241,5 +296,5 @@ fn read_options(options: &JsValue) -> Result<Plan, ConfigError> {
         s if s.is_undefined() || s.is_null() => None,
         s => Some(s.dyn_into::<AbortSignal>().map_err(|_| bad("signal", "must be an AbortSignal"))?),
     };
-    Ok(Plan { config, seeds, exchange, on_event, signal })
+    Ok(Plan { config, seeds, exchange, on_event, signal, report })
 }

@@ -4,7 +4,8 @@
 use js_sys::{Array, Function, Reflect, JSON};
 use serde::Serialize;
 use stagger::kafka::sasl::{Sasl, Secret, MECHANISMS};
-use stagger::{ConfigError, RefreshConfig, RefreshError};
+use stagger::report::RefreshReport;
+use stagger::{ConfigError, RefreshConfig, RefreshError, Trace};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
@@ -59,7 +60,6 @@ pub(crate) fn string_list(value: &JsValue, field: &'static str) -> Result<Option
     Ok(Some(out))
 }
 
-/// `Error` named `ConfigError`, with `field` and `problem`.
 /// Reads `refresh()`'s `sasl` option: `{ mechanism, username, password }`, or
 /// `{ mechanism: "OAUTHBEARER", token }` where `token` is a string or a function returning
 /// one (called as the refresh starts, for tokens that expire). Absent or null: no SASL.
@@ -104,6 +104,7 @@ pub(crate) fn sasl_from_js(value: &JsValue) -> Result<Option<Sasl>, ConfigError>
     })
 }
 
+/// `Error` named `ConfigError`, with `field` and `problem`.
 pub(crate) fn config_error(error: &ConfigError) -> JsValue {
     let js = js_sys::Error::new(&error.to_string());
     js.set_name("ConfigError");
@@ -113,12 +114,20 @@ pub(crate) fn config_error(error: &ConfigError) -> JsValue {
 }
 
 /// `Error` named `RefreshError` whose message is the core's `Display`, carrying the core's
-/// structured error as `refreshError` and a per-broker summary keyed by URL as `brokers`.
-pub(crate) fn refresh_error(error: &RefreshError, seeds: &Seeds) -> JsValue {
+/// structured error as `refreshError`, a per-broker summary keyed by URL as `brokers`, every
+/// attempt's report as `refresh` and the refresh's trace as `trace`.
+pub(crate) fn refresh_error(
+    error: &RefreshError,
+    seeds: &Seeds,
+    report: &RefreshReport,
+    trace: Option<&Trace>,
+) -> JsValue {
     let js = js_sys::Error::new(&error.to_string());
     js.set_name("RefreshError");
     set(&js, "refreshError", &to_js(error));
     set(&js, "brokers", &to_js(&broker_summaries(error, seeds)));
+    set(&js, "refresh", &to_js(report));
+    set(&js, "trace", &trace.map_or(JsValue::NULL, to_js));
     js.into()
 }
 
@@ -147,7 +156,8 @@ pub(crate) fn message(thrown: &JsValue) -> String {
     thrown.as_string().unwrap_or_else(|| format!("{thrown:?}"))
 }
 
-fn set(target: &JsValue, key: &str, value: &JsValue) {
-    // Setting a property on a fresh Error object cannot fail.
+/// Sets `key` on a fresh object.
+pub(crate) fn set(target: &JsValue, key: &str, value: &JsValue) {
+    // Setting a property on a fresh object cannot fail.
     let _ = Reflect::set(target, &JsValue::from_str(key), value);
 }

@@ -3,8 +3,9 @@
 mod api;
 mod convert;
 mod driver;
+mod host;
 
 pub use api::{
-    default_config, knobs, presets, refresh, validate_config, ConfigInput, KnobList, MetadataPromise, PresetNames,
-    RefreshConfigObject, RefreshOptions,
+    default_config, knobs, presets, refresh, refresh_with, validate_config, ConfigInput, KnobList, MetadataPromise,
+    PresetNames, RefreshConfigObject, RefreshOptions, RefreshResultPromise,
 };

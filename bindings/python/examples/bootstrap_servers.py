@@ -1,0 +1,86 @@
+"""Bootstrap the Kafka client you already run (aiokafka, confluent-kafka, kafka-python) through
+stagger.
+
+Those clients try their seed brokers one at a time: past a hung or blackholed first seed they
+wait out a whole timeout (or never answer). stagger asks the seeds with a short, adaptive
+stagger, so a dead or silent seed costs milliseconds. Ask it which seeds are alive and which
+broker answered, then hand your client an ordered ``bootstrap_servers`` list that starts with
+a broker that answers.
+
+    python bootstrap_servers.py 10.0.0.1:9092,10.0.0.2:9092,10.0.0.3:9092
+    python bootstrap_servers.py broker1:9093,broker2:9093 --ca ca.pem                   # TLS
+    python bootstrap_servers.py broker1:9094 --ca ca.pem --scram-sha-512 USER           # SASL_SSL
+                                                        (password from STAGGER_PASSWORD)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import ssl
+import sys
+from typing import List, Optional
+
+import stagger
+
+
+def seed_states(seeds: List[str], md: stagger.Metadata) -> List[str]:
+    """One line per seed: what its attempt found (or that it was not needed)."""
+    attempts = {a.broker: a for a in md.attempts}
+    lines = []
+    for seed in seeds:
+        a = attempts.get(seed)
+        if a is None:
+            state = "not asked: another seed answered first"
+        elif a.outcome == "won":
+            state = f"alive: answered first ({a.ended_ms:.1f} ms)"
+        elif a.answered_ms is not None:
+            state = f"alive: answered at {a.answered_ms:.1f} ms, after the winner"
+        elif a.outcome == "failed":
+            state = f"dead: {a.error}"
+        elif a.connected_ms is not None:
+            state = f"connected at {a.connected_ms:.1f} ms, then silent (hung?): {a.reason}"
+        else:
+            state = f"no connection (blackholed?): {a.reason}"
+        lines.append(f"  {seed:<28} {state}")
+    return lines
+
+
+async def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("seeds", help="comma-separated host:port list (bootstrap.servers)")
+    parser.add_argument("--ca", help="PEM file of the CA that signed the brokers' certificates (turns TLS on)")
+    parser.add_argument("--scram-sha-512", metavar="USER", help="SASL/SCRAM-SHA-512 as USER (password: $STAGGER_PASSWORD)")
+    args = parser.parse_args(argv)
+
+    seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
+    context = ssl.create_default_context(cafile=args.ca) if args.ca else None
+    sasl = None
+    if args.scram_sha_512:
+        sasl = stagger.ScramSha512(args.scram_sha_512, os.environ.get("STAGGER_PASSWORD", ""))
+
+    try:
+        # topics=[]: brokers only; the client asks for its topics itself.
+        md = await stagger.metadata(seeds, ssl=context, sasl=sasl, topics=[])
+    except stagger.RefreshError as e:
+        print(f"no seed answered: {e.reason}", file=sys.stderr)
+        for b in e.brokers:
+            print(f"  {b.address:<28} {b.story}", file=sys.stderr)
+        return 1
+
+    print(f"cluster {md.cluster_id}: {len(md.brokers)} brokers; {md.answered_by} answered first")
+    print("seeds:")
+    print("\n".join(seed_states(seeds, md)))
+    servers = md.bootstrap_servers()
+    print(f"bootstrap_servers = {servers!r}")
+    print()
+    print("# Hand the list to your client's constructor, for example:")
+    print("#   aiokafka:        AIOKafkaConsumer('orders', bootstrap_servers=bootstrap_servers)")
+    print("#   kafka-python:    KafkaConsumer('orders', bootstrap_servers=bootstrap_servers)")
+    print("#   confluent-kafka: Consumer({'bootstrap.servers': ','.join(bootstrap_servers), 'group.id': 'g'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
