@@ -45,11 +45,12 @@ fn the_checked_in_header_is_what_cbindgen_generates_now() {
     }
 }
 
-/// The directory of the native library this test was built with (`target/<profile>`).
+/// The directory of the native library this test was built with: `target/<profile>/deps`,
+/// beside the test itself (`cargo test -p stagger-abi` also copies it up to
+/// `target/<profile>`; `cargo test --workspace` does not).
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/header-<hash>: the cdylib is in target/<profile>.
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+    exe.parent().unwrap().to_path_buf()
 }
 
 #[test]
