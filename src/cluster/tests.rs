@@ -2,6 +2,7 @@
 //! and inputs for attempts a timer issues in the same call.
 
 use super::*;
+use crate::refresh::AttemptState;
 use crate::config::RefreshConfig;
 use crate::error::{AttemptError, GiveUpReason};
 use crate::metadata::BrokerMetadata;
