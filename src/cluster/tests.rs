@@ -2,10 +2,10 @@
 //! and inputs for attempts a timer issues in the same call.
 
 use super::*;
-use crate::refresh::AttemptState;
 use crate::config::RefreshConfig;
 use crate::error::{AttemptError, GiveUpReason};
 use crate::metadata::BrokerMetadata;
+use crate::refresh::AttemptState;
 use crate::refresh::{AttemptId, InputOutcome};
 use alloc::string::String;
 use alloc::vec::Vec;
