@@ -20,6 +20,10 @@ pub struct ClientStats {
     /// Attempts that ran on a connection kept from an earlier refresh instead
     /// ([`crate::ClusterEvent::Reuse`]).
     pub connections_reused: u64,
+    /// Connections of attempts that lost a race kept as spares once their exchange ended
+    /// ([`crate::Cluster::keep_spare`]): each may spare a later hedge a new connection.
+    #[serde(default)]
+    pub spares_kept: u64,
     /// The broker whose connection is kept open for the next refresh, if any.
     pub kept: Option<String>,
     /// Times the view was rebuilt from the seeds ([`crate::ClusterEvent::Rebootstrapped`]):

@@ -1,6 +1,6 @@
 //! A long-lived client's view of the cluster: cached metadata, single-flight refresh,
-//! periodic refresh, rebootstrap, the hedge budget and the connection kept between refreshes
-//! (`keeping.rs`); what it emits is [`ClusterEvent`] (`event.rs`), why a refresh runs
+//! periodic refresh, rebootstrap, the hedge budget and the connections kept between
+//! refreshes (`keeping.rs`); what it emits is [`ClusterEvent`] (`event.rs`), why a refresh runs
 //! [`RefreshCause`] (`cause.rs`).
 
 use alloc::collections::VecDeque;
@@ -18,6 +18,7 @@ use crate::metadata::Metadata;
 use crate::refresh::{attempt_capacity, Command, Input, InputOutcome, Refresh, RefreshContext};
 use crate::time::Instant;
 use crate::trace::{Trace, TraceEvent, TRACE_VERSION};
+use smallvec::SmallVec;
 
 mod cause;
 mod event;
@@ -25,6 +26,7 @@ mod keeping;
 mod settle;
 pub use cause::RefreshCause;
 pub use event::ClusterEvent;
+use keeping::KEPT_INLINE;
 
 /// A long-lived client's view of the cluster: cached metadata, single-flight refresh,
 /// periodic refresh, rebootstrap and the hedge budget.
@@ -38,7 +40,10 @@ pub use event::ClusterEvent;
 /// the winner's connection is kept ([`ClusterEvent::Keep`]), the next refresh asks that
 /// broker first on it ([`ClusterEvent::Reuse`]), and a kept connection that a newer winner
 /// replaces, that a rebootstrap forgets or whose broker is named as the trouble's source
-/// is closed ([`ClusterEvent::Release`]). [`Cluster::stats`] counts what that cost.
+/// is closed ([`ClusterEvent::Release`]). Beside the winner's, up to
+/// [`ClusterConfig::spare_connections`] losers' connections may be kept
+/// ([`Cluster::wants_spare`], [`Cluster::keep_spare`]): a later refresh's hedge then runs on
+/// one of them before it opens a new one. [`Cluster::stats`] counts what that cost.
 ///
 /// | event | the adapter |
 /// |---|---|
@@ -81,9 +86,10 @@ pub struct Cluster {
     rebootstrap_required: bool,
     /// The broker that reset a kept connection since the last refresh request, if one did.
     lost: Option<BrokerIndex>,
-    /// The broker whose connection the adapter keeps (after `Keep`, until `Reuse`,
-    /// `Release` or the adapter says it closed).
-    kept: Option<BrokerIndex>,
+    /// The brokers whose connections the adapter keeps idle (after `Keep` or
+    /// [`Cluster::keep_spare`], until `Reuse`, `Release` or the adapter says it closed),
+    /// the latest winner's first; at most one per broker.
+    kept: SmallVec<[BrokerIndex; KEPT_INLINE]>,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).
     counters: ClientStats,
     /// Whether (under which recorder name) each refresh is recorded, the running one's
@@ -117,7 +123,7 @@ impl Cluster {
             kept_answer_times: Estimator::new(),
             rebootstrap_required: false,
             lost: None,
-            kept: None,
+            kept: SmallVec::new(),
             counters: ClientStats::default(),
             recorder: None,
             recording: None,
@@ -304,9 +310,7 @@ impl Cluster {
         self.rebootstrap_required = false;
         // A kept connection to a broker since recorded as failed (named as the trouble's
         // source) is not trusted with this refresh: it goes, and the broker is tried last.
-        if let Some(kept) = self.kept.filter(|&b| !self.book.get(b).is_some_and(|e| e.connected)) {
-            self.release(kept);
-        }
+        self.release_where(|book, b| !book.get(b).is_some_and(|e| e.connected));
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
@@ -329,9 +333,7 @@ impl Cluster {
             Ok(r) => {
                 // A kept connection to a broker that is no longer a candidate (the metadata
                 // stopped listing it) would never be asked again: it goes.
-                if let Some(kept) = self.kept.filter(|k| !r.candidates().contains(k)) {
-                    self.release(kept);
-                }
+                self.release_where(|_, kept| !r.candidates().contains(&kept));
                 self.counters.refreshes += 1;
                 self.recording = self.recorder.as_ref().map(|recorder| Trace {
                     version: TRACE_VERSION,
@@ -362,11 +364,12 @@ impl Cluster {
             match cmd {
                 Command::Connect { attempt, broker } => {
                     self.counters.attempts += 1;
-                    // The refresh counts on the kept connection for its first attempt there
+                    // The refresh counts on a kept connection for its first attempt there
                     // (`AttemptInfo::reused_connection`); it goes to that attempt.
-                    let reuse = self.kept == Some(broker) && r.attempt(attempt).is_some_and(|a| a.reused_connection);
-                    if reuse {
-                        self.kept = None;
+                    let kept = self.kept.iter().position(|&k| k == broker);
+                    let reuse = kept.filter(|_| r.attempt(attempt).is_some_and(|a| a.reused_connection));
+                    if let Some(i) = reuse {
+                        self.kept.remove(i);
                         self.counters.connections_reused += 1;
                         self.events.push_back(ClusterEvent::Reuse { attempt, broker });
                     } else {
@@ -387,13 +390,20 @@ impl Cluster {
                     self.book.record_success(broker, self.now);
                     self.metadata = Some(metadata);
                     self.fetched_at = Some(self.now);
-                    // The winner's connection replaces the one kept before.
-                    if let Some(old) = self.kept.take() {
-                        self.book.set_connected(old, false);
-                        self.events.push_back(ClusterEvent::Release { broker: old });
+                    // The winner's connection is kept first. Of those kept before, one to the
+                    // same broker or to a broker the metadata does not list (a seed's name)
+                    // goes; the newest others stay as spares while there is room.
+                    let (kept, book, events) = (&mut self.kept, &mut self.book, &mut self.events);
+                    while let Some(i) =
+                        kept.iter().position(|&k| k == broker || !book.get(k).is_some_and(|e| e.is_discovered()))
+                    {
+                        keeping::release(kept, book, events, i);
+                    }
+                    while kept.len() > self.config.spare_connections as usize {
+                        keeping::release(kept, book, events, kept.len() - 1);
                     }
                     self.book.set_connected(broker, true);
-                    self.kept = Some(broker);
+                    self.kept.insert(0, broker);
                     self.events.push_back(ClusterEvent::Keep { attempt, broker });
                     self.events.push_back(ClusterEvent::Refreshed { epoch, attempt, broker, stats });
                     if self.rebootstrap_required && !checked && self.config.rebootstrap {

@@ -44,11 +44,9 @@ impl Cluster {
         let required = core::mem::take(&mut self.rebootstrap_required);
         if !succeeded && (every_discovered_failed || required) && self.config.rebootstrap && self.book.has_discovered()
         {
-            // A connection kept to a discovered broker goes with the view; one to a seed
-            // only (which the next refresh asks anyway) stays.
-            if let Some(kept) = self.kept.filter(|&k| self.book.get(k).is_some_and(|e| e.is_discovered())) {
-                self.release(kept);
-            }
+            // Connections kept to discovered brokers go with the view; one to a seed only
+            // (which the next refresh asks anyway) stays.
+            self.release_where(|book, kept| book.get(kept).is_some_and(|e| e.is_discovered()));
             self.book.rebootstrap();
             self.counters.rebootstraps += 1;
             self.events.push_back(ClusterEvent::Rebootstrapped);

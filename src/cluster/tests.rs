@@ -436,3 +436,46 @@ fn a_kept_broker_the_metadata_no_longer_lists_is_released() {
     assert!(ev[1..].iter().all(|e| matches!(e, ClusterEvent::Connect { broker, .. } if *broker != a)), "{ev:?}");
     assert_eq!(cluster.kept(), None);
 }
+
+/// A spare is taken only where it helps: between refreshes, to a broker the metadata lists
+/// that has no kept connection and has not failed recently, while there is room; a kept
+/// connection to a seed's name goes when a listed broker wins.
+#[test]
+fn spares_are_taken_only_where_they_help() {
+    let (mut cluster, _) = discovered(config());
+    let (seed, a, b) = (broker(&cluster, "seed:9092"), broker(&cluster, "a:9092"), broker(&cluster, "b:9092"));
+    assert!(!cluster.wants_spare(seed), "a seed's name is not a broker the metadata lists");
+    assert!(cluster.wants_spare(a) && cluster.wants_spare(b));
+    cluster.request_refresh(ms(10));
+    assert!(!cluster.wants_spare(b), "not while a refresh runs");
+    let [(attempt, first)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    cluster.handle_input(ms(11), failed(attempt, ErrorKind::Refused));
+    let [(attempt, second)] = connects(&events(&mut cluster))[..] else { panic!("the next broker") };
+    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
+    cluster.handle_input(ms(12), Input::Response { attempt, metadata: answer });
+    events(&mut cluster);
+    assert_eq!(cluster.kept(), Some(second), "the seed's connection went with the new winner");
+    assert!(!cluster.wants_spare(first), "it failed just now");
+    assert!(!cluster.wants_spare(second), "its connection is kept already");
+
+    let (mut cluster, _) = discovered(ClusterConfig { spare_connections: 1, ..config() });
+    assert!(cluster.keep_spare(a));
+    assert!(!cluster.keep_spare(b), "room for one spare only");
+    assert_eq!(cluster.kept_brokers(), [seed, a]);
+    assert_eq!(cluster.stats().spares_kept, 1);
+    // The next refresh asks the spare's broker first, on its connection (a discovered
+    // broker with a connection comes before the rest); `b` wins on a new one.
+    cluster.request_refresh(ms(20));
+    let ev = events(&mut cluster);
+    let [ClusterEvent::Reuse { attempt, broker: reused }] = ev[..] else { panic!("{ev:?}") };
+    assert_eq!(reused, a);
+    assert_eq!(cluster.kept_brokers(), [seed], "the spare belongs to the attempt now");
+    cluster.handle_input(ms(21), failed(attempt, ErrorKind::Closed));
+    let [(attempt, next)] = connects(&events(&mut cluster))[..] else { panic!("the next broker") };
+    assert_eq!(next, b);
+    cluster.handle_input(ms(22), Input::Response { attempt, metadata: metadata(Some("c1"), &[(1, "a"), (2, "b")]) });
+    let ev = events(&mut cluster);
+    assert_eq!(ev[0], ClusterEvent::Release { broker: seed }, "a seed's name is no spare: {ev:?}");
+    assert_eq!(cluster.kept_brokers(), [b]);
+    assert!(ClusterConfig { spare_connections: 4, ..config() }.validate().is_err());
+}

@@ -1,5 +1,5 @@
 //! What only a long-lived [`crate::Cluster`] reads: its refresh interval, rebootstrap, hedge
-//! budget and the response-time window's quantile, and setting any knob by path.
+//! budget, the response-time window's quantile and the spare connections, and setting any knob by path.
 
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
@@ -53,6 +53,12 @@ pub struct ClusterConfig {
     /// 0.99: later than this cluster almost ever is; `docs/performance/tuning.md` compares
     /// p90 and the median).
     pub window_quantile: f64,
+    /// Idle connections to other brokers kept beside the winner's (default 1, at most
+    /// [`ClusterConfig::MAX_SPARE_CONNECTIONS`]): a loser whose exchange had reached its
+    /// Metadata request is drained and kept, so a later refresh's hedge runs on an
+    /// authenticated connection (no TCP, TLS or SASL handshake, no new connection for the
+    /// broker to accept) before it opens a new one. 0 keeps the winner's only.
+    pub spare_connections: u32,
 }
 
 impl Default for ClusterConfig {
@@ -63,11 +69,15 @@ impl Default for ClusterConfig {
             rebootstrap: true,
             hedge_budget: HedgeBudget::default(),
             window_quantile: 0.99,
+            spare_connections: 1,
         }
     }
 }
 
 impl ClusterConfig {
+    /// The most idle spare connections a view keeps ([`ClusterConfig::spare_connections`]).
+    pub const MAX_SPARE_CONNECTIONS: u32 = 3;
+
     /// Checks every field; the error names the first bad one. The refresh policy's own
     /// fields are named as in [`RefreshConfig`] (`fanout.jitter`), so one refresh and a
     /// cluster view report the same mistake in the same words.
@@ -85,6 +95,12 @@ impl ClusterConfig {
         }
         if !(0.0..=1.0).contains(&self.window_quantile) {
             return Err(ConfigError::new("window_quantile", "must be within [0, 1]"));
+        }
+        if self.spare_connections > Self::MAX_SPARE_CONNECTIONS {
+            return Err(ConfigError::new(
+                "spare_connections",
+                alloc::format!("({}) must be at most {}", self.spare_connections, Self::MAX_SPARE_CONNECTIONS),
+            ));
         }
         Ok(())
     }

@@ -159,6 +159,12 @@ pub(super) const KNOBS: &[Knob] = &[
         "which quantile of the recent response-time window warm refreshes wait for",
         |c| Some(Slot::F64(&mut c.window_quantile)),
     ),
+    Knob::cluster(
+        "spare_connections",
+        KnobKind::U32,
+        "idle connections to other brokers kept beside the winner's, for cheap hedges",
+        |c| Some(Slot::U32(&mut c.spare_connections)),
+    ),
 ];
 
 /// Every knob of [`RefreshConfig`] and [`ClusterConfig`] (see [`Knob`]): what a CLI, a

@@ -231,6 +231,13 @@ impl KafkaAttempt {
         !matches!(self.end, End::Running)
     }
 
+    /// Whether the attempt is running and owes only its Metadata answer
+    /// ([`Exchange::awaits_metadata`](super::Exchange::awaits_metadata)): a host may read that
+    /// answer to the end and keep the authenticated connection.
+    pub fn awaits_metadata(&self) -> bool {
+        matches!(self.end, End::Running) && self.exchange.awaits_metadata()
+    }
+
     /// The Metadata API version negotiated, once known (for reports and traces).
     pub fn metadata_version(&self) -> Option<i16> {
         self.metadata_version.or(self.exchange.metadata_version())

@@ -276,6 +276,13 @@ impl Exchange {
         self.answered
     }
 
+    /// Whether only the Metadata answer is owed: ApiVersions and SASL are done, the request
+    /// is taken for sending and its answer not read. The connection is then authenticated,
+    /// and once that answer is read it may carry later requests.
+    pub fn awaits_metadata(&self) -> bool {
+        self.transmit.is_none() && matches!(self.in_flight, Some(InFlight { awaiting: Awaiting::Metadata { .. }, .. }))
+    }
+
     /// Metadata API version negotiated (`None` until ApiVersions answered) — for logs/traces.
     pub fn metadata_version(&self) -> Option<i16> {
         self.metadata_version

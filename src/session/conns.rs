@@ -1,8 +1,15 @@
 //! The session's connection table: every connection it dialled and has not yet seen closed,
-//! with the attempt running on it or none while it is kept between refreshes.
+//! in one of three states:
 //!
-//! Its size is bounded by the attempts a refresh runs at once plus the kept connection, so a
-//! linear scan is flat in the number of brokers; the table is reserved at construction.
+//! | `attempt` | `kafka` | state |
+//! |---|---|---|
+//! | `Some` | `Some` | running that attempt's exchange |
+//! | `None` | `Some` | draining: a loser reading its Metadata answer to be kept as a spare, until `drain_until` |
+//! | `None` | `None` | kept idle between refreshes |
+//!
+//! Its size is bounded by the attempts a refresh runs at once plus the kept and draining
+//! connections, so a linear scan is flat in the number of brokers; the table is reserved at
+//! construction.
 
 use alloc::vec::Vec;
 
@@ -10,6 +17,7 @@ use super::contract::ConnId;
 use crate::brokers::BrokerIndex;
 use crate::kafka::KafkaAttempt;
 use crate::refresh::AttemptId;
+use crate::time::Instant;
 
 /// One connection the session dialled.
 #[derive(Debug)]
@@ -30,6 +38,8 @@ pub(super) struct Conn {
     pub(super) ended: bool,
     /// Whether the host reported it closed or failed (then no `Close` is owed).
     pub(super) gone: bool,
+    /// While draining: when it is closed if its Metadata answer has not come.
+    pub(super) drain_until: Option<Instant>,
 }
 
 /// See the module documentation.
@@ -59,6 +69,7 @@ impl Conns {
             waiting_token: false,
             ended: false,
             gone: false,
+            drain_until: None,
         });
         let last = self.list.len() - 1;
         &mut self.list[last]
@@ -76,7 +87,24 @@ impl Conns {
 
     /// The connection kept (idle) to `broker`.
     pub(super) fn kept(&mut self, broker: BrokerIndex) -> Option<&mut Conn> {
-        self.list.iter_mut().find(|c| c.attempt.is_none() && c.broker == broker)
+        self.list.iter_mut().find(|c| c.attempt.is_none() && c.kafka.is_none() && c.broker == broker)
+    }
+
+    /// When the first draining connection runs out of time, if one is draining.
+    pub(super) fn next_drain_end(&self) -> Option<Instant> {
+        self.list.iter().filter_map(|c| c.drain_until).min()
+    }
+
+    /// Forgets every draining connection whose time ran out by `now`, calling `close` with
+    /// those still open.
+    pub(super) fn end_drains(&mut self, now: Instant, mut close: impl FnMut(ConnId)) {
+        self.list.retain(|c| {
+            let over = c.drain_until.is_some_and(|until| until <= now);
+            if over && !c.gone {
+                close(c.id);
+            }
+            !over
+        });
     }
 
     /// Forgets `id`, returning it.

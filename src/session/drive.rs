@@ -12,7 +12,7 @@ use crate::cluster::ClusterEvent;
 use crate::error::{AttemptError, ErrorKind};
 use crate::kafka::sasl::Sasl;
 use crate::kafka::KafkaAttempt;
-use crate::refresh::Input;
+use crate::refresh::{CancelReason, Input};
 
 impl Session {
     /// Applies one host event to its connection; says whether it named one the session
@@ -126,12 +126,37 @@ impl Session {
             let Some(conn) = self.conns.get_mut(id) else { return };
             let Some(kafka) = conn.kafka.as_mut() else { return };
             let Some(input) = kafka.poll_input() else { return };
+            if conn.drain_until.is_some() {
+                self.drained(id, &input);
+                continue;
+            }
             conn.ended |= matches!(input, Input::Response { .. } | Input::Failed { .. });
             let pending = Notes::of(&input, kafka.metadata_version());
             let observed = Observed::of(self.config.observe, &input);
             if self.cluster.handle_input(self.now, input).is_applied() {
                 self.notes.applied(pending);
                 self.observe_applied(observed);
+            }
+        }
+    }
+
+    /// A draining connection's exchange moved: read to its Metadata answer, it is kept as a
+    /// spare if the cluster still wants one; failed, or not wanted, it is closed.
+    fn drained(&mut self, id: ConnId, input: &Input) {
+        let Some(conn) = self.conns.get_mut(id) else { return };
+        let kept = match input {
+            Input::Response { .. } => self.cluster.keep_spare(conn.broker),
+            Input::Failed { .. } => false,
+            Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => return,
+        };
+        if kept {
+            conn.kafka = None;
+            conn.drain_until = None;
+        } else {
+            let gone = conn.gone;
+            self.conns.remove(id);
+            if !gone {
+                self.actions.push_back(Action::Close { conn: id });
             }
         }
     }
@@ -170,11 +195,23 @@ impl Session {
                 let refresh = current.or(self.cluster.last_refresh().filter(|r| r.epoch() == attempt.epoch()));
                 self.notes.cancelled(attempt, reason, refresh);
                 self.observe_cancelled(attempt, reason);
+                let until = self.now.saturating_add(self.config.cluster.refresh.attempt_timeout);
+                let may_keep = reason == CancelReason::Lost && !self.config.one_shot;
                 if let Some(conn) = self.conns.by_attempt(attempt) {
                     let (id, gone) = (conn.id, conn.gone);
-                    self.conns.remove(id);
-                    if !gone {
-                        self.actions.push_back(Action::Close { conn: id });
+                    // A loser owing only its Metadata answer reads it and may stay as a spare.
+                    let drain = may_keep
+                        && !gone
+                        && conn.kafka.as_ref().is_some_and(KafkaAttempt::awaits_metadata)
+                        && self.cluster.wants_spare(conn.broker);
+                    if drain {
+                        conn.attempt = None;
+                        conn.drain_until = Some(until);
+                    } else {
+                        self.conns.remove(id);
+                        if !gone {
+                            self.actions.push_back(Action::Close { conn: id });
+                        }
                     }
                 }
             }

@@ -157,9 +157,9 @@ impl Session {
             config.exchange.sasl = Some(crate::kafka::sasl::Sasl::OAuthBearer { token });
         }
         // The attempts of one refresh at once (no more than the brokers: "all at once" is
-        // `u32::MAX`), a kept connection, and a loser being closed; more grows the table.
+        // `u32::MAX`), the kept connections, and a loser being closed; more grows the table.
         let in_flight = config.cluster.refresh.fanout.max_in_flight as usize;
-        let capacity = in_flight.min(book.len()) + 2;
+        let capacity = in_flight.min(book.len()) + 2 + config.cluster.spare_connections as usize;
         let mut cluster = Cluster::new(config.cluster, book, now)?;
         if let Some(recorder) = &config.recorder {
             cluster.record_traces(recorder.clone());
@@ -222,7 +222,10 @@ impl Session {
         if self.config.one_shot && self.cluster.current().is_none() {
             return None;
         }
-        self.cluster.poll_timeout()
+        match (self.cluster.poll_timeout(), self.conns.next_drain_end()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The latest good metadata, if a refresh has succeeded.
@@ -263,9 +266,15 @@ impl Session {
         self.conns.iter().map(|c| c.id)
     }
 
-    /// The connection kept for the next refresh, if any.
+    /// The connection the latest winner left kept for the next refresh, if any.
     pub fn kept_connection(&self) -> Option<ConnId> {
-        self.conns.iter().find(|c| c.attempt.is_none()).map(|c| c.id)
+        let broker = self.cluster.kept()?;
+        self.conns.iter().find(|c| c.attempt.is_none() && c.kafka.is_none() && c.broker == broker).map(|c| c.id)
+    }
+
+    /// Every connection kept idle for later refreshes: the winner's and the spares.
+    pub fn kept_connections(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.conns.iter().filter(|c| c.attempt.is_none() && c.kafka.is_none()).map(|c| c.id)
     }
 
     /// Received bytes held until their frame is complete, over every connection: bounded
@@ -280,8 +289,11 @@ impl Session {
         }
     }
 
-    /// Fires due timers (not a one-shot session's periodic refresh) and moves everything.
+    /// Fires due timers (not a one-shot session's periodic refresh), ends drains whose time
+    /// ran out, and moves everything.
     fn tick(&mut self) {
+        let actions = &mut self.actions;
+        self.conns.end_drains(self.now, |conn| actions.push_back(Action::Close { conn }));
         if !(self.config.one_shot && self.cluster.current().is_none()) {
             self.observe_timer();
             self.cluster.handle_timeout(self.now);

@@ -24,6 +24,8 @@ enum ClusterOp {
     PollTimeout,
     Input(InputKind, Target),
     Closed(u8),
+    /// A loser's drained connection offered as a spare ([`Cluster::keep_spare`]).
+    KeepSpare(u8),
 }
 
 #[derive(Clone, Debug)]
@@ -45,7 +47,8 @@ fn decode_cluster_step((a, d, x): (u8, u32, u64)) -> ClusterStep {
         0 | 1 => ClusterOp::Timeout,
         2 | 3 => ClusterOp::Request,
         4..=6 => ClusterOp::PollTimeout,
-        15 => ClusterOp::Closed((x >> 8) as u8),
+        15 if x & 1 == 0 => ClusterOp::Closed((x >> 8) as u8),
+        15 => ClusterOp::KeepSpare((x >> 8) as u8),
         _ => ClusterOp::Input(decode_input_kind(a / 16, x), decode_target(x)),
     };
     ClusterStep { dt: decode_dt(d), op }
@@ -56,25 +59,28 @@ fn arb_cluster_scenario() -> impl Strategy<Value = ClusterScenario> {
     (
         arb_config(),
         prop_oneof![1_000u64..=5_000_000, 1_000u64..=600_000_000],
-        (any::<bool>(), arb_hedge_budget(), arb_window_quantile()),
+        (any::<bool>(), arb_hedge_budget(), arb_window_quantile(), 0u32..=ClusterConfig::MAX_SPARE_CONNECTIONS),
         1usize..=6,
         prop_oneof![4 => 0u64..=1_000_000_000_000, 1 => (u64::MAX - 100_000_000)..=u64::MAX],
         prop::collection::vec(step, 0..200),
     )
-        .prop_map(|(refresh, interval, (rebootstrap, hedge_budget, window_quantile), brokers, start, steps)| {
-            ClusterScenario {
-                config: ClusterConfig {
-                    refresh,
-                    refresh_interval: us(interval),
-                    rebootstrap,
-                    hedge_budget,
-                    window_quantile,
-                },
-                brokers,
-                start,
-                steps,
-            }
-        })
+        .prop_map(
+            |(refresh, interval, (rebootstrap, hedge_budget, window_quantile, spares), brokers, start, steps)| {
+                ClusterScenario {
+                    config: ClusterConfig {
+                        refresh,
+                        refresh_interval: us(interval),
+                        rebootstrap,
+                        hedge_budget,
+                        window_quantile,
+                        spare_connections: spares,
+                    },
+                    brokers,
+                    start,
+                    steps,
+                }
+            },
+        )
 }
 
 fn event_epoch(e: &ClusterEvent) -> Option<u32> {
@@ -102,27 +108,28 @@ fn unkept(events: &[ClusterEvent]) -> Vec<ClusterEvent> {
         .collect()
 }
 
-/// Checks the keep/reuse/release events of one call against the broker kept before it
+/// Checks the keep/reuse/release events of one call against the brokers kept before it
 /// (updated), and `Keep` right before the `Refreshed` of the same attempt.
-fn check_keeping(i: usize, events: &[ClusterEvent], kept: &mut Option<BrokerIndex>, v: &mut Vec<(Inv, String)>) {
+fn check_keeping(i: usize, events: &[ClusterEvent], kept: &mut Vec<BrokerIndex>, v: &mut Vec<(Inv, String)>) {
     for (k, ev) in events.iter().enumerate() {
         match *ev {
             ClusterEvent::Reuse { broker, .. } | ClusterEvent::Release { broker } => {
-                if *kept != Some(broker) {
-                    v.push((Inv::Keeping, format!("step {i}: {ev:?} while {kept:?} is kept")));
-                }
-                *kept = None;
+                let Some(at) = kept.iter().position(|&b| b == broker) else {
+                    v.push((Inv::Keeping, format!("step {i}: {ev:?} while {kept:?} are kept")));
+                    continue;
+                };
+                kept.remove(at);
             }
             ClusterEvent::Keep { attempt, broker } => {
-                if kept.is_some() {
-                    v.push((Inv::Keeping, format!("step {i}: {ev:?} while {kept:?} is still kept")));
+                if kept.contains(&broker) {
+                    v.push((Inv::Keeping, format!("step {i}: {ev:?} while {kept:?} are still kept")));
                 }
                 let next = events.get(k + 1);
                 if !matches!(next, Some(ClusterEvent::Refreshed { attempt: a, broker: b, .. }) if *a == attempt && *b == broker)
                 {
                     v.push((Inv::Keeping, format!("step {i}: {ev:?} followed by {next:?}")));
                 }
-                *kept = Some(broker);
+                kept.insert(0, broker);
             }
             ClusterEvent::Refreshed { attempt, .. } => {
                 let before = k.checked_sub(1).and_then(|p| events.get(p));
@@ -170,7 +177,7 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
     let mut now = at(s.start);
     let mut wall = s.start;
     let mut running: Option<u32> = None;
-    let mut kept: Option<BrokerIndex> = None;
+    let mut kept: Vec<BrokerIndex> = Vec::new();
     let mut last_epoch = 0u32;
     let mut trackers: BTreeMap<u32, Tracker> = BTreeMap::new();
     let mut tokens_at_start: BTreeMap<u32, u32> = BTreeMap::new();
@@ -217,21 +224,33 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
             ClusterOp::Closed(b) => {
                 let broker = BrokerIndex(*b as u32 % cluster.book().len() as u32);
                 cluster.connection_closed(broker);
-                if kept == Some(broker) {
-                    kept = None;
+                kept.retain(|&k| k != broker);
+            }
+            ClusterOp::KeepSpare(b) => {
+                let broker = BrokerIndex(*b as u32 % cluster.book().len() as u32);
+                let running = cluster.current().is_some();
+                if cluster.keep_spare(broker) {
+                    if running || kept.contains(&broker) {
+                        v.push((Inv::Keeping, format!("step {i}: spare {broker:?} kept while running or kept")));
+                    }
+                    kept.push(broker);
                 }
             }
         }
         // `connection_closed` takes no time and fires nothing; every other call advances the
         // cluster's clock and fires what is due (`request_refresh` settles before it joins).
-        let handled = !matches!(step.op, ClusterOp::Closed(_));
-        if t > now && !matches!(step.op, ClusterOp::Closed(_)) {
+        let handled = !matches!(step.op, ClusterOp::Closed(_) | ClusterOp::KeepSpare(_));
+        if t > now && handled {
             now = t;
         }
         let events: Vec<ClusterEvent> = std::iter::from_fn(|| cluster.poll_event()).collect();
         check_keeping(i, &events, &mut kept, &mut v);
-        if cluster.kept() != kept {
-            v.push((Inv::Keeping, format!("step {i}: events say {kept:?} is kept, kept() says {:?}", cluster.kept())));
+        if cluster.kept_brokers() != kept {
+            let said = cluster.kept_brokers();
+            v.push((Inv::Keeping, format!("step {i}: events say {kept:?} are kept, kept_brokers() says {said:?}")));
+        }
+        if kept.len() > 1 + s.config.spare_connections as usize {
+            v.push((Inv::Keeping, format!("step {i}: {kept:?} kept, over the spares' room")));
         }
         let events = unkept(&events);
 
@@ -383,7 +402,8 @@ proptest! {
 
     /// 12. A `Cluster` under arbitrary requests, inputs and timeouts (clock going backwards
     /// too): no panic, at most one refresh in flight (requests join it), events are exactly
-    /// the running refresh's commands, only the kept connection is reused or released, each refresh keeps the throttle and the
+    /// the running refresh's commands, only kept connections are reused or released (no more
+    /// than `spare_connections` beside the winner's), each refresh keeps the throttle and the
     /// one-attempt-per-broker rule and ends once, and hedges spent never exceed the budget
     /// (per refresh: the tokens it started with; overall: burst + ratio per settled refresh).
     #[test]
