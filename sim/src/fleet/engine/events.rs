@@ -3,7 +3,7 @@
 
 use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Tally, MAX_EVENTS};
 use crate::fleet::math;
-use stagger::{AttemptError, AttemptId, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
+use stagger::{AttemptError, AttemptId, CancelReason, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
 
 impl Engine {
     pub(super) fn push(&mut self, at: u64, ev: Ev) {
@@ -133,11 +133,14 @@ impl Engine {
                 }
                 Ev::Response { client, attempt } => {
                     let ci = client as usize;
+                    self.clients[ci].awaiting_metadata.retain(|&a| a != attempt);
                     if self.clients[ci].cluster.is_none() {
                         self.finish_measured(ci, true);
                     } else if self.take_live(ci, attempt) {
                         let input = Input::Response { attempt, metadata: self.metadata.clone() };
                         self.deliver(ci, input);
+                    } else {
+                        self.drained(ci, attempt);
                     }
                 }
                 Ev::Refused { client, attempt } => {
@@ -168,9 +171,22 @@ impl Engine {
         if self.is_measured(ci, attempt) {
             self.tally_mut(|t| t.requests_sent += 1);
         }
+        if self.clients[ci].cluster.is_some() {
+            self.clients[ci].awaiting_metadata.push(attempt);
+        }
         self.push(self.now + (draw.rtt / 2) as u64, Ev::MetaArrive { client, attempt, broker, draw });
         if let Some(input) = input.filter(|_| self.clients[ci].cluster.is_some()) {
             self.deliver(ci, input);
+        }
+    }
+
+    /// A draining loser's Metadata answer came: its connection is offered as a spare.
+    fn drained(&mut self, ci: usize, attempt: AttemptId) {
+        let c = &mut self.clients[ci];
+        let Some(i) = c.draining.iter().position(|&(a, _)| a == attempt) else { return };
+        let (_, broker) = c.draining.swap_remove(i);
+        if let Some(cluster) = &mut c.cluster {
+            cluster.keep_spare(broker);
         }
     }
 
@@ -389,8 +405,19 @@ impl Engine {
             // Fleet books hold addresses only, never names to resolve: nothing to do (the
             // core's attempt timeout would fail an unanswered one).
             ClusterEvent::Resolve { .. } => {}
-            ClusterEvent::Cancel { attempt, .. } => {
+            ClusterEvent::Cancel { attempt, reason } => {
                 self.take_live(ci, attempt);
+                // A loser owing only its Metadata answer drains, as the session does.
+                let c = &mut self.clients[ci];
+                let owed = c.awaiting_metadata.iter().position(|&a| a == attempt);
+                if let (Some(i), Some(cluster)) = (owed, &c.cluster) {
+                    c.awaiting_metadata.swap_remove(i);
+                    let refresh = cluster.current().or(cluster.last_refresh()).filter(|r| r.epoch() == attempt.epoch());
+                    let broker = refresh.and_then(|r| r.attempt(attempt)).map(|a| a.broker);
+                    if let Some(b) = broker.filter(|&b| reason == CancelReason::Lost && cluster.wants_spare(b)) {
+                        c.draining.push((attempt, b));
+                    }
+                }
             }
             ClusterEvent::Refreshed { epoch, stats, .. } => {
                 if self.clients[ci].measured.is_some_and(|m| m.epoch == epoch && !m.done) {

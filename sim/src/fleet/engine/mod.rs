@@ -128,6 +128,11 @@ struct Client {
     cluster: Option<Cluster>,
     /// Attempts started and neither cancelled nor answered.
     live: Vec<AttemptId>,
+    /// Attempts whose Metadata request is sent and whose answer has not come.
+    awaiting_metadata: Vec<AttemptId>,
+    /// Losers reading their Metadata answer to offer their connection as a spare
+    /// ([`Cluster::keep_spare`]), with the broker (the book's index) each goes to.
+    draining: Vec<(AttemptId, BrokerIndex)>,
     timer_at: Option<u64>,
     timer_gen: u32,
     warm_left: u32,

@@ -160,6 +160,8 @@ impl Engine {
             clients.push(Client {
                 cluster,
                 live: Vec::with_capacity(4),
+                awaiting_metadata: Vec::new(),
+                draining: Vec::new(),
                 timer_at: None,
                 timer_gen: 0,
                 warm_left: warmup,
