@@ -453,7 +453,7 @@ struct Script {
     /// The latest host time of a step.
     now: u64,
     wakeup: Option<u64>,
-    /// Events due at a time, in the order they were scheduled.
+    /// Events the host will report: when, the order they were scheduled in, the event.
     queue: Vec<(u64, u64, HostEvent)>,
     scheduled: u64,
     brokers: BTreeMap<String, Fake>,
@@ -466,8 +466,8 @@ struct Script {
     ended: Vec<(u32, bool)>,
 }
 
-/// Milliseconds a connection takes to come up (and a TLS handshake after it), and a broker
-/// to answer a request.
+/// How long a connection takes to come up (and a TLS handshake after it), and a broker to
+/// answer a request, in the fake network.
 const LATENCY: u64 = MS;
 
 impl Script {
