@@ -21,7 +21,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -368,10 +368,32 @@ fn first_difference(file: &Value, now: &Value) -> String {
             );
         }
     }
-    if file["end"] != now["end"] {
-        return format!("end: the file has {}, the core now {}", file["end"], now["end"]);
+    if let Some(at) = differing_path(&file["end"], &now["end"], "end") {
+        return at;
     }
     "only the layout (whitespace)".into()
+}
+
+/// The first path where `file` and `now` differ (a field only one has, arrays of other
+/// lengths, other values), with both values.
+fn differing_path(file: &Value, now: &Value, path: &str) -> Option<String> {
+    match (file, now) {
+        (Value::Object(f), Value::Object(n)) => {
+            let keys: BTreeSet<&String> = f.keys().chain(n.keys()).collect();
+            keys.into_iter().find_map(|k| match (f.get(k), n.get(k)) {
+                (Some(f), Some(n)) => differing_path(f, n, &format!("{path}.{k}")),
+                (f, n) => {
+                    let show = |v: Option<&Value>| v.map_or_else(|| "nothing".to_owned(), Value::to_string);
+                    Some(format!("{path}.{k}: the file has {}, the core now {}", show(f), show(n)))
+                }
+            })
+        }
+        (Value::Array(f), Value::Array(n)) if f.len() == n.len() => {
+            f.iter().zip(n).enumerate().find_map(|(i, (f, n))| differing_path(f, n, &format!("{path}[{i}]")))
+        }
+        (f, n) if f == n => None,
+        (f, n) => Some(format!("{path}: the file has {f}, the core now {n}")),
+    }
 }
 
 // ---- the fake network the scripts run in ----
