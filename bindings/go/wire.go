@@ -217,6 +217,7 @@ type action struct {
 	kind    uint8
 	id      uint64 // conn or lookup
 	epoch   uint32
+	broker  uint32 // REFRESHED: the broker's index in the session's book
 	tls     bool
 	address string // DIAL and REFRESHED: host:port; RESOLVE: the name
 	server  string // DIAL: the TLS server name
@@ -392,7 +393,7 @@ func decodeAction(kind uint8, body []byte) (action, error) {
 		if a.epoch, err = r.u32(); err != nil {
 			return a, err
 		}
-		if _, err = r.u32(); err != nil { // the broker's index in the session's book
+		if a.broker, err = r.u32(); err != nil {
 			return a, err
 		}
 		if a.address, err = r.text(); err != nil {

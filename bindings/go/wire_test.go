@@ -62,7 +62,7 @@ func TestActionsAreDecodedAsDocsAbiMdLaysThemOut(t *testing.T) {
 	if s.kind != actionSend || s.id != 5 || !bytes.Equal(s.data, []byte{0xde, 0xad}) {
 		t.Fatalf("send %+v", s)
 	}
-	if r.kind != actionRefreshed || r.epoch != 2 || r.address != "b1:9093" {
+	if r.kind != actionRefreshed || r.epoch != 2 || r.broker != 1 || r.address != "b1:9093" {
 		t.Fatalf("refreshed %+v", r)
 	}
 	for name, bad := range map[string][]byte{

@@ -41,4 +41,6 @@ echo "bindings/python/test.sh: $(basename "$wheel") built and installed in $((SE
 
 cp -R "$here/tests" "$here/examples" "$work/"
 cd "$work/tests"
-STAGGER_REPO="$repo" "$venv_python" -m pytest -p no:cacheprovider -ra --durations=5 "$@"
+# The conformance scenarios every host replays (conformance/README.md), read in place.
+STAGGER_REPO="$repo" STAGGER_CONFORMANCE_DIR="$repo/conformance" \
+  "$venv_python" -m pytest -p no:cacheprovider -ra --durations=5 "$@"

@@ -6,6 +6,7 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
+use hmac::digest::core_api::BlockSizeUser;
 use hmac::digest::{Digest, FixedOutput, KeyInit, Update};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::metadata_response::{
@@ -217,6 +218,8 @@ pub fn cluster(topics: usize, partitions: i32) -> MetadataResponse {
 /// One fake broker: answers each request frame as a healthy Kafka with SASL would.
 pub struct Broker {
     pub metadata: MetadataResponse,
+    /// The mechanism the last SaslHandshake asked for.
+    mechanism: String,
     scram: Option<ScramServer>,
     /// Requests seen, by API key.
     pub seen: Vec<ApiKey>,
@@ -226,7 +229,7 @@ pub struct Broker {
 
 impl Default for Broker {
     fn default() -> Self {
-        Broker { metadata: cluster(2, 2), scram: None, seen: Vec::new(), bearer: Vec::new() }
+        Broker { metadata: cluster(2, 2), mechanism: String::new(), scram: None, seen: Vec::new(), bearer: Vec::new() }
     }
 }
 
@@ -245,6 +248,13 @@ impl Broker {
         let id = header.correlation_id;
         self.seen.push(key);
         match key {
+            ApiKey::ApiVersions if version > 3 => {
+                // A broker before Kafka 4.4 (this one knows ApiVersions up to v3) answers a
+                // version it does not know, such as the v5 of the cluster check, with
+                // UNSUPPORTED_VERSION in a v0 body that lists the versions it knows.
+                let known = ApiVersion::default().with_api_key(ApiKey::ApiVersions as i16).with_max_version(3);
+                response(id, 0, &ApiVersionsResponse::default().with_error_code(35).with_api_keys(vec![known]))
+            }
             ApiKey::ApiVersions => {
                 let mut keys = vec![
                     ApiVersion::default().with_api_key(ApiKey::Metadata as i16).with_max_version(12),
@@ -256,13 +266,15 @@ impl Broker {
                 response(id, version, &ApiVersionsResponse::default().with_api_keys(keys))
             }
             ApiKey::SaslHandshake => {
-                let mechanisms = ["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"].map(s).to_vec();
+                self.mechanism = SaslHandshakeRequest::decode(&mut body, version).unwrap().mechanism.to_string();
+                let mechanisms = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"].map(s).to_vec();
                 response(id, version, &SaslHandshakeResponse::default().with_mechanisms(mechanisms))
             }
             ApiKey::SaslAuthenticate => {
                 let auth = SaslAuthenticateRequest::decode(&mut body, version).unwrap().auth_bytes.to_vec();
                 let reply = if auth.starts_with(b"n,,n=") {
-                    self.scram.get_or_insert_with(|| ScramServer::new(PASSWORD)).first(&auth).into_bytes()
+                    let sha512 = self.mechanism == "SCRAM-SHA-512";
+                    self.scram.insert(ScramServer::new(PASSWORD, sha512)).first(&auth).into_bytes()
                 } else if auth.starts_with(b"c=") {
                     let server = self.scram.as_mut().expect("client-first came first");
                     server.last(&auth).expect("the proof holds").into_bytes()
@@ -280,23 +292,45 @@ impl Broker {
     }
 }
 
-/// The broker's side of SCRAM-SHA-256 (RFC 5802) for user `alice`.
+/// The broker's side of SCRAM-SHA-256 or SCRAM-SHA-512 (RFC 5802) for user `alice`.
 struct ScramServer {
+    sha512: bool,
     salted: Vec<u8>,
     auth_message: String,
 }
 
-fn h_mac(key: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut mac = <hmac::SimpleHmac<sha2::Sha256> as KeyInit>::new_from_slice(key).unwrap();
+fn mac<D: Digest + BlockSizeUser + Clone>(key: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut mac = <hmac::SimpleHmac<D> as KeyInit>::new_from_slice(key).unwrap();
     Update::update(&mut mac, data);
     mac.finalize_fixed().to_vec()
 }
 
 impl ScramServer {
-    fn new(password: &str) -> Self {
-        let mut salted = vec![0; 32];
-        pbkdf2::pbkdf2::<hmac::SimpleHmac<sha2::Sha256>>(password.as_bytes(), b"pepper", 4096, &mut salted).unwrap();
-        ScramServer { salted, auth_message: String::new() }
+    fn new(password: &str, sha512: bool) -> Self {
+        let mut salted = vec![0; if sha512 { 64 } else { 32 }];
+        let password = password.as_bytes();
+        if sha512 {
+            pbkdf2::pbkdf2::<hmac::SimpleHmac<sha2::Sha512>>(password, b"pepper", 4096, &mut salted).unwrap();
+        } else {
+            pbkdf2::pbkdf2::<hmac::SimpleHmac<sha2::Sha256>>(password, b"pepper", 4096, &mut salted).unwrap();
+        }
+        ScramServer { sha512, salted, auth_message: String::new() }
+    }
+
+    fn h_mac(&self, key: &[u8], data: &[u8]) -> Vec<u8> {
+        if self.sha512 {
+            mac::<sha2::Sha512>(key, data)
+        } else {
+            mac::<sha2::Sha256>(key, data)
+        }
+    }
+
+    fn h(&self, data: &[u8]) -> Vec<u8> {
+        if self.sha512 {
+            sha2::Sha512::digest(data).to_vec()
+        } else {
+            sha2::Sha256::digest(data).to_vec()
+        }
     }
 
     fn first(&mut self, client_first: &[u8]) -> String {
@@ -311,12 +345,12 @@ impl ScramServer {
         let text = std::str::from_utf8(client_final).unwrap();
         let (without_proof, proof) = text.rsplit_once(",p=").unwrap();
         self.auth_message = format!("{},{without_proof}", self.auth_message);
-        let stored_key = sha2::Sha256::digest(h_mac(&self.salted, b"Client Key")).to_vec();
-        let signature = h_mac(&stored_key, self.auth_message.as_bytes());
+        let stored_key = self.h(&self.h_mac(&self.salted, b"Client Key"));
+        let signature = self.h_mac(&stored_key, self.auth_message.as_bytes());
         let client_key: Vec<u8> = BASE64.decode(proof).unwrap().iter().zip(&signature).map(|(p, s)| p ^ s).collect();
-        (sha2::Sha256::digest(&client_key).to_vec() == stored_key).then(|| {
-            let server_key = h_mac(&self.salted, b"Server Key");
-            format!("v={}", BASE64.encode(h_mac(&server_key, self.auth_message.as_bytes())))
+        (self.h(&client_key) == stored_key).then(|| {
+            let server_key = self.h_mac(&self.salted, b"Server Key");
+            format!("v={}", BASE64.encode(self.h_mac(&server_key, self.auth_message.as_bytes())))
         })
     }
 }
