@@ -402,6 +402,8 @@ fn differing_path(file: &Value, now: &Value, path: &str) -> Option<String> {
 enum Reply {
     /// Answers with these bytes (one `RECEIVED`).
     Bytes(Vec<u8>),
+    /// Answers with these bytes this many nanoseconds later than `Bytes` would.
+    Delayed(Vec<u8>, u64),
     /// Never answers.
     Nothing,
     /// Resets the connection (`CLOSED`, reset).
@@ -605,6 +607,7 @@ impl Script {
                 }
                 match (fake.reply)(&mut fake.broker, bytes) {
                     Reply::Bytes(answer) => self.at(at, HostEvent::Received(conn, answer)),
+                    Reply::Delayed(answer, later) => self.at(at + later, HostEvent::Received(conn, answer)),
                     Reply::Nothing => {}
                     Reply::Reset => self.at(at, HostEvent::Closed(conn, true)),
                 }
@@ -718,6 +721,50 @@ fn bootstrap() -> HostEvent {
 }
 
 // ---- the scenarios ----
+
+/// A broker that answers ApiVersions at once and its `n`th Metadata request as `metadata(n)`
+/// says (counting from 0).
+fn metadata_paced(mut metadata: impl FnMut(usize) -> Option<u64> + 'static) -> Fake {
+    let mut seen = 0;
+    Fake::answering(move |broker, frame| {
+        if api_key(frame) != ApiKey::Metadata {
+            return Reply::Bytes(broker.answer(frame));
+        }
+        seen += 1;
+        match metadata(seen - 1) {
+            Some(later) => Reply::Delayed(broker.answer(frame), later),
+            None => Reply::Nothing,
+        }
+    })
+}
+
+fn spare_connection() -> Value {
+    let mut s = Script::new(
+        "spare_connection",
+        "A long-lived session keeps a spare: b1 is slow to answer Metadata, the stagger hedges to b2,          b1 wins while b2 owes only its Metadata answer, so b2 is read to the end and kept (no CLOSE).          In the next refresh b1 hangs on its kept connection and the hedge runs on b2's spare: no DIAL.",
+        json!({"seeds": ["b1:9092", "b2:9093"], "preset": "staggered",
+               "settings": {"fanout.jitter": "0", "shuffle_seeds": "false"}}),
+        7,
+    )
+    .broker("b1:9092", metadata_paced(|n| (n == 0).then_some(600 * MS)))
+    .broker("b2:9093", metadata_paced(|n| Some(if n == 0 { 200 * MS } else { 0 })));
+    s.at(T0, bootstrap());
+    s.run_until_ended(1);
+    let (b1, b2) = (s.dialled("b1:9092"), s.dialled("b2:9093"));
+    assert!(s.actions.iter().any(|a| a["refreshed"]["address"] == "b1:9092"), "{}: b1 wins", s.name);
+    // b2's Metadata answer is still on its way: the session reads it and keeps the connection.
+    s.run_until(|s| s.queue.is_empty());
+    assert_eq!(s.count("close", &s.actions_since(0)), 0, "{}: nothing is closed", s.name);
+    let from = s.steps.len();
+    s.at(s.now + 10 * MS, request(STAGGER_CAUSE_STALE_METADATA, ""));
+    s.run_until_ended(2);
+    let second = s.actions_since(from);
+    assert_eq!(s.count("dial", &second), 0, "{}: the hedge runs on the spare", s.name);
+    assert!(second.iter().any(|a| a["send"]["conn"] == b1) && second.iter().any(|a| a["send"]["conn"] == b2));
+    assert!(second.iter().any(|a| a["refreshed"]["address"] == "b2:9093"), "{}: b2 wins", s.name);
+    assert!(second.contains(&&json!({"close": {"conn": b1}})), "{}: the hung b1 is closed", s.name);
+    s.finish(false)
+}
 
 fn one_shot_healthy() -> Value {
     let mut s = Script::new(
@@ -989,6 +1036,7 @@ const SCENARIOS: &[fn() -> Value] = &[
     malformed_response,
     hostile_host,
     resolve_and_tls,
+    spare_connection,
 ];
 
 /// `conformance/NAME.json`, as messages name a file.

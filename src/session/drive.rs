@@ -108,6 +108,12 @@ impl Session {
                 break;
             }
         }
+        self.close_ended();
+    }
+
+    /// Closes every connection whose attempt ended and that nobody kept: before a refresh's
+    /// last action, so a host has closed every loser when it hears the answer.
+    fn close_ended(&mut self) {
         let actions = &mut self.actions;
         self.conns.sweep(|conn| actions.push_back(Action::Close { conn }));
     }
@@ -243,10 +249,12 @@ impl Session {
             ClusterEvent::Refreshed { epoch, attempt, broker, stats } => {
                 self.observe_won(attempt);
                 self.notes.finish();
+                self.close_ended();
                 self.actions.push_back(Action::Refreshed { epoch, broker, stats })
             }
             ClusterEvent::RefreshFailed { epoch, error } => {
                 self.notes.finish();
+                self.close_ended();
                 self.actions.push_back(Action::RefreshFailed { epoch, error })
             }
             ClusterEvent::Rebootstrapped => self.actions.push_back(Action::Rebootstrapped),
