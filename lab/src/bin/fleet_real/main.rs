@@ -496,7 +496,7 @@ fn main() -> Res<()> {
             let t = Instant::now();
             let run = run(&lab, name, scenario)?;
             eprintln!(
-                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {}  kept before {}  peak {:>4}  ({:.0} s)",
+                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {}  kept before {}  spares {}  reused {}  peak {:>4}  ({:.0} s)",
                 scenario.name(),
                 name,
                 fmt_ms(&run["p50_ms"]),
@@ -505,6 +505,8 @@ fn main() -> Res<()> {
                 run["requests_per_refresh"].as_f64().unwrap_or(0.0),
                 run["connections_per_broker"],
                 run["kept_before_per_broker"],
+                run["spares_kept_before"],
+                run["connections_reused_during"],
                 run["peak_requests"],
                 t.elapsed().as_secs_f64()
             );
@@ -950,6 +952,9 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     // Which broker each client keeps a connection to, read before the incident: once the
     // dead broker's connections close, a client has released it and `kept` no longer says.
     let kept_before: Vec<Option<String>> = clients.iter().map(|c| c.stats().kept).collect();
+    // Spare connections the warm-up left (losers drained and kept), and reuses so far.
+    let spares_before: u64 = clients.iter().map(|c| c.stats().spares_kept).sum();
+    let reused_before: u64 = clients.iter().map(|c| c.stats().connections_reused).sum();
     // The incident.
     let node = args.node;
     let mut paused = None;
@@ -1024,6 +1029,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
         _ => None,
     };
 
+    let reused_during: u64 = clients.iter().map(|c| c.stats().connections_reused).sum::<u64>() - reused_before;
     // Close the clients (and their connections) before the cluster recovers.
     lab.rt.block_on(async {
         for client in clients {
@@ -1078,6 +1084,8 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     let kept_per_broker: Vec<usize> =
         seeds.iter().map(|s| kept_before.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect();
     value["kept_before_per_broker"] = json!(kept_per_broker);
+    value["spares_kept_before"] = json!(spares_before);
+    value["connections_reused_during"] = json!(reused_during);
     value["loadavg_before"] = json!(load_before);
     value["loadavg_after"] = json!(load_after);
     value["cpu_busy"] = json!(busy);
