@@ -240,3 +240,23 @@ fn shared_cores_slow_a_storm() {
         b.time_to_metadata
     );
 }
+
+/// A request's latency delays its answer without holding the broker's queue: in a storm
+/// every oracle refresh is later by exactly the latency, whereas the same time charged as
+/// work queues behind every request before it.
+#[test]
+fn latency_delays_answers_without_holding_the_queue() {
+    use stagger_sim::fleet::Latency;
+    let base = FleetConfig { clients: 300, seed: 5, ..FleetConfig::default() };
+    let extra = Duration::from_millis(2);
+    let slower = FleetConfig { latency: Latency { metadata: extra, ..Latency::default() }, ..base.clone() };
+    let busier = FleetConfig { service_time: base.service_time + extra, ..base.clone() };
+    let run = |c: &FleetConfig| WarmFleet::new(c, &Policy::Oracle).run(FleetScenario::FailoverStorm);
+    let (b, s, w) = (run(&base), run(&slower), run(&busier));
+    assert_eq!(b.times_us.len(), s.times_us.len());
+    for (x, y) in b.times_us.iter().zip(&s.times_us) {
+        assert_eq!(y - x, extra.as_micros() as u64, "each answer later by the latency, no more");
+    }
+    let p99 = |r: &ScenarioResult| r.times_us[r.times_us.len() * 99 / 100];
+    assert!(p99(&w) - p99(&b) > 5 * extra.as_micros() as u64, "work queues: {} vs {}", p99(&w), p99(&b));
+}

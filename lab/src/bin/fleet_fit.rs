@@ -8,7 +8,8 @@
 //! one or more of those files (`--real PATH`, repeatable; PLAINTEXT and SASL_SSL runs may be
 //! mixed, each listener gets its own section), builds the same fleet in the simulator —
 //! clients, brokers, warm-up, request and storm windows, the listener's security — once per
-//! fit, runs every strategy through `healthy`, `one_hung` and `failover_storm`, and prints
+//! fit (the prices at rest; saturated; and pipelined: the saturated price as work that holds
+//! the broker's queue, what rest adds above it as latency that does not), runs every strategy through `healthy`, `one_hung` and `failover_storm`, and prints
 //! Markdown: real against simulated p50, p99, attempts, new connections, ApiVersions and
 //! Metadata requests per refresh and the peak, with each cell's factor and whether the
 //! model is within the bounds the gentleness issue sets (×1.5 on p50 and p99, ×1.15 on
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use stagger::RefreshConfig;
-use stagger_sim::fleet::{FleetConfig, FleetScenario, ScenarioResult, Security, Strategy, WarmFleet};
+use stagger_sim::fleet::{FleetConfig, FleetScenario, Latency, ScenarioResult, Security, Strategy, WarmFleet};
 
 const SCENARIOS: [FleetScenario; 3] = [FleetScenario::Healthy, FleetScenario::OneHung, FleetScenario::FailoverStorm];
 
@@ -334,10 +335,45 @@ fn fits(files: &[RealFile]) -> Result<Vec<Fit>, String> {
             config,
         });
     }
+    // One price per request, valid in both regimes: the saturated price is the work that
+    // holds the queue, and what rest adds above it is latency that does not.
+    if let (Some((meta_rest, api_rest)), Some((meta_sat, api_sat))) = (zip(rest), zip(saturated)) {
+        let mut latency = Latency {
+            metadata: micros((meta_rest - meta_sat).max(0.0)),
+            api_versions: micros((api_rest - api_sat).max(0.0)),
+            ..Latency::default()
+        };
+        let mut security = secure_saturated.unwrap_or(Security::PLAINTEXT);
+        if let (Some(rest), Some(work)) = (secure_rest, secure_saturated) {
+            let work = work.tls_time.unwrap_or_default();
+            latency.tls = rest.tls_time.unwrap_or_default().saturating_sub(work);
+            latency.sasl = rest.sasl_time;
+            security.sasl_time = Duration::ZERO;
+        }
+        out.push(Fit {
+            name: "sim (pipelined)".into(),
+            how: "work = the saturated price (holds the broker's queue), latency = rest − saturated (does not); \
+                  TLS and SASL: the connect-to-close loops' cost as work, client-observed rest above it as latency"
+                .into(),
+            config: FleetConfig {
+                service_time: micros(meta_sat),
+                api_versions_time: micros(api_sat),
+                accept_time: micros(accept),
+                security,
+                latency,
+                ..base.clone()
+            },
+        });
+    }
     if out.is_empty() {
         return Err("the real runs have neither rest nor saturated broker times".into());
     }
     Ok(out)
+}
+
+/// Both prices of a pair, if both were measured.
+fn zip((a, b): (Option<f64>, Option<f64>)) -> Option<(f64, f64)> {
+    Some((a?, b?))
 }
 
 fn fmt_ms(ms: Option<f64>) -> String {
@@ -473,17 +509,26 @@ fn section(
     for f in fits {
         let c = &f.config;
         let us = |d: Duration| format!("{} µs", d.as_micros());
+        // Work, and the latency beside it when the fit has one.
+        let priced = |work: Duration, latency: Duration| {
+            if latency.is_zero() {
+                us(work)
+            } else {
+                format!("{} + {} latency", us(work), us(latency))
+            }
+        };
+        let l = &c.latency;
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             f.name,
             us(c.rtt),
-            us(c.service_time),
-            us(c.api_versions_time),
+            priced(c.service_time, l.metadata),
+            priced(c.api_versions_time, l.api_versions),
             us(c.accept_time),
-            c.security.tls_time.map_or("—".into(), us),
+            c.security.tls_time.map_or("—".into(), |t| priced(t, l.tls)),
             if c.security.sasl_round_trips > 0 {
-                format!("{} RTT + {}", c.security.sasl_round_trips, us(c.security.sasl_time))
+                format!("{} RTT + {}", c.security.sasl_round_trips, priced(c.security.sasl_time, l.sasl))
             } else {
                 "—".into()
             },

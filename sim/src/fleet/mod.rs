@@ -37,7 +37,12 @@
 //!   capacity, as on a real cluster. A **hung** broker accepts connections and never answers
 //!   anything (not even ApiVersions or a TLS handshake); a **dead** one refuses connections.
 //!   With [`FleetConfig::shared_cores`] set, all brokers' work also waits for one of that
-//!   many cores, as on one machine that runs several brokers.
+//!   many cores, as on one machine that runs several brokers. Each kind of request may also
+//!   carry a [`Latency`]: time after its work before the answer leaves, which does not hold
+//!   the queue (a real broker's hand-offs between threads).
+//! * **Spares**: a client whose loser owed only its Metadata answer when the race ended lets
+//!   that answer come and offers the connection to its core
+//!   ([`Cluster::keep_spare`](stagger::Cluster::keep_spare)), as the session does.
 //! * **Security** ([`Security`]): on a TLS listener a new connection's handshake costs one
 //!   round trip and [`Security::tls_time`] of broker work before ApiVersions, and the core
 //!   hears the broker alive (`Input::FirstFrame`) when the handshake completes, as the
@@ -116,6 +121,9 @@ pub struct FleetConfig {
     /// broker's work then waits for its own queue and for a free core, as on one machine
     /// running every broker.
     pub shared_cores: u32,
+    /// Broker time per request that does not hold the broker's queue (default none): the
+    /// hand-offs between a real broker's network and request threads ([`Latency`]).
+    pub latency: Latency,
     /// Calm refreshes per client before the scenario (default 64, the adaptive window).
     /// Strategies with a fixed stagger read no window and use at most 2 (see
     /// [`FleetConfig::warmup_for`]); the measurement is the same, the run is faster.
@@ -145,6 +153,7 @@ impl Default for FleetConfig {
             security: Security::PLAINTEXT,
             storm_causes: true,
             shared_cores: 0,
+            latency: Latency::default(),
             warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),
             settle: Duration::from_secs(30),
@@ -153,6 +162,26 @@ impl Default for FleetConfig {
             peak_window: Duration::from_millis(100),
         }
     }
+}
+
+/// Broker time of each kind of request that does not hold the broker's queue: an answer
+/// leaves this long after its work is done, while the next request's work already runs.
+///
+/// Why apart from the work: a real broker hands each request from a network thread to a
+/// request thread and back. At rest a request then takes its work plus this latency; under
+/// saturation a broker still answers one request per work, so the two regimes `fleet_real`
+/// measures (`docs/performance/fleet-vs-real.md`) are one price each, not two fits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Latency {
+    /// Beside [`FleetConfig::service_time`].
+    pub metadata: Duration,
+    /// Beside [`FleetConfig::api_versions_time`].
+    pub api_versions: Duration,
+    /// Beside [`Security::tls_time`].
+    pub tls: Duration,
+    /// Beside [`Security::sasl_time`].
+    pub sasl: Duration,
 }
 
 /// What a listener adds to a new connection before its Metadata request.

@@ -5,6 +5,12 @@ use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Tally, MAX_
 use crate::fleet::math;
 use stagger::{AttemptError, AttemptId, CancelReason, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
 
+/// Indices of [`Engine::latency_us`].
+const METADATA: usize = 0;
+const API_VERSIONS: usize = 1;
+const TLS: usize = 2;
+const SASL: usize = 3;
+
 impl Engine {
     pub(super) fn push(&mut self, at: u64, ev: Ev) {
         self.heap.push(Entry { at, seq: self.seq, ev });
@@ -75,7 +81,8 @@ impl Engine {
                         self.tally_mut(|t| t.tls_handshakes += 1);
                     }
                     if let Some(done) = self.serve(broker as usize, self.tls_us.unwrap_or(0)) {
-                        self.push(done + (draw.rtt / 2) as u64, Ev::Secured { client, attempt, broker, draw });
+                        let at = done + self.latency_us[TLS] + (draw.rtt / 2) as u64;
+                        self.push(at, Ev::Secured { client, attempt, broker, draw });
                     }
                 }
                 Ev::Secured { client, attempt, broker, draw } => {
@@ -93,7 +100,7 @@ impl Engine {
                         self.tally_mut(|t| t.api_versions += 1);
                     }
                     if let Some(done) = self.serve(broker as usize, self.api_us) {
-                        let at = done + (draw.rtt / 2) as u64;
+                        let at = done + self.latency_us[API_VERSIONS] + (draw.rtt / 2) as u64;
                         self.push(at, Ev::ApiAnswer { client, attempt, broker, draw, kept });
                     }
                 }
@@ -115,7 +122,7 @@ impl Engine {
                     // only delay the client.
                     if let Some(done) = self.serve(broker as usize, self.sasl_us) {
                         let more = self.sasl_round_trips.saturating_sub(1) as u64 * draw.rtt as u64;
-                        let at = done + (draw.rtt / 2) as u64 + more;
+                        let at = done + self.latency_us[SASL] + (draw.rtt / 2) as u64 + more;
                         self.push(at, Ev::Authenticated { client, attempt, broker, draw });
                     }
                 }
@@ -128,7 +135,8 @@ impl Engine {
                         t.arrivals[b].push(now.saturating_sub(t.t0).min(u32::MAX as u64) as u32);
                     }
                     if let Some(done) = self.serve(b, draw.service) {
-                        self.push(done + (draw.rtt / 2) as u64, Ev::Response { client, attempt });
+                        let at = done + self.latency_us[METADATA] + (draw.rtt / 2) as u64;
+                        self.push(at, Ev::Response { client, attempt });
                     }
                 }
                 Ev::Response { client, attempt } => {

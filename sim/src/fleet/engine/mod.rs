@@ -185,6 +185,8 @@ struct Engine {
     /// Round trips and broker time (µs) of the SASL exchange (0 round trips: no SASL).
     sasl_round_trips: u32,
     sasl_us: u32,
+    /// Latencies beside the work (µs): Metadata, ApiVersions, TLS, SASL ([`Latency`](super::Latency)).
+    latency_us: [u64; 4],
     /// When each of the brokers' shared cores is next free (µs); empty when every broker
     /// has cores of its own.
     cores: Vec<u64>,

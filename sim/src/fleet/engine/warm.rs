@@ -187,6 +187,8 @@ impl Engine {
             tls_us: config.security.tls_time.map(micros_u32),
             sasl_round_trips: config.security.sasl_round_trips,
             sasl_us: micros_u32(config.security.sasl_time),
+            latency_us: [config.latency.metadata, config.latency.api_versions, config.latency.tls, config.latency.sasl]
+                .map(|d| micros_u32(d) as u64),
             cores: alloc::vec![0; config.shared_cores.min(1024) as usize],
             warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
             tally: None,
