@@ -262,13 +262,14 @@ class RefreshRecord:
 
 @dataclass(frozen=True)
 class SessionStats:
-    """What a session has done: refreshes, attempts, connections opened and reused, the
-    kept connection's broker, rebootstraps."""
+    """What a session has done: refreshes, attempts, connections opened and reused, losers'
+    connections kept as spares, the kept connection's broker, rebootstraps."""
 
     refreshes: int = 0
     attempts: int = 0
     connections_opened: int = 0
     connections_reused: int = 0
+    spares_kept: int = 0
     kept: Optional[str] = None
     rebootstraps: int = 0
 
@@ -279,6 +280,7 @@ class SessionStats:
             attempts=int(s.get("attempts", 0)),
             connections_opened=int(s.get("connections_opened", 0)),
             connections_reused=int(s.get("connections_reused", 0)),
+            spares_kept=int(s.get("spares_kept", 0)),
             kept=s.get("kept"),
             rebootstraps=int(s.get("rebootstraps", 0)),
         )
