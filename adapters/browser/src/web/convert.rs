@@ -1,4 +1,7 @@
-//! Options and configs from JS, and the error objects the promise rejects with.
+//! Options and configs from JS, the error objects the promise rejects with, and the error of
+//! the serde conversions to and from JS.
+
+use core::fmt;
 
 use js_sys::{Array, Function, Reflect, JSON};
 use stagger::kafka::sasl::{Sasl, Secret, MECHANISMS};
@@ -138,6 +141,31 @@ pub(crate) fn abort_error(signal: &AbortSignal) -> JsValue {
             js.set_name("AbortError");
             js.into()
         }
+    }
+}
+
+/// Why a value could not be converted to or from JS (`to_js`, `from_js`): serde's own wording
+/// (`invalid type: string "x", expected u32`, `missing field …`) or the converter's.
+#[derive(Debug)]
+pub(crate) struct SerdeError(pub(crate) String);
+
+impl fmt::Display for SerdeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SerdeError {}
+
+impl serde::ser::Error for SerdeError {
+    fn custom<T: fmt::Display>(message: T) -> Self {
+        SerdeError(message.to_string())
+    }
+}
+
+impl serde::de::Error for SerdeError {
+    fn custom<T: fmt::Display>(message: T) -> Self {
+        SerdeError(message.to_string())
     }
 }
 

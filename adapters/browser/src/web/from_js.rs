@@ -9,34 +9,15 @@
 //! fields ignored — as with any other format. It reads only what a config holds: no
 //! `BigInt`, typed arrays, `Map`s or iterables.
 
-use core::fmt;
-
 use js_sys::{Array, Number, Object};
 use serde::de::{self, DeserializeOwned, Unexpected, Visitor};
 use wasm_bindgen::{JsCast, JsValue};
 
+use super::convert::SerdeError as Error;
+
 /// Reads a `T` from a JS value.
 pub(crate) fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T, Error> {
     T::deserialize(FromJs(value))
-}
-
-/// Why a value could not be read: serde's own wording (`invalid type: string "x", expected
-/// u32`, `missing field …`).
-#[derive(Debug)]
-pub(crate) struct Error(String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl de::Error for Error {
-    fn custom<T: fmt::Display>(message: T) -> Self {
-        Error(message.to_string())
-    }
 }
 
 struct FromJs(JsValue);

@@ -14,7 +14,7 @@ use js_sys::{Array, Object, Reflect};
 use serde::ser::{self, Serialize};
 use wasm_bindgen::JsValue;
 
-use super::convert::set;
+use super::convert::{set, SerdeError as Error};
 
 /// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -23,24 +23,6 @@ const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// saying why.
 pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> JsValue {
     value.serialize(ToJs).unwrap_or_else(|Error(message)| js_sys::Error::new(&message).into())
-}
-
-/// Why a value could not be serialised.
-#[derive(Debug)]
-pub(crate) struct Error(String);
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl ser::Error for Error {
-    fn custom<T: fmt::Display>(message: T) -> Self {
-        Error(message.to_string())
-    }
 }
 
 struct ToJs;
