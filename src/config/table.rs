@@ -6,8 +6,9 @@ use crate::error::ConfigError;
 
 /// The schema: every knob of [`RefreshConfig`] and [`ClusterConfig`], in the order UIs show
 /// them. One row per leaf of the serde JSON; `config::knobs`' tests fail if a field has no
-/// row, a row names no field, or `set` and serde disagree.
-pub(super) const KNOBS: &[Knob] = &[
+/// row, a row names no field, or `set` and serde disagree. A `static`, not a `const`: one
+/// copy of its texts in a binary rather than one per use.
+pub(super) static KNOBS: &[Knob] = &[
     Knob::refresh("fanout.initial", KnobKind::U32, "attempts started at once when the refresh begins", |c| {
         Some(Slot::U32(&mut c.fanout.initial))
     }),

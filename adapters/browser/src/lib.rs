@@ -33,6 +33,12 @@ pub mod options;
 #[cfg(target_arch = "wasm32")]
 mod web;
 
+/// The wasm's allocator: talc, smaller than the standard library's dlmalloc (feature `talc`,
+/// on by default; single-threaded wasm only).
+#[cfg(all(feature = "talc", target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 #[cfg(target_arch = "wasm32")]
 pub use web::{
     default_config, knobs, presets, refresh, refresh_with, validate_config, ConfigInput, KnobList, MetadataPromise,

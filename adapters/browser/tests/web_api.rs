@@ -32,6 +32,16 @@ fn json(text: &str) -> JsValue {
     JSON::parse(text).unwrap()
 }
 
+fn stringify(value: &JsValue) -> String {
+    JSON::stringify(value).unwrap().into()
+}
+
+/// The core's serde form of `value` as JavaScript reads it: what serde_json writes, parsed
+/// and written again by `JSON`, so that numbers compare as JS numbers (`2.0` is `2`).
+fn serde_form<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    stringify(&json(&serde_json::to_string(value).unwrap()))
+}
+
 /// Options for two unreachable bridges, one retry after a short backoff.
 fn failing_options() -> JsValue {
     let config = stagger_web::default_config();
@@ -96,6 +106,53 @@ fn config_helpers_round_trip_and_name_bad_fields() {
 }
 
 #[wasm_bindgen_test]
+fn js_values_are_the_cores_serde_form() {
+    assert_eq!(stringify(&stagger_web::default_config().into()), serde_form(&stagger::RefreshConfig::default()));
+    assert_eq!(stringify(&stagger_web::knobs().into()), serde_form(stagger::knobs()));
+    for name in stagger::RefreshConfig::PRESETS {
+        let config = stagger_web::validate_config(JsValue::from_str(name).unchecked_into()).unwrap();
+        assert_eq!(stringify(&config.into()), serde_form(&stagger::RefreshConfig::preset(name).unwrap()), "{name}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn config_objects_are_read_as_serde_reads_them() {
+    let read = |text: &str| -> Result<String, String> {
+        stagger_web::validate_config(json(text).unchecked_into())
+            .map(|config| stringify(&config.into()))
+            .map_err(|error| get(&error, "problem").as_string().unwrap())
+    };
+    // What serde_json makes of the same JSON is what the adapter makes of the object:
+    // missing fields take their defaults, unknown ones are ignored, both enum forms are read,
+    // the fan-out's legacy top-level switches land in `tuning`.
+    for text in [
+        r#"{}"#,
+        r#"{"retry":{"retries":0,"multiplier":1.5},"seed":9007199254740991,"unknown":[1,{"a":null}]}"#,
+        r#"{"fanout":{"stagger":{"fixed":{"secs":0,"nanos":250000000}},"growth":{"exponential":1.5}}}"#,
+        r#"{"fanout":{"stagger":{"adaptive":{"cold":{"secs":1,"nanos":0}}},"growth":{"linear":3},"jitter":0}}"#,
+        r#"{"fanout":{"next_on_failure":false,"spread_ticks":null,"tuning":{"cancel_outrun":false}}}"#,
+    ] {
+        let expected: stagger::RefreshConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(read(text).unwrap(), serde_form(&expected), "{text}");
+    }
+    // Values of the wrong type fail with serde's words, naming what was expected.
+    for (text, problem) in [
+        (r#"{"retry":{"retries":1.5}}"#, "invalid type: floating point `1.5`, expected u32"),
+        (r#"{"retry":{"retries":-1}}"#, "invalid type: integer `-1`, expected u32"),
+        (r#"{"seed":9007199254740992}"#, "invalid type: floating point `9007199254740992.0`, expected u64"),
+        (r#"{"shuffle_seeds":"yes"}"#, r#"invalid type: string "yes", expected a boolean"#),
+        (r#"{"fanout":{"jitter":"0.1"}}"#, r#"invalid type: string "0.1", expected f64"#),
+        (r#"{"attempt_timeout":[]}"#, "invalid type: sequence, expected struct Duration"),
+        (r#"{"fanout":{"growth":{"linear":1,"exponential":2}}}"#, "invalid length 2, expected 1 variant"),
+        (r#"{"fanout":{"growth":{"quadratic":2}}}"#, "unknown variant `quadratic`, expected `linear` or `exponential`"),
+        (r#"{"fanout":{"growth":"linear"}}"#, "invalid type: unit value, expected u32"),
+    ] {
+        let message = read(text).unwrap_err();
+        assert_eq!(message, format!("is not a RefreshConfig (start from defaultConfig()): {problem}"), "{text}");
+    }
+}
+
+#[wasm_bindgen_test]
 async fn bad_options_reject_with_a_config_error() {
     for (options, field) in [
         ("null", "options"),
@@ -145,6 +202,12 @@ async fn every_broker_failing_gives_up_with_each_brokers_error_after_backoff() {
     assert!(get(&error, "refresh.winner").is_null());
     assert!(get(&error, "trace.events").is_object(), "the refresh's trace");
     assert_eq!(get(&error, "trace.recorder").as_string().unwrap(), stagger_web::options::RECORDER);
+    // The trace and the error are the core's serde form: read back by serde_json and written
+    // again, they are the same.
+    let trace: stagger::Trace = serde_json::from_str(&stringify(&get(&error, "trace"))).unwrap();
+    assert_eq!(stringify(&get(&error, "trace")), serde_form(&trace));
+    let refresh_error: stagger::RefreshError = serde_json::from_str(&stringify(&get(&error, "refreshError"))).unwrap();
+    assert_eq!(stringify(&get(&error, "refreshError")), serde_form(&refresh_error));
 
     // The core's live events: each attempt started and failed, a real setTimeout ended the backoff.
     let kinds: Vec<String> = events.iter().map(|e| kind_of(&e)).collect();

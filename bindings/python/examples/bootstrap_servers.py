@@ -55,14 +55,17 @@ async def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
-    context = ssl.create_default_context(cafile=args.ca) if args.ca else None
     sasl = None
     if args.scram_sha_512:
         sasl = stagger.ScramSha512(args.scram_sha_512, os.environ.get("STAGGER_PASSWORD", ""))
+    options = stagger.Options(
+        ssl=ssl.create_default_context(cafile=args.ca) if args.ca else None,
+        sasl=sasl,
+        topics=[],  # brokers only; the client asks for its topics itself
+    )
 
     try:
-        # topics=[]: brokers only; the client asks for its topics itself.
-        md = await stagger.metadata(seeds, ssl=context, sasl=sasl, topics=[])
+        md = await stagger.metadata(seeds, options)
     except stagger.RefreshError as e:
         print(f"no seed answered: {e.reason}", file=sys.stderr)
         for b in e.brokers:

@@ -5,6 +5,7 @@ connections, the long-lived clients (cache, kept connection, single-flight, clos
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 
@@ -117,8 +118,76 @@ def test_bad_settings_are_refused_before_any_broker_is_contacted(fake_broker):
     with pytest.raises(ConfigError, match="seeds"):
         stagger.Client([])
     with pytest.raises(ConfigError, match="ssl"):
-        stagger.metadata_blocking([fake_broker.address], ssl="yes")  # type: ignore[arg-type]
+        stagger.metadata_blocking([fake_broker.address], ssl="yes")
     assert fake_broker.accepted == 0
+
+
+def test_options_are_one_frozen_value_that_checks_its_fields():
+    options = stagger.Options(settings={"retry.retries": 0}, topics=["orders"], client_id="pytest")
+    assert options.topics == ("orders",) and options.ssl is None and options.resolve_names is False
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.client_id = "other"
+    with pytest.raises(TypeError):  # the settings are a read-only copy
+        options.settings["retry.retries"] = 1
+    assert options.replace(topics=[]) == stagger.Options(settings={"retry.retries": 0}, topics=(), client_id="pytest")
+    assert options.replace() == options and hash(options.replace()) == hash(options)
+    for field, value in [
+        ("ssl", "yes"),
+        ("sasl", ("user", "password")),
+        ("settings", [("retry.retries", 0)]),
+        ("preset", 1),
+        ("client_id", b"pytest"),
+        ("topics", "orders"),
+        ("topics", 5),
+        ("max_frame_size", "1MB"),
+        ("max_frame_size", True),
+        ("resolve_names", "yes"),
+        ("seed", 1.5),
+    ]:
+        with pytest.raises(ConfigError) as caught:
+            stagger.Options(**{field: value})
+        assert caught.value.field == field, (field, value)
+    # A keyword that names no option is refused as by any function; so is a plain dict.
+    with pytest.raises(TypeError, match="retries"):
+        stagger.Options(retries=0)
+    with pytest.raises(TypeError, match="retries"):
+        stagger.metadata_blocking([closed_port()], retries=0)
+    with pytest.raises(ConfigError) as caught:
+        stagger.Client([closed_port()], {"topics": []})
+    assert caught.value.field == "options"
+
+
+def test_every_api_takes_the_options_and_keywords_replace_their_fields():
+    seeds = [closed_port()]
+    once = stagger.Options(settings={"retry.retries": 0}, client_id="pytest")
+    twice = {"settings": {"retry.retries": 1}}
+
+    def passes(call) -> int:
+        with pytest.raises(RefreshError) as caught:
+            call()
+        return caught.value.passes
+
+    assert passes(lambda: stagger.metadata_blocking(seeds, once)) == 1
+    assert passes(lambda: stagger.metadata_blocking(seeds, once, **twice)) == 2
+    assert passes(lambda: run(stagger.metadata(seeds, once))) == 1
+    assert passes(lambda: run(stagger.metadata(seeds, once, **twice))) == 2
+    assert passes(lambda: stagger.metadata_blocking(seeds, **twice)) == 2
+
+    async def refresh_async(*args, **kwargs):
+        async with stagger.AsyncClient(seeds, *args, **kwargs) as client:
+            assert client.options == (once if not kwargs else once.replace(**kwargs))
+            return await client.refresh()
+
+    assert passes(lambda: run(refresh_async(once))) == 1
+    assert passes(lambda: run(refresh_async(once, **twice))) == 2
+
+    def refresh_blocking(*args, **kwargs):
+        with stagger.Client(seeds, *args, **kwargs) as client:
+            assert client.options.client_id == "pytest"
+            return client.refresh(timeout=30)
+
+    assert passes(lambda: refresh_blocking(once)) == 1
+    assert passes(lambda: refresh_blocking(once, **twice)) == 2
 
 
 def test_the_async_client_caches_keeps_its_connection_and_shares_refreshes(fake_broker):

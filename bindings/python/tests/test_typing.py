@@ -14,22 +14,24 @@ USAGE = textwrap.dedent(
     import stagger
 
     async def main() -> None:
-        md: stagger.Metadata = await stagger.metadata(["b1:9092"], sasl=stagger.ScramSha512("u", "p"))
+        options = stagger.Options(sasl=stagger.ScramSha512("u", "p"), topics=["orders"])
+        md: stagger.Metadata = await stagger.metadata(["b1:9092"], options)
         names: list[str] = [t.name for t in md.topics]
         leader: int = md.topics[0].partitions[0].leader
-        async with stagger.AsyncClient("b1:9092,b2:9092", settings={"retry.retries": 0}) as client:
+        async with stagger.AsyncClient("b1:9092,b2:9092", options, settings={"retry.retries": 0}) as client:
             again = await client.refresh(stagger.Cause.STALE_METADATA, "b1:9092")
-            print(again.answered_by, names, leader, client.report().stats.refreshes)
+            print(again.answered_by, names, leader, client.report().stats.refreshes, client.options.topics)
         with stagger.Session(stagger.SessionConfig(seeds=["b1:9092"])) as session:
             actions, wakeup = session.step(0, [stagger.RequestRefresh(stagger.Cause.BOOTSTRAP)])
             for action in actions:
                 if isinstance(action, stagger.Dial):
                     print(action.server_name)
-            due: int = wakeup  # the one error: it may be None
+            due: int = wakeup  # error: it may be None
         try:
-            stagger.metadata_blocking("b1:9092")
+            stagger.metadata_blocking("b1:9092", client_id="app")
         except stagger.RefreshError as e:
             print(e.last_error.kind if e.last_error else None, [b.story for b in e.brokers])
+        stagger.Client("b1:9092", stagger.Options(max_frame_size="1MB"))  # error: not an int
     """
 )
 
@@ -45,7 +47,9 @@ def test_mypy_strict_reads_the_installed_packages_hints(tmp_path):
         timeout=300,
     )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 1, done.stdout
-    line = USAGE.splitlines()[int(errors[0].split(":")[1]) - 1]
-    assert "due: int = wakeup" in line, done.stdout
+    # Exactly the lines marked "# error:" are errors, and each for the reason it says.
+    lines = [USAGE.splitlines()[int(error.split(":")[1]) - 1] for error in errors]
+    marked = [line for line in USAGE.splitlines() if "# error:" in line]
+    assert [line.strip() for line in lines] == [line.strip() for line in marked], done.stdout
     assert "int | None" in errors[0] or "Optional[int]" in errors[0], done.stdout
+    assert '"max_frame_size"' in errors[1] and '"str"' in errors[1], done.stdout

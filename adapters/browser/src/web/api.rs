@@ -7,8 +7,9 @@ use stagger::{ConfigError, RefreshConfig};
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
-use super::convert::{config_error, config_from_js, sasl_from_js, string_list, to_js};
+use super::convert::{config_error, config_from_js, sasl_from_js, string_list};
 use super::driver::{self, Plan};
+use super::to_js::to_js;
 use crate::options::{bad, Seeds};
 
 #[wasm_bindgen(typescript_custom_section)]

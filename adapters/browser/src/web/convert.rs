@@ -1,22 +1,18 @@
-//! Rust values to JS values and back: serde through `serde-wasm-bindgen`, and the error
-//! objects the promise rejects with.
+//! Options and configs from JS, the error objects the promise rejects with, and the error of
+//! the serde conversions to and from JS.
+
+use core::fmt;
 
 use js_sys::{Array, Function, Reflect, JSON};
-use serde::Serialize;
 use stagger::kafka::sasl::{Sasl, Secret, MECHANISMS};
 use stagger::report::RefreshReport;
 use stagger::{ConfigError, RefreshConfig, RefreshError, Trace};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
+use super::from_js::from_js;
+use super::to_js::to_js;
 use crate::options::{bad, broker_summaries, preset, validated, Seeds};
-
-/// Serialises to plain JS objects: `None` becomes `null` (as in JSON), maps become objects.
-pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> JsValue {
-    let serializer =
-        serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true).serialize_maps_as_objects(true);
-    value.serialize(&serializer).unwrap_or_else(JsValue::from)
-}
 
 /// The config option: absent means the default; a string is a preset name (or JSON text); an
 /// object is a complete `RefreshConfig` as `defaultConfig()` returns it. Always validated.
@@ -39,7 +35,7 @@ fn config_from_object(value: &JsValue) -> Result<RefreshConfig, ConfigError> {
     if !value.is_object() {
         return Err(bad("config", "must be a RefreshConfig object, a preset name or JSON text"));
     }
-    let config: RefreshConfig = serde_wasm_bindgen::from_value(value.clone())
+    let config: RefreshConfig = from_js(value.clone())
         .map_err(|e| bad("config", format!("is not a RefreshConfig (start from defaultConfig()): {e}")))?;
     validated(config)
 }
@@ -148,6 +144,31 @@ pub(crate) fn abort_error(signal: &AbortSignal) -> JsValue {
     }
 }
 
+/// Why a value could not be converted to or from JS (`to_js`, `from_js`): serde's own wording
+/// (`invalid type: string "x", expected u32`, `missing field …`) or the converter's.
+#[derive(Debug)]
+pub(crate) struct SerdeError(pub(crate) String);
+
+impl fmt::Display for SerdeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SerdeError {}
+
+impl serde::ser::Error for SerdeError {
+    fn custom<T: fmt::Display>(message: T) -> Self {
+        SerdeError(message.to_string())
+    }
+}
+
+impl serde::de::Error for SerdeError {
+    fn custom<T: fmt::Display>(message: T) -> Self {
+        SerdeError(message.to_string())
+    }
+}
+
 /// A thrown JS value's message, for error details.
 pub(crate) fn message(thrown: &JsValue) -> String {
     if let Some(error) = thrown.dyn_ref::<js_sys::Error>() {
@@ -156,7 +177,8 @@ pub(crate) fn message(thrown: &JsValue) -> String {
     thrown.as_string().unwrap_or_else(|| format!("{thrown:?}"))
 }
 
-/// Sets `key` on a fresh object.
+/// Sets `key` on a fresh object. Out of line: one copy, not one in every field's serialiser.
+#[inline(never)]
 pub(crate) fn set(target: &JsValue, key: &str, value: &JsValue) {
     // Setting a property on a fresh object cannot fail.
     let _ = Reflect::set(target, &JsValue::from_str(key), value);

@@ -19,8 +19,9 @@ use wasm_bindgen::closure::{Closure, WasmClosure};
 use wasm_bindgen::prelude::*;
 use web_sys::{AbortSignal, CloseEvent, MessageEvent};
 
-use super::convert::{abort_error, config_error, refresh_error, set, to_js};
+use super::convert::{abort_error, config_error, refresh_error, set};
 use super::host::{Done, Hooks, Host};
+use super::to_js::to_js;
 use crate::options::{session_config, Seeds};
 
 thread_local! {

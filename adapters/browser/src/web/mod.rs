@@ -3,7 +3,9 @@
 mod api;
 mod convert;
 mod driver;
+mod from_js;
 mod host;
+mod to_js;
 
 pub use api::{
     default_config, knobs, presets, refresh, refresh_with, validate_config, ConfigInput, KnobList, MetadataPromise,

@@ -16,69 +16,15 @@ Three layers, like h11:
 client an ordered list that starts with a broker that answers.
 """
 
+from . import _config, _options, _types, _wire, aio, blocking, errors
 from ._abi import abi_version
-from ._config import PRESETS, OAuthBearer, Plain, Sasl, ScramSha256, ScramSha512, SessionConfig
-from ._types import (
-    AttemptError,
-    AttemptReport,
-    Broker,
-    BrokerFailure,
-    Metadata,
-    Partition,
-    RefreshRecord,
-    Report,
-    SessionStats,
-    Topic,
-)
-from ._wire import (
-    ABI_VERSION,
-    DEFAULT_MAX_FRAME_SIZE,
-    Action,
-    Actions,
-    BatchError,
-    Cause,
-    Close,
-    Closed,
-    Connected,
-    Dial,
-    ErrorKind,
-    Event,
-    IoError,
-    NeedNonce,
-    NeedToken,
-    Nonce,
-    RawEvent,
-    Rebootstrapped,
-    Received,
-    Refreshed,
-    RefreshFailed,
-    RefreshRequested,
-    RequestRefresh,
-    Resolve,
-    Resolved,
-    ResolveFailed,
-    Secured,
-    Send,
-    Token,
-    TokenFailed,
-    decode_actions,
-    encode_events,
-)
-from .aio import AsyncClient, bootstrap_servers, metadata
-from .blocking import Client, bootstrap_servers_blocking, metadata_blocking
-from .errors import (
-    AbiError,
-    AbiVersionError,
-    ArgumentError,
-    ClosedError,
-    ConfigError,
-    MalformedBatchError,
-    PanicError,
-    PoisonedError,
-    RefreshError,
-    StaggerError,
-    UnknownHandleError,
-)
+from ._config import *
+from ._options import *
+from ._types import *
+from ._wire import *
+from .aio import *
+from .blocking import *
+from .errors import *
 from .session import Session
 
 try:
@@ -88,79 +34,13 @@ try:
 except Exception:  # pragma: no cover - not installed as a distribution
     __version__ = "0.0.0"
 
-__all__ = [
-    # one refresh, and the long-lived clients
-    "metadata",
-    "metadata_blocking",
-    "bootstrap_servers",
-    "bootstrap_servers_blocking",
-    "AsyncClient",
-    "Client",
-    # options
-    "Sasl",
-    "Plain",
-    "ScramSha256",
-    "ScramSha512",
-    "OAuthBearer",
-    "PRESETS",
-    # results
-    "Metadata",
-    "Broker",
-    "Topic",
-    "Partition",
-    "AttemptReport",
-    "AttemptError",
-    "BrokerFailure",
-    "Report",
-    "RefreshRecord",
-    "SessionStats",
-    # errors
-    "StaggerError",
-    "ConfigError",
-    "RefreshError",
-    "ClosedError",
-    "AbiError",
-    "AbiVersionError",
-    "MalformedBatchError",
-    "UnknownHandleError",
-    "PoisonedError",
-    "PanicError",
-    "ArgumentError",
-    # sans-IO
-    "Session",
-    "SessionConfig",
-    "Event",
-    "Action",
-    "Actions",
-    "Connected",
-    "Secured",
-    "Received",
-    "Closed",
-    "IoError",
-    "Resolved",
-    "ResolveFailed",
-    "Nonce",
-    "Token",
-    "TokenFailed",
-    "RequestRefresh",
-    "RawEvent",
-    "Dial",
-    "Send",
-    "Close",
-    "Resolve",
-    "NeedNonce",
-    "NeedToken",
-    "Refreshed",
-    "RefreshFailed",
-    "Rebootstrapped",
-    "RefreshRequested",
-    "ErrorKind",
-    "Cause",
-    "BatchError",
-    "encode_events",
-    "decode_actions",
-    "ABI_VERSION",
-    "DEFAULT_MAX_FRAME_SIZE",
-    "abi_version",
-    "__version__",
-]
+# The package's names are its modules' (each module's ``__all__`` lists its own):
+# one refresh and the long-lived clients, options, results, errors, the sans-IO layer.
+__all__ = ["Session", "abi_version", "__version__"]
+__all__ += aio.__all__
+__all__ += blocking.__all__
+__all__ += _options.__all__
+__all__ += _config.__all__
+__all__ += _types.__all__
+__all__ += errors.__all__
+__all__ += _wire.__all__

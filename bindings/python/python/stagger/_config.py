@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Opti
 
 from .errors import ConfigError
 
-__all__ = ["Sasl", "Plain", "ScramSha256", "ScramSha512", "OAuthBearer", "SessionConfig", "PRESETS", "seed_list"]
+__all__ = ["Sasl", "Plain", "ScramSha256", "ScramSha512", "OAuthBearer", "SessionConfig", "PRESETS"]
 
 #: The policies a session can start from (``preset=``); knobs in ``settings`` apply after.
 PRESETS = ("adaptive", "sequential", "all-at-once", "staggered")

@@ -9,11 +9,10 @@ the cancellation returns to the caller; ``AsyncClient.close()`` closes the clien
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterable, List, Mapping, Optional, Union
+from typing import Any, Iterable, List, Optional, Union
 
-from ._config import Sasl
 from ._host import Host, Outcome
-from ._options import SslOption, build
+from ._options import Options, build, given
 from ._types import Metadata, Report
 from ._wire import Cause
 from .errors import ClosedError
@@ -22,47 +21,19 @@ from .session import Session
 __all__ = ["metadata", "bootstrap_servers", "AsyncClient"]
 
 
-async def metadata(
-    seeds: Union[str, Iterable[str]],
-    *,
-    ssl: SslOption = None,
-    sasl: Optional[Sasl] = None,
-    settings: Optional[Mapping[str, Any]] = None,
-    preset: Optional[str] = None,
-    client_id: Optional[str] = None,
-    topics: Optional[Iterable[str]] = None,
-    max_frame_size: Optional[int] = None,
-    resolve_names: bool = False,
-    seed: Optional[int] = None,
-) -> Metadata:
+async def metadata(seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any) -> Metadata:
     """Cluster metadata from the first of ``seeds`` to answer, staggering past the ones that
     do not (one refresh; seeds tried in the order given).
 
-    ``seeds``: ``host:port`` strings, or one comma-separated string. ``ssl``: an
-    ``ssl.SSLContext`` (or ``True`` for the default one) to speak TLS, verifying each broker's
-    certificate against the name the session gives. ``sasl``: ``Plain``, ``ScramSha256``,
-    ``ScramSha512`` or ``OAuthBearer``. ``settings``: policy knobs by their schema names
-    (``{"fanout.stagger.adaptive.silent_tls": "20ms"}``), applied after ``preset``
-    (``adaptive``, ``sequential``, ``all-at-once``, ``staggered``). ``topics``: the topics to
-    describe (``None``: all; ``[]``: brokers only). ``resolve_names``: look seed names up and
-    try each address as a candidate of its own. ``seed``: the session's randomness (jitter).
+    ``seeds``: ``host:port`` strings, or one comma-separated string. ``options``: an
+    ``Options`` (TLS, SASL, policy, topics, …); keyword arguments name its fields and replace
+    them (``metadata(seeds, topics=[])``).
 
-    Raises ``ConfigError`` before contacting anyone for bad settings, ``RefreshError`` (with
-    the last error and every broker's) when the policy gives up.
+    Raises ``ConfigError`` before contacting anyone for bad options or settings,
+    ``RefreshError`` (with the last error and every broker's) when the policy gives up.
     """
-    built = build(
-        seeds,
-        one_shot=True,
-        ssl=ssl,
-        sasl=sasl,
-        settings=settings,
-        preset=preset,
-        client_id=client_id,
-        topics=topics,
-        max_frame_size=max_frame_size,
-        resolve_names=resolve_names,
-    )
-    session = Session(built.config, seed=seed)
+    built = build(seeds, given(options, changes), one_shot=True)
+    session = Session(built.config, seed=built.seed)
     try:
         host = Host(session, ssl_context=built.ssl_context, token_source=built.token_source)
     except BaseException:
@@ -80,13 +51,17 @@ async def metadata(
         await host.aclose()
 
 
-async def bootstrap_servers(seeds: Union[str, Iterable[str]], **options: Any) -> List[str]:
+async def bootstrap_servers(
+    seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any
+) -> List[str]:
     """An ordered ``bootstrap_servers`` list for another Kafka client (aiokafka,
     confluent-kafka, kafka-python): the seed that answered first, then every broker the
-    cluster lists (see ``Metadata.bootstrap_servers``). Asks for brokers only unless
-    ``topics`` is given; takes ``metadata()``'s options."""
-    options.setdefault("topics", [])
-    return (await metadata(seeds, **options)).bootstrap_servers()
+    cluster lists (see ``Metadata.bootstrap_servers``). Takes ``metadata()``'s options, and
+    asks for brokers only unless topics are named (``topics`` given as a keyword, or not
+    ``None`` in ``options``)."""
+    if "topics" not in changes and not (isinstance(options, Options) and options.topics is not None):
+        changes["topics"] = []
+    return (await metadata(seeds, options, **changes)).bootstrap_servers()
 
 
 class AsyncClient:
@@ -98,37 +73,15 @@ class AsyncClient:
     concurrent callers. The settings are validated here; no broker is contacted until the
     first call (or ``async with``, which starts the periodic refresh at once).
 
+    ``options`` and keyword arguments: as for ``metadata()`` (``self.options`` keeps them).
     ``metadata()`` answers from the cache while the session's latest refresh succeeded (the
     periodic refresh keeps it fresh), else refreshes; ``refresh()`` always asks now.
     """
 
-    def __init__(
-        self,
-        seeds: Union[str, Iterable[str]],
-        *,
-        ssl: SslOption = None,
-        sasl: Optional[Sasl] = None,
-        settings: Optional[Mapping[str, Any]] = None,
-        preset: Optional[str] = None,
-        client_id: Optional[str] = None,
-        topics: Optional[Iterable[str]] = None,
-        max_frame_size: Optional[int] = None,
-        resolve_names: bool = False,
-        seed: Optional[int] = None,
-    ) -> None:
-        self._built = build(
-            seeds,
-            one_shot=False,
-            ssl=ssl,
-            sasl=sasl,
-            settings=settings,
-            preset=preset,
-            client_id=client_id,
-            topics=topics,
-            max_frame_size=max_frame_size,
-            resolve_names=resolve_names,
-        )
-        self._session = Session(self._built.config, seed=seed)
+    def __init__(self, seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any) -> None:
+        self.options = given(options, changes)
+        self._built = build(seeds, self.options, one_shot=False)
+        self._session = Session(self._built.config, seed=self._built.seed)
         self._host: Optional[Host] = None
         self._task: Optional["asyncio.Task[None]"] = None
         self._cache: Optional[Metadata] = None

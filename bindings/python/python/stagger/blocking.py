@@ -14,11 +14,10 @@ import asyncio
 import concurrent.futures
 import threading
 import weakref
-from typing import Any, Coroutine, Iterable, List, Mapping, Optional, TypeVar, Union
+from typing import Any, Coroutine, Iterable, List, Optional, TypeVar, Union
 
 from . import aio
-from ._config import Sasl
-from ._options import SslOption
+from ._options import Options
 from ._types import Metadata, Report
 from ._wire import Cause
 from .errors import ClosedError
@@ -45,39 +44,16 @@ def _run_anywhere(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(_run, coro).result()
 
 
-def metadata_blocking(
-    seeds: Union[str, Iterable[str]],
-    *,
-    ssl: SslOption = None,
-    sasl: Optional[Sasl] = None,
-    settings: Optional[Mapping[str, Any]] = None,
-    preset: Optional[str] = None,
-    client_id: Optional[str] = None,
-    topics: Optional[Iterable[str]] = None,
-    max_frame_size: Optional[int] = None,
-    resolve_names: bool = False,
-    seed: Optional[int] = None,
-) -> Metadata:
+def metadata_blocking(seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any) -> Metadata:
     """``stagger.metadata()`` for blocking code: same options, same result and errors."""
-    return _run_anywhere(
-        aio.metadata(
-            seeds,
-            ssl=ssl,
-            sasl=sasl,
-            settings=settings,
-            preset=preset,
-            client_id=client_id,
-            topics=topics,
-            max_frame_size=max_frame_size,
-            resolve_names=resolve_names,
-            seed=seed,
-        )
-    )
+    return _run_anywhere(aio.metadata(seeds, options, **changes))
 
 
-def bootstrap_servers_blocking(seeds: Union[str, Iterable[str]], **options: Any) -> List[str]:
+def bootstrap_servers_blocking(
+    seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any
+) -> List[str]:
     """``stagger.bootstrap_servers()`` for blocking code."""
-    return _run_anywhere(aio.bootstrap_servers(seeds, **options))
+    return _run_anywhere(aio.bootstrap_servers(seeds, options, **changes))
 
 
 def _shutdown(loop: asyncio.AbstractEventLoop, client: aio.AsyncClient, thread: threading.Thread) -> None:
@@ -99,39 +75,16 @@ def _shutdown(loop: asyncio.AbstractEventLoop, client: aio.AsyncClient, thread: 
 class Client:
     """Long-lived cluster metadata for blocking code: ``AsyncClient`` on a thread of its own.
 
-    Methods may be called from any thread; concurrent callers share one refresh. ``timeout``
+    ``options`` and keyword arguments: as for ``metadata()``. Methods may be called from any
+    thread; concurrent callers share one refresh. ``timeout``
     (seconds) bounds a call's wait (``TimeoutError``); the refresh itself is bounded by the
     policy's deadline. ``close()`` (or leaving a ``with`` block) closes every connection and
     stops the thread.
     """
 
-    def __init__(
-        self,
-        seeds: Union[str, Iterable[str]],
-        *,
-        ssl: SslOption = None,
-        sasl: Optional[Sasl] = None,
-        settings: Optional[Mapping[str, Any]] = None,
-        preset: Optional[str] = None,
-        client_id: Optional[str] = None,
-        topics: Optional[Iterable[str]] = None,
-        max_frame_size: Optional[int] = None,
-        resolve_names: bool = False,
-        seed: Optional[int] = None,
-    ) -> None:
+    def __init__(self, seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any) -> None:
         # Validated here, before any thread starts.
-        self._client = aio.AsyncClient(
-            seeds,
-            ssl=ssl,
-            sasl=sasl,
-            settings=settings,
-            preset=preset,
-            client_id=client_id,
-            topics=topics,
-            max_frame_size=max_frame_size,
-            resolve_names=resolve_names,
-            seed=seed,
-        )
+        self._client = aio.AsyncClient(seeds, options, **changes)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="stagger-client", daemon=True)
         self._thread.start()
@@ -150,6 +103,11 @@ class Client:
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TimeoutError(f"no answer from the stagger client within {timeout} s") from None
+
+    @property
+    def options(self) -> Options:
+        """The client's options."""
+        return self._client.options
 
     def metadata(self, timeout: Optional[float] = None) -> Metadata:
         """The metadata: the cached copy while the latest refresh succeeded, else a fresh one."""
