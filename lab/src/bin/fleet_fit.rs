@@ -16,12 +16,17 @@
 //! attempts, connections and peak).
 //!
 //! ```text
-//! for i in 1 2; do cargo run --release -p stagger-lab --bin fleet_real -- --out /tmp/fleet-real-$i.json; done
+//! R=docs/performance/real
+//! for i in 1 2; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
 //! for i in 1 2; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
-//!     --out /tmp/fleet-real-sasl-$i.json; done
-//! cargo run --release -p stagger-lab --bin fleet_fit -- --real /tmp/fleet-real-1.json --real /tmp/fleet-real-2.json \
-//!     --real /tmp/fleet-real-sasl-1.json --real /tmp/fleet-real-sasl-2.json --out docs/performance/fleet-vs-real.md
+//!     --out $R/fleet-real-sasl-$i.json; done
+//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-1.json \
+//!     --real $R/fleet-real-plain-2.json --real $R/fleet-real-sasl-1.json --real $R/fleet-real-sasl-2.json \
+//!     --out docs/performance/fleet-vs-real.md
 //! ```
+//!
+//! The real runs behind `docs/performance/fleet-vs-real.md` are kept in `docs/performance/real/`,
+//! so the fit can be rerun (and a model change checked against them) without a cluster.
 //!
 //! Several runs of one listener are compared through their mean (geometric for times); their
 //! spread around it is printed as the machine's noise, and the fit averages their prices.
@@ -478,7 +483,7 @@ fn header(md: &mut String, groups: &[(String, Vec<RealFile>)]) {
         md,
         "What the simulator charges (`sim/src/fleet/mod.rs`): a Metadata request `service_time` (exponential), an \
          ApiVersions request `api_versions_time`, an accepted connection `accept_time`, over TLS a handshake of one round \
-         trip and `tls_time`, over SASL SCRAM three more round trips and `sasl_time`, all in the broker's one queue. \
+         trip and `tls_time`, over SASL SCRAM three more round trips and `sasl_time`, all in the broker's one queue (the pipelined fit adds a latency per request, `latency`, which does not hold it). \
          Real counts: time to metadata from `Client::refresh_because` to its return; attempts from `Client::stats`; \
          connections accepted by the counting forwarders; ApiVersions and Metadata from the forwarders over PLAINTEXT \
          and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —). \
