@@ -88,6 +88,22 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
+def refresh_outcome(session: Session, action: Union[Refreshed, RefreshFailed]) -> Outcome:
+    """What the callers of a refresh get when it ends: the session's metadata with the broker
+    that answered and the refresh's attempts, or the ``RefreshError`` with them."""
+    if isinstance(action, RefreshFailed):
+        return RefreshError.from_json(action.error, _attempts(session, action.epoch))
+    metadata = session.metadata(answered_by=action.address)
+    if metadata is None:  # pragma: no cover - REFRESHED always follows a success
+        return ClosedError("the session has no metadata")
+    return dataclasses.replace(metadata, attempts=_attempts(session, action.epoch))
+
+
+def _attempts(session: Session, epoch: int) -> Tuple[AttemptReport, ...]:
+    last = session.report().last_refresh
+    return last.attempts if last is not None and last.epoch == epoch else ()
+
+
 class _Conn(asyncio.Protocol):
     """One connection: an asyncio protocol that reports to its host."""
 
@@ -299,21 +315,10 @@ class Host:
         elif isinstance(action, RefreshRequested):
             if self.requests:
                 self.waiting.setdefault(action.epoch, []).append(self.requests.popleft())
-        elif isinstance(action, Refreshed):
-            metadata = self.session.metadata(answered_by=action.address)
-            if metadata is None:  # pragma: no cover - REFRESHED always follows a success
-                self._end(action.epoch, ClosedError("the session has no metadata"))
-            else:
-                attempts = self._attempts(action.epoch)
-                self._end(action.epoch, dataclasses.replace(metadata, attempts=attempts))
-        elif isinstance(action, RefreshFailed):
-            self._end(action.epoch, RefreshError.from_json(action.error, self._attempts(action.epoch)))
+        elif isinstance(action, (Refreshed, RefreshFailed)):
+            self._end(action.epoch, refresh_outcome(self.session, action))
         elif isinstance(action, Rebootstrapped):
             log.info("stagger: back to the seed brokers (rebootstrap)")
-
-    def _attempts(self, epoch: int) -> Tuple[AttemptReport, ...]:
-        last = self.session.report().last_refresh
-        return last.attempts if last is not None and last.epoch == epoch else ()
 
     def _end(self, epoch: int, outcome: Outcome) -> None:
         if self.on_end is not None:
