@@ -1,7 +1,13 @@
 package stagger
 
 import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
 	"math"
+	"net"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -21,6 +27,9 @@ import (
 //
 //   - one_shot_healthy/refresh: what a one-shot Metadata call pays at the boundary: a session
 //     opened on a pooled instance, every step, the metadata and attempts, the session closed.
+//   - one_shot_healthy/Metadata: a whole Metadata call (the host's goroutines, channels and
+//     connections too) against a broker in memory (net.Pipe) that answers with the
+//     scenario's bytes: the host's cost without the kernel's network.
 //   - kept_connection and spare_connection (long-lived sessions, several refreshes each):
 //     session, the whole replay (session opened and closed) divided by its refreshes; steps,
 //     the steps alone (with the metadata and attempts of each refresh) divided by them.
@@ -35,7 +44,8 @@ type benchScenario struct {
 	nowNs     uint64
 	seed      uint64
 	steps     []benchStep
-	refreshes int // REFRESHED and REFRESH_FAILED actions in the replay
+	refreshes int                 // REFRESHED and REFRESH_FAILED actions in the replay
+	received  map[uint64][][]byte // the bytes of the RECEIVED events, by conn
 }
 
 type benchStep struct {
@@ -49,7 +59,7 @@ func loadBenchScenario(b *testing.B, name string) *benchScenario {
 	if err := replayConformance(s); err != nil {
 		b.Fatalf("%s does not replay: %v", name, err)
 	}
-	out := &benchScenario{name: s.Name, config: s.Config, nowNs: s.NowNs, seed: s.Seed}
+	out := &benchScenario{name: s.Name, config: s.Config, nowNs: s.NowNs, seed: s.Seed, received: map[uint64][][]byte{}}
 	for i, step := range s.Steps {
 		bs := benchStep{nowNs: step.NowNs}
 		for j, raw := range step.Events {
@@ -58,6 +68,15 @@ func loadBenchScenario(b *testing.B, name string) *benchScenario {
 				b.Fatalf("%s, step %d, event %d: %v", name, i, j, err)
 			}
 			bs.fills = append(bs.fills, fill)
+			if kind, body, _ := tagged(raw); kind == "received" {
+				var f eventFields
+				err := json.Unmarshal(body, &f)
+				data, hexErr := hex.DecodeString(f.Hex)
+				if err != nil || hexErr != nil {
+					b.Fatalf("%s, step %d, event %d: %s", name, i, j, raw)
+				}
+				out.received[f.Conn] = append(out.received[f.Conn], data)
+			}
 		}
 		for _, raw := range step.Expect.Actions {
 			if kind, _, _ := tagged(raw); kind == "refreshed" || kind == "refresh_failed" {
@@ -70,6 +89,37 @@ func loadBenchScenario(b *testing.B, name string) *benchScenario {
 		b.Fatalf("%s: no refresh ends in it", name)
 	}
 	return out
+}
+
+// answers are the bytes the scenario's broker sends on conn, one RECEIVED event each.
+func (s *benchScenario) answers(conn uint64) [][]byte { return s.received[conn] }
+
+// pipeDialer connects every dial to an in-memory broker (net.Pipe) that reads one request
+// frame for each of answers and writes that answer, then reads until the host closes.
+type pipeDialer struct {
+	b       *testing.B
+	answers [][]byte
+}
+
+func (d *pipeDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	client, broker := net.Pipe()
+	go func() {
+		defer broker.Close()
+		var size [4]byte
+		for _, answer := range d.answers {
+			if _, err := io.ReadFull(broker, size[:]); err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, broker, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+				return
+			}
+			if _, err := broker.Write(answer); err != nil {
+				return
+			}
+		}
+		_, _ = io.Copy(io.Discard, broker)
+	}()
+	return client, nil
 }
 
 // run steps in through the scenario as a host does: each step's events encoded into one
@@ -159,6 +209,21 @@ func BenchmarkBoundary(b *testing.B) {
 			in := open(s)
 			s.run(b, in, &ev)
 			in.close()
+			return time.Since(start)
+		})
+	})
+	b.Run("one_shot_healthy/Metadata", func(b *testing.B) {
+		s := loadBenchScenario(b, "one_shot_healthy")
+		d := &pipeDialer{b: b, answers: s.answers(1)}
+		ctx := context.Background()
+		perRefresh(b, s, func() time.Duration {
+			start := time.Now()
+			// A stagger that never fires: a loaded machine's slow step must not hedge.
+			md, err := Metadata(ctx, []string{"b1:9092", "b2:9093"}, WithDialer(d), WithSeed(s.seed),
+				WithSetting("fanout.stagger", "fixed:60s"))
+			if err != nil || len(md.Brokers) != 2 || len(md.Attempts) != 1 {
+				b.Fatalf("%+v, %v", md, err)
+			}
 			return time.Since(start)
 		})
 	})

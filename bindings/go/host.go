@@ -23,6 +23,10 @@ import (
 // readBuffer is how much one read takes; the session reassembles frames of any size.
 const readBuffer = 64 << 10
 
+// readBuffers holds the read buffers of ended connections for the next ones (what a read
+// takes is copied out of its buffer before the next read).
+var readBuffers = sync.Pool{New: func() any { return new([readBuffer]byte) }}
+
 // batchBudget bounds the bytes of RECEIVED events one step carries (more wait for the next).
 const batchBudget = 1 << 20
 
@@ -462,7 +466,9 @@ func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server 
 	h.wg.Add(1)
 	h.connWG.Add(1)
 	go h.write(id, c, nc)
-	buf := make([]byte, readBuffer)
+	pooled := readBuffers.Get().(*[readBuffer]byte)
+	defer readBuffers.Put(pooled)
+	buf := pooled[:]
 	for {
 		n, err := nc.Read(buf)
 		if n > 0 {
