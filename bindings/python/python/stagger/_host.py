@@ -12,8 +12,8 @@ protocols that queue events and wake the loop.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
+import json
 import logging
 import os
 import socket
@@ -91,17 +91,22 @@ def _describe(e: BaseException) -> str:
 def refresh_outcome(session: Session, action: Union[Refreshed, RefreshFailed]) -> Outcome:
     """What the callers of a refresh get when it ends: the session's metadata with the broker
     that answered and the refresh's attempts, or the ``RefreshError`` with them."""
+    attempts = _attempts(session, action.epoch)
     if isinstance(action, RefreshFailed):
-        return RefreshError.from_json(action.error, _attempts(session, action.epoch))
-    metadata = session.metadata(answered_by=action.address)
-    if metadata is None:  # pragma: no cover - REFRESHED always follows a success
+        return RefreshError.from_json(action.error, attempts)
+    doc = json.loads(session._handle.metadata_json())
+    if doc is None:  # pragma: no cover - REFRESHED always follows a success
         return ClosedError("the session has no metadata")
-    return dataclasses.replace(metadata, attempts=_attempts(session, action.epoch))
+    return Metadata.from_json(doc, answered_by=action.address, attempts=attempts)
 
 
 def _attempts(session: Session, epoch: int) -> Tuple[AttemptReport, ...]:
-    last = session.report().last_refresh
-    return last.attempts if last is not None and last.epoch == epoch else ()
+    """The attempts of the refresh ``epoch``, if it is the report's last one (the rows of
+    ``Report.last_refresh.attempts``, without reading the rest of the report)."""
+    last = session.report_json().get("last_refresh")
+    if last is None or int(last.get("epoch", 0)) != epoch:
+        return ()
+    return tuple(AttemptReport.from_json(a) for a in last.get("attempts", ()))
 
 
 class _Conn(asyncio.Protocol):
