@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the ABI's wasm module (stagger-abi for wasm32-unknown-unknown, zero imports) into
-# OUT_PATH, reproducibly: the `abi-wasm` profile (size-optimised, LTO, one codegen unit, no
+# OUT_PATH, reproducibly: the `abi-wasm` profile (opt-level 3, LTO, one codegen unit, no
 # debug info, no names) and every path the compiler could embed remapped — this checkout to
 # /stagger, Cargo's home to /cargo, the toolchain to /rustc-sysroot — so that builds from any
 # directory give the same bytes. Prints the module's size.

@@ -334,7 +334,7 @@ pub unsafe extern "C" fn stagger_report(handle: u64, out: *mut StaggerBuf) -> i3
     unsafe {
         run(out, || {
             with_session(handle, |entry| {
-                entry.out = json::report(&entry.session, entry.ended.as_ref()).to_string().into_bytes();
+                entry.out = json::report(&entry.session, entry.ended.as_ref());
                 Ok(())
             })
         })

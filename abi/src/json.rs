@@ -4,6 +4,8 @@
 //! `now_ns` it passes in. No payload carries a credential: the session holds them in
 //! `Secret`s, which have no serialisation at all.
 
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{json, Value};
 use stagger::report::AttemptReport;
 use stagger::session::{AttemptNote, Session};
@@ -96,51 +98,109 @@ pub fn metadata(session: &Session) -> Vec<u8> {
 }
 
 /// One refresh's record: every attempt (with what the session saw of it, once the refresh
-/// has finished: `notes`) and, for a finished one, how it ended.
-fn refresh(session: &Session, refresh: &stagger::Refresh, notes: &[AttemptNote], ended: Option<&Ended>) -> Value {
-    let book = session.cluster().book();
-    let epoch = refresh.epoch();
-    // The attempts in the core's one report vocabulary: the rows of the CLI's `--json`.
-    let attempts: Vec<Value> = refresh
-        .attempts()
-        .map(|(id, info)| {
+/// has finished: `notes`) and, for a finished one, how it ended. Its fields serialise in the
+/// order of their names.
+#[derive(Clone, Copy)]
+struct RefreshRecord<'a> {
+    session: &'a Session,
+    refresh: &'a stagger::Refresh,
+    notes: &'a [AttemptNote],
+    ended: Option<&'a Ended>,
+}
+
+impl Serialize for RefreshRecord<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let RefreshRecord { session, refresh, ended, .. } = *self;
+        let book = session.cluster().book();
+        let epoch = refresh.epoch();
+        let (outcome, winner, error) = match ended {
+            Some(Ended::Refreshed { epoch: e, broker }) if *e == epoch => (
+                "refreshed",
+                Some(Winner { address: book.address(stagger::BrokerIndex(*broker)), broker: *broker }),
+                None,
+            ),
+            Some(Ended::Failed { epoch: e, error }) if *e == epoch => ("failed", None, Some(refresh_error(error))),
+            _ if !refresh.is_finished() => ("running", None, None),
+            _ => ("unknown", None, None),
+        };
+        let ended_ns =
+            refresh.is_finished().then(|| refresh.attempts().filter_map(|(_, a)| a.ended_at).max().map(ns)).flatten();
+        let mut map = serializer.serialize_map(Some(9))?;
+        map.serialize_entry("attempts", &Attempts(*self))?;
+        map.serialize_entry("cause", refresh.cause().name())?;
+        map.serialize_entry("ended_ns", &ended_ns)?;
+        map.serialize_entry("epoch", &epoch)?;
+        map.serialize_entry("error", &error)?;
+        map.serialize_entry("outcome", outcome)?;
+        map.serialize_entry("started_ns", &ns(refresh.started_at()))?;
+        map.serialize_entry("stats", &refresh.stats())?;
+        map.serialize_entry("winner", &winner)?;
+        map.end()
+    }
+}
+
+/// The broker that answered a refresh.
+#[derive(Serialize)]
+struct Winner<'a> {
+    address: &'a str,
+    broker: u32,
+}
+
+/// A refresh's attempts in the core's one report vocabulary: the rows of the CLI's `--json`.
+struct Attempts<'a>(RefreshRecord<'a>);
+
+impl Serialize for Attempts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let RefreshRecord { session, refresh, notes, .. } = self.0;
+        let book = session.cluster().book();
+        let mut seq = serializer.serialize_seq(None)?;
+        for (id, info) in refresh.attempts() {
             let note = notes.iter().find(|n| n.attempt == id);
-            let report = AttemptReport::new(id, info, note, book.address(info.broker), refresh.started_at());
-            serde_json::to_value(&report).unwrap_or(Value::Null)
-        })
-        .collect();
-    let (outcome, winner, error) = match ended {
-        Some(Ended::Refreshed { epoch: e, broker }) if *e == epoch => {
-            let address = book.address(stagger::BrokerIndex(*broker));
-            ("refreshed", json!({ "broker": broker, "address": address }), Value::Null)
+            seq.serialize_element(&AttemptReport::new(
+                id,
+                info,
+                note,
+                book.address(info.broker),
+                refresh.started_at(),
+            ))?;
         }
-        Some(Ended::Failed { epoch: e, error }) if *e == epoch => ("failed", Value::Null, refresh_error(error)),
-        _ if !refresh.is_finished() => ("running", Value::Null, Value::Null),
-        _ => ("unknown", Value::Null, Value::Null),
-    };
-    json!({
-        "epoch": epoch,
-        "cause": refresh.cause().name(),
-        "started_ns": ns(refresh.started_at()),
-        "ended_ns": refresh.is_finished().then(|| refresh.attempts().filter_map(|(_, a)| a.ended_at).max().map(ns)).flatten(),
-        "outcome": outcome,
-        "winner": winner,
-        "error": error,
-        "stats": serde_json::to_value(refresh.stats()).unwrap_or(Value::Null),
-        "attempts": attempts,
-    })
+        seq.end()
+    }
 }
 
 /// The report: the session's counters, the refresh running (its attempts so far), and the
-/// last finished refresh with every attempt and how it ended.
-pub fn report(session: &Session, ended: Option<&Ended>) -> Value {
-    json!({
-        "stats": serde_json::to_value(session.stats()).unwrap_or(Value::Null),
-        "running": session.cluster().current().map(|r| refresh(session, r, &[], None)),
-        "last_refresh": session.last_refresh().map(|r| refresh(session, r, session.attempt_notes(), ended)),
-        "open_connections": session.open_connections().map(|c| c.0).collect::<Vec<_>>(),
-        "kept_connection": session.kept_connection().map(|c| c.0),
-        "buffered_bytes": session.buffered_bytes(),
-        "ignored_events": session.ignored_events(),
-    })
+/// last finished refresh with every attempt and how it ended. Written straight into bytes
+/// (no tree of values in between), its fields in the order of their names.
+pub fn report(session: &Session, ended: Option<&Ended>) -> Vec<u8> {
+    struct Report<'a>(&'a Session, Option<&'a Ended>);
+    impl Serialize for Report<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let Report(session, ended) = *self;
+            let running =
+                session.cluster().current().map(|refresh| RefreshRecord { session, refresh, notes: &[], ended: None });
+            let last = session.last_refresh().map(|refresh| RefreshRecord {
+                session,
+                refresh,
+                notes: session.attempt_notes(),
+                ended,
+            });
+            let mut map = serializer.serialize_map(Some(7))?;
+            map.serialize_entry("buffered_bytes", &session.buffered_bytes())?;
+            map.serialize_entry("ignored_events", &session.ignored_events())?;
+            map.serialize_entry("kept_connection", &session.kept_connection().map(|c| c.0))?;
+            map.serialize_entry("last_refresh", &last)?;
+            map.serialize_entry("open_connections", &OpenConnections(session))?;
+            map.serialize_entry("running", &running)?;
+            map.serialize_entry("stats", &session.stats())?;
+            map.end()
+        }
+    }
+    struct OpenConnections<'a>(&'a Session);
+    impl Serialize for OpenConnections<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_seq(self.0.open_connections().map(|c| c.0))
+        }
+    }
+    // Serialising plain data into a Vec cannot fail.
+    serde_json::to_vec(&Report(session, ended)).unwrap_or_else(|_| b"null".to_vec())
 }

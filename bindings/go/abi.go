@@ -373,8 +373,9 @@ func (in *instance) step(nowNs uint64, events []byte) ([]byte, error) {
 	return in.answer(), nil
 }
 
-// json runs stagger_metadata or stagger_report and returns a copy of the JSON.
-func (in *instance) json(name string, fn api.Function) ([]byte, error) {
+// jsonView runs stagger_metadata or stagger_report and returns a view of the JSON in the
+// module's memory, valid until the next call.
+func (in *instance) jsonView(name string, fn api.Function) ([]byte, error) {
 	in.stack[0], in.stack[1] = in.handle, uint64(in.out)
 	if err := in.call(name, fn); err != nil {
 		return nil, err
@@ -382,7 +383,13 @@ func (in *instance) json(name string, fn api.Function) ([]byte, error) {
 	if err := in.result(name); err != nil {
 		return nil, err
 	}
-	return append([]byte(nil), in.answer()...), nil
+	return in.answer(), nil
+}
+
+// json is jsonView's answer, copied.
+func (in *instance) json(name string, fn api.Function) ([]byte, error) {
+	view, err := in.jsonView(name, fn)
+	return append([]byte(nil), view...), err
 }
 
 func (in *instance) metadataJSON() ([]byte, error) {

@@ -90,13 +90,24 @@ func tagged(raw json.RawMessage) (string, json.RawMessage, error) {
 
 // encodeEvent adds one event of a file to b with the batch encoder of wire.go.
 func encodeEvent(b *batch, raw json.RawMessage) error {
-	kind, body, err := tagged(raw)
+	fill, err := eventFiller(raw)
 	if err != nil {
 		return err
 	}
+	fill(b)
+	return nil
+}
+
+// eventFiller reads one event of a file and returns what adds it to a batch with the batch
+// encoder of wire.go.
+func eventFiller(raw json.RawMessage) (func(*batch), error) {
+	kind, body, err := tagged(raw)
+	if err != nil {
+		return nil, err
+	}
 	var f eventFields
 	if err := json.Unmarshal(body, &f); err != nil {
-		return fmt.Errorf("%s: %w", kind, err)
+		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	errKind := func() (uint8, error) {
 		k, ok := conformanceErrorKinds[f.Kind]
@@ -107,57 +118,54 @@ func encodeEvent(b *batch, raw json.RawMessage) error {
 	}
 	switch kind {
 	case "connected":
-		b.connected(f.Conn)
+		return func(b *batch) { b.connected(f.Conn) }, nil
 	case "secured":
-		b.secured(f.Conn)
+		return func(b *batch) { b.secured(f.Conn) }, nil
 	case "received":
 		data, err := hex.DecodeString(f.Hex)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b.received(f.Conn, data)
+		return func(b *batch) { b.received(f.Conn, data) }, nil
 	case "closed":
-		b.closed(f.Conn, f.Reset)
+		return func(b *batch) { b.closed(f.Conn, f.Reset) }, nil
 	case "io_error", "resolve_failed":
 		k, err := errKind()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if kind == "io_error" {
-			b.failure(eventIOError, f.Conn, k, f.Code, f.Detail)
-		} else {
-			b.failure(eventResolveFailed, f.Lookup, k, f.Code, f.Detail)
+			return func(b *batch) { b.failure(eventIOError, f.Conn, k, f.Code, f.Detail) }, nil
 		}
+		return func(b *batch) { b.failure(eventResolveFailed, f.Lookup, k, f.Code, f.Detail) }, nil
 	case "resolved":
 		addrs := make([]netip.AddrPort, 0, len(f.Addresses))
 		for _, a := range f.Addresses {
 			ap, err := netip.ParseAddrPort(a)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			addrs = append(addrs, ap)
 		}
-		b.resolved(f.Lookup, addrs)
+		return func(b *batch) { b.resolved(f.Lookup, addrs) }, nil
 	case "nonce":
 		data, err := hex.DecodeString(f.Hex)
 		if err != nil || len(data) != 18 {
-			return fmt.Errorf("nonce: 18 bytes of hex, not %q", f.Hex)
+			return nil, fmt.Errorf("nonce: 18 bytes of hex, not %q", f.Hex)
 		}
-		b.nonce(f.Conn, [18]byte(data))
+		return func(b *batch) { b.nonce(f.Conn, [18]byte(data)) }, nil
 	case "token":
-		b.token(f.Conn, f.Token)
+		return func(b *batch) { b.token(f.Conn, f.Token) }, nil
 	case "token_failed":
-		b.tokenFailed(f.Conn, f.Why)
+		return func(b *batch) { b.tokenFailed(f.Conn, f.Why) }, nil
 	case "request_refresh":
 		cause, ok := conformanceCauses[f.Cause]
 		if !ok {
-			return fmt.Errorf("request_refresh: unknown cause %q", f.Cause)
+			return nil, fmt.Errorf("request_refresh: unknown cause %q", f.Cause)
 		}
-		b.requestRefresh(cause, f.Broker)
-	default:
-		return fmt.Errorf("unknown event %q", kind)
+		return func(b *batch) { b.requestRefresh(cause, f.Broker) }, nil
 	}
-	return nil
+	return nil, fmt.Errorf("unknown event %q", kind)
 }
 
 // decodeJSON reads JSON keeping numbers as their text (u64 ids stay exact).
@@ -354,7 +362,7 @@ func replayConformance(s conformanceScenario) error {
 	return nil
 }
 
-func loadConformance(t *testing.T, path string) conformanceScenario {
+func loadConformance(t testing.TB, path string) conformanceScenario {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

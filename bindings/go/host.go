@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -23,6 +22,10 @@ import (
 
 // readBuffer is how much one read takes; the session reassembles frames of any size.
 const readBuffer = 64 << 10
+
+// readBuffers holds the read buffers of ended connections for the next ones (what a read
+// takes is copied out of its buffer before the next read).
+var readBuffers = sync.Pool{New: func() any { return new([readBuffer]byte) }}
 
 // batchBudget bounds the bytes of RECEIVED events one step carries (more wait for the next).
 const batchBudget = 1 << 20
@@ -261,8 +264,9 @@ func (h *host) act(a action) {
 }
 
 // metadata reads the metadata the session holds after REFRESHED, and the refresh's report.
+// Both are decoded where the module wrote them (the decoders copy what they keep).
 func (h *host) metadata(a action) (*ClusterMetadata, error) {
-	doc, err := h.in.metadataJSON()
+	doc, err := h.in.jsonView("stagger_metadata", h.in.fns.metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -271,15 +275,10 @@ func (h *host) metadata(a action) (*ClusterMetadata, error) {
 		return nil, err
 	}
 	md.AnsweredBy = a.address
-	if doc, err := h.in.reportJSON(); err == nil {
-		var r report
-		if json.Unmarshal(doc, &r) == nil && r.LastRefresh != nil && r.LastRefresh.Epoch == a.epoch {
-			if r.LastRefresh.EndedNs != nil && *r.LastRefresh.EndedNs > r.LastRefresh.StartedNs {
-				md.Elapsed = time.Duration(*r.LastRefresh.EndedNs - r.LastRefresh.StartedNs)
-			}
-			for _, raw := range r.LastRefresh.Attempts {
-				md.Attempts = append(md.Attempts, raw.attempt())
-			}
+	if doc, err := h.in.jsonView("stagger_report", h.in.fns.report); err == nil {
+		if r, ok := decodeReport(doc); ok && r.last && r.epoch == a.epoch {
+			md.Elapsed = r.elapsed
+			md.Attempts = append(md.Attempts, r.attempts...)
 		}
 	}
 	return md, nil
@@ -467,7 +466,9 @@ func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server 
 	h.wg.Add(1)
 	h.connWG.Add(1)
 	go h.write(id, c, nc)
-	buf := make([]byte, readBuffer)
+	pooled := readBuffers.Get().(*[readBuffer]byte)
+	defer readBuffers.Put(pooled)
+	buf := pooled[:]
 	for {
 		n, err := nc.Read(buf)
 		if n > 0 {

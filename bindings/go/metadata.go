@@ -119,7 +119,17 @@ func (m *ClusterMetadata) Topic(name string) (Topic, bool) {
 	return Topic{}, false
 }
 
+// decodeMetadata decodes the session's metadata JSON: with the fast reader of jsonread.go,
+// or, for a document beyond it, with encoding/json.
 func decodeMetadata(b []byte) (*ClusterMetadata, error) {
+	if m, err := readMetadata(b); err == nil {
+		return m, nil
+	}
+	return decodeMetadataJSON(b)
+}
+
+// decodeMetadataJSON is decodeMetadata through encoding/json.
+func decodeMetadataJSON(b []byte) (*ClusterMetadata, error) {
 	var raw struct {
 		ClusterID    *string `json:"cluster_id"`
 		ControllerID int32   `json:"controller_id"`
@@ -149,6 +159,35 @@ func decodeMetadata(b []byte) (*ClusterMetadata, error) {
 	return m, nil
 }
 
+// decodeReport reads how the last refresh went from the session's report JSON (false when
+// the report does not decode): with the fast reader of jsonread.go, or, for a document beyond
+// it, with encoding/json.
+func decodeReport(b []byte) (refreshReport, bool) {
+	if r, err := readReport(b); err == nil {
+		return r, true
+	}
+	return decodeReportJSON(b)
+}
+
+// decodeReportJSON is decodeReport through encoding/json.
+func decodeReportJSON(b []byte) (refreshReport, bool) {
+	var r report
+	if json.Unmarshal(b, &r) != nil {
+		return refreshReport{}, false
+	}
+	if r.LastRefresh == nil {
+		return refreshReport{}, true
+	}
+	out := refreshReport{epoch: r.LastRefresh.Epoch, last: true}
+	if r.LastRefresh.EndedNs != nil && *r.LastRefresh.EndedNs > r.LastRefresh.StartedNs {
+		out.elapsed = time.Duration(*r.LastRefresh.EndedNs - r.LastRefresh.StartedNs)
+	}
+	for _, raw := range r.LastRefresh.Attempts {
+		out.attempts = append(out.attempts, raw.attempt())
+	}
+	return out, true
+}
+
 // report is the part of stagger_report this host reads.
 type report struct {
 	Stats struct {
@@ -164,18 +203,20 @@ type report struct {
 }
 
 type rawAttempt struct {
-	Broker      string   `json:"broker"`
-	StartedMs   float64  `json:"started_ms"`
-	ConnectedMs *float64 `json:"connected_ms"`
-	AnsweredMs  *float64 `json:"answered_ms"`
-	EndedMs     *float64 `json:"ended_ms"`
-	Outcome     string   `json:"outcome"`
-	Error       string   `json:"error"`
-	ErrorKind   *struct {
-		Kind string `json:"kind"`
-		Code *int16 `json:"code"`
-	} `json:"error_kind"`
-	Reason json.RawMessage `json:"reason"`
+	Broker      string          `json:"broker"`
+	StartedMs   float64         `json:"started_ms"`
+	ConnectedMs *float64        `json:"connected_ms"`
+	AnsweredMs  *float64        `json:"answered_ms"`
+	EndedMs     *float64        `json:"ended_ms"`
+	Outcome     string          `json:"outcome"`
+	Error       string          `json:"error"`
+	ErrorKind   *rawErrorKind   `json:"error_kind"`
+	Reason      json.RawMessage `json:"reason"`
+}
+
+type rawErrorKind struct {
+	Kind string `json:"kind"`
+	Code *int16 `json:"code"`
 }
 
 func ms(v *float64) time.Duration {

@@ -218,3 +218,32 @@ def test_reprs_never_show_tokens_nonces_or_the_bytes_sent_and_received():
 def test_a_nonce_of_the_wrong_size_is_refused_before_the_library_sees_it():
     with pytest.raises(BatchError, match="18 bytes"):
         encode_events([Nonce(1, b"short")])
+
+
+def test_the_plain_reader_decodes_what_the_checked_one_does_and_refuses_the_rest():
+    good = every_action()
+    rng = random.Random(25)
+    plain = 0
+    for i in range(4000):
+        damaged = bytearray(good)
+        if i:
+            what = rng.randrange(3)
+            if what == 0:
+                damaged = damaged[: rng.randrange(len(good))]
+            elif what == 1:
+                for _ in range(rng.randrange(1, 4)):
+                    damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            else:
+                damaged[rng.randrange(len(damaged)) :] = bytes(rng.randrange(64))
+        data = bytes(damaged)
+        try:
+            checked = _wire._decode_checked(data)
+        except BatchError:
+            checked = None
+        try:
+            fast = _wire._decode_plain(data)
+        except Exception:
+            continue
+        assert fast == checked, data
+        plain += 1
+    assert plain > 100

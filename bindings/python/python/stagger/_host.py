@@ -12,8 +12,8 @@ protocols that queue events and wake the loop.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
+import json
 import logging
 import os
 import socket
@@ -86,6 +86,27 @@ def _describe(e: BaseException) -> str:
         return e.strerror if isinstance(e, socket.gaierror) else os.strerror(e.errno)
     text = str(e)
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def refresh_outcome(session: Session, action: Union[Refreshed, RefreshFailed]) -> Outcome:
+    """What the callers of a refresh get when it ends: the session's metadata with the broker
+    that answered and the refresh's attempts, or the ``RefreshError`` with them."""
+    attempts = _attempts(session, action.epoch)
+    if isinstance(action, RefreshFailed):
+        return RefreshError.from_json(action.error, attempts)
+    doc = json.loads(session._handle.metadata_json())
+    if doc is None:  # pragma: no cover - REFRESHED always follows a success
+        return ClosedError("the session has no metadata")
+    return Metadata.from_json(doc, answered_by=action.address, attempts=attempts)
+
+
+def _attempts(session: Session, epoch: int) -> Tuple[AttemptReport, ...]:
+    """The attempts of the refresh ``epoch``, if it is the report's last one (the rows of
+    ``Report.last_refresh.attempts``, without reading the rest of the report)."""
+    last = session.report_json().get("last_refresh")
+    if last is None or int(last.get("epoch", 0)) != epoch:
+        return ()
+    return tuple(AttemptReport.from_json(a) for a in last.get("attempts", ()))
 
 
 class _Conn(asyncio.Protocol):
@@ -299,21 +320,10 @@ class Host:
         elif isinstance(action, RefreshRequested):
             if self.requests:
                 self.waiting.setdefault(action.epoch, []).append(self.requests.popleft())
-        elif isinstance(action, Refreshed):
-            metadata = self.session.metadata(answered_by=action.address)
-            if metadata is None:  # pragma: no cover - REFRESHED always follows a success
-                self._end(action.epoch, ClosedError("the session has no metadata"))
-            else:
-                attempts = self._attempts(action.epoch)
-                self._end(action.epoch, dataclasses.replace(metadata, attempts=attempts))
-        elif isinstance(action, RefreshFailed):
-            self._end(action.epoch, RefreshError.from_json(action.error, self._attempts(action.epoch)))
+        elif isinstance(action, (Refreshed, RefreshFailed)):
+            self._end(action.epoch, refresh_outcome(self.session, action))
         elif isinstance(action, Rebootstrapped):
             log.info("stagger: back to the seed brokers (rebootstrap)")
-
-    def _attempts(self, epoch: int) -> Tuple[AttemptReport, ...]:
-        last = self.session.report().last_refresh
-        return last.attempts if last is not None and last.epoch == epoch else ()
 
     def _end(self, epoch: int, outcome: Outcome) -> None:
         if self.on_end is not None:
