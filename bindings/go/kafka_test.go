@@ -471,9 +471,19 @@ func TestTheBootstrapExampleOrdersTheSeedsPastABlackholedOne(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	want := "seeds: " + strings.Join(plaintext, ",")
-	if lines[0] != "answered by "+plaintext[0]+" in "+strings.Fields(lines[0])[4]+" (cluster "+k.env["KAFKA_CLUSTER_ID"]+")" || lines[len(lines)-1] != want {
-		t.Fatalf("want %q last, got:\n%s", want, out)
+	// Which live broker answers is the race's (a loaded machine's slow first answer may be
+	// hedged past); what is checked is that one did, and that the list holds every live
+	// broker, the one that answered first, and not the blackholed seed.
+	first := strings.Fields(lines[0])
+	answered := first[2]
+	ordered := strings.Split(strings.TrimPrefix(lines[len(lines)-1], "seeds: "), ",")
+	sortedOrdered, sortedLive := slices.Clone(ordered), slices.Clone(plaintext)
+	slices.Sort(sortedOrdered)
+	slices.Sort(sortedLive)
+	if first[0] != "answered" || !slices.Contains(plaintext, answered) ||
+		!strings.HasSuffix(lines[0], "(cluster "+k.env["KAFKA_CLUSTER_ID"]+")") ||
+		ordered[0] != answered || !slices.Equal(sortedOrdered, sortedLive) {
+		t.Fatalf("want the live seeds, the one that answered first, got:\n%s", out)
 	}
 	t.Logf("\n%s", out)
 }
