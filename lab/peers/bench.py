@@ -332,13 +332,16 @@ def main():
     ap.add_argument("--slow-s", type=float, default=10.0)
     ap.add_argument("--timeout", type=float, default=40.0)
     ap.add_argument("--only", default="", help="comma-separated client names to run (default all)")
+    ap.add_argument("--settings", default="", help="comma-separated settings to run (defaults,tuned; default both)")
     ap.add_argument("--cases", default="", help="comma-separated case keys (healthy,hung1,hung3,refused2,blackhole)")
     ap.add_argument("--out", default="")
     ap.add_argument("--raw", default="")
     ap.add_argument("--command", default="bash lab/peers/run.sh")
     ap.add_argument("--machine", default="polyglot: 2 cores, 24 GiB")
     ap.add_argument("--kafka-version", default="4.4.0", help="for --cases none (a report only)")
-    ap.add_argument("--merge", default="", help="a raw results JSON whose cases not run now join the table")
+    ap.add_argument("--merge", default="",
+                    help="an earlier run whose (case, client, setting) cells not run now join the table: its raw "
+                         "results JSON (recomputed), or its peers.md (rows kept as they are)")
     ap.add_argument("--merge-note", default="", help="a sentence for the report on where the merged cases came from")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so every fault is undone on the way out
@@ -354,6 +357,7 @@ def main():
         for line in f:
             if line.strip():
                 versions.append(line.rstrip("\n").split("\t"))
+    all_peers = list(peers)
     if args.only:
         keep = [s.strip() for s in args.only.split(",")]
         peers = [p for p in peers if any(k.lower() in p[0].lower() for k in keep)]
@@ -370,13 +374,20 @@ def main():
         fwd = Forwarders(cluster.addresses)
         hole = Blackhole()
 
-    configs = []  # (client, setting, argv prefix, tuned flag)
-    for name, cmd in peers:
-        if name.startswith("stagger"):
-            configs.append((name, "defaults", cmd, None))
-        else:
-            configs.append((name, "defaults", cmd, "0"))
-            configs.append((name, "tuned 2 s", cmd, "1"))
+    def configs_of(peer_list):  # (client, setting, argv prefix, tuned flag), stagger's first
+        out = []
+        for name, cmd in sorted(peer_list, key=lambda p: not p[0].startswith("stagger")):
+            if name.startswith("stagger"):
+                out.append((name, "defaults", cmd, None))
+            else:
+                out.append((name, "defaults", cmd, "0"))
+                out.append((name, "tuned 2 s", cmd, "1"))
+        return out
+
+    configs = configs_of(peers)
+    if args.settings:
+        want_settings = [w.strip() for w in args.settings.split(",")]
+        configs = [c for c in configs if any(c[1].startswith(w) for w in want_settings)]
 
     def argv(cfg, seeds):
         name, _, cmd, tuned = cfg
@@ -456,15 +467,35 @@ def main():
         hole.close()
     if args.raw:
         write_raw(args.raw, results)
-    merged = []
-    if args.merge:
+    run_now = set(results)
+    merged_rows = {}  # (case key, client, setting) -> its row from an earlier peers.md, as it was
+    merged_errors = []  # (cell, its line in that peers.md's list of errors)
+    if args.merge.endswith(".md"):
+        by_label = {c[1]: c[0] for c in canonical}
+        with open(args.merge) as f:
+            for line in f:
+                cols = [c.strip() for c in line.strip().strip("|").split("|")]
+                if line.startswith("| ") and len(cols) == 8 and cols[0] in by_label:
+                    k = (by_label[cols[0]], cols[1], cols[2])
+                    if k not in run_now:
+                        merged_rows[k] = line.rstrip("\n")
+                elif line.startswith("* ") and line.count(" / ") >= 2 and ": " in line:
+                    case, client, rest = line[2:].rstrip("\n").split(" / ", 2)
+                    setting = rest.split(": ", 1)[0]
+                    merged_errors.append(((case, client, setting), line[2:].rstrip("\n")))
+    elif args.merge:
         with open(args.merge) as f:
             for cell in json.load(f)["results"]:
                 k = (cell["case"], cell["client"], cell["setting"])
-                if cell["case"] not in {c[0] for c in all_cases}:
+                if k not in run_now:
                     results[k] = cell["runs"]
-                    merged.append(cell["case"])
-    all_cases = [c for c in canonical if any(k[0] == c[0] for k in results)]
+    merged = sorted(set(results) - run_now) + sorted(merged_rows)
+    all_cases = [c for c in canonical if any(k[0] == c[0] for k in list(results) + list(merged_rows))]
+    # Rows in the order of every installed peer (stagger's first), then any only merged.
+    rows = [(c[0], c[1]) for c in configs_of(all_peers)]
+    for k in list(results) + list(merged_rows):
+        if (k[1], k[2]) not in rows:
+            rows.append((k[1], k[2]))
 
     # ---------------------------------------------------------------- the table
     ref = {}
@@ -480,9 +511,11 @@ def main():
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for key, label, _ in all_cases:
-        for cfg in configs:
+        for cfg in rows:
             runs = results.get((key, cfg[0], cfg[1]), [])
             if not runs:
+                if (key, cfg[0], cfg[1]) in merged_rows:
+                    lines.append(merged_rows[(key, cfg[0], cfg[1])])
                 continue
             ok = [r["elapsed_ms"] for r in runs if r.get("ok")]
             failed = [r for r in runs if not r.get("ok")]
@@ -515,6 +548,7 @@ def main():
         for r in runs:
             if not r.get("ok"):
                 errors.append(f"{key} / {client} / {setting}: {str(r.get('error'))[:160]}")
+    errors += [e for k, e in merged_errors if k in merged_rows]
     if args.out:
         now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         left_out = [v for v in versions if v[1] == "-"]
@@ -528,6 +562,8 @@ def main():
             "`scripts/kafka.sh`. Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
             "and is asked for the cluster's metadata once, its ordinary way: stagger `metadata --json` (CLI) and "
             "`stagger_tokio::refresh_with` with the default options (library, `lab/src/bin/peers_probe.rs`); "
+            "`stagger.Metadata` (Go binding, `bindings/go` over its embedded wasm core, `lab/peers/go/stagger`) and "
+            "`stagger.metadata_blocking` (Python wheel built from `bindings/python`), both at their defaults; "
             "kafka-clients `Admin.describeCluster()`; librdkafka `AdminClient.list_topics()` (confluent-kafka); franz-go "
             "`kadm.BrokerMetadata`; sarama `NewClient` (fetches metadata before it returns); kafka-python and aiokafka "
             "`describe_cluster()` on their admin clients (aiokafka after `start()`); kafkajs `admin.connect()` + "
@@ -568,8 +604,12 @@ def main():
         if left_out:
             doc += ["", "Left out: " + "; ".join(f"{v[0]} ({v[2]})" for v in left_out) + "."]
         if merged:
-            doc += ["", f"Cases merged from earlier runs of the same command (`--merge`): "
-                    f"{', '.join(c[1] for c in canonical if c[0] in merged)}. {args.merge_note}".rstrip()]
+            now_rows = sorted({(k[1], k[2]) for k in run_now}, key=rows.index)
+            doc += ["", f"Rows from this run: {', '.join(f'{c} ({s})' for c, s in now_rows)}, in "
+                    f"{', '.join(c[1] for c in canonical if any(k[0] == c[0] for k in run_now))}. "
+                    f"The {len(merged)} other rows are merged from an earlier run (`--merge {os.path.basename(args.merge)}`)"
+                    + (", kept as they were (their × stagger CLI is over that run's stagger CLI)" if merged_rows else "")
+                    + f". {args.merge_note}".rstrip()]
         doc += ["", table, ""]
         if errors:
             doc += ["Errors of the failed runs (first 160 characters each):", ""]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and builds every peer of lab/peers into lab/peers/.cache (gitignored), each from
 # its ordinary registry, at the versions pinned below (the newest each registry held when the
-# benchmark was written), and builds stagger's CLI and library probe. Idempotent; a peer that
+# benchmark was written), and builds stagger's CLI and library probe, its Go binding's probe
+# (bindings/go through a replace) and its Python wheel (bindings/python, maturin). Idempotent; a peer that
 # cannot be installed is reported in one line and left out, the others still install.
 #
 #   bash lab/peers/install.sh
@@ -38,6 +39,7 @@ version() { printf '%s\t%s\n' "$1" "$2" >>"$versions"; }
 # If the tree does not build right now (others are editing it), an earlier build in the same
 # target directory is used, and versions.tsv says so with its build time.
 v="$(cd "$root" && cargo pkgid -p stagger 2>/dev/null | sed 's/.*[#@]//')"
+stagger_v="${v:-?}"
 stagger_build() { # stagger_build NAME BINARY CARGO_ARGS...
   local name="$1" bin="$2"
   shift 2
@@ -68,14 +70,18 @@ else
   left_out "kafka-clients (Java)" "Maven could not fetch or build kafka-clients $KAFKA_CLIENTS_VERSION (see $cache/mvn.log)"
 fi
 
-# --- Go: franz-go and sarama from the Go module proxy, one module, two probes
+# --- Go: franz-go and sarama from the Go module proxy, stagger's Go binding from this tree
+# (go.mod's replace), one module, three probes
 if command -v go >/dev/null; then
   mkdir -p "$cache/go"
-  for p in franz sarama; do
+  for p in franz sarama stagger; do
     if (cd "$here/go" && GOFLAGS=-mod=mod go build -o "$cache/go/$p" "./$p") >"$cache/go-$p.log" 2>&1; then
       if [ $p = franz ]; then
         version "franz-go" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/twmb/franz-go) (kadm $(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kadm); $(go version | cut -d' ' -f3))"
         peer "franz-go" "$cache/go/franz"
+      elif [ $p = stagger ]; then
+        version "stagger Go" "$stagger_v (this tree, bindings/go; wazero $(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/tetratelabs/wazero), $(go version | cut -d' ' -f3))"
+        peer "stagger Go" "$cache/go/stagger"
       else
         version "sarama" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/IBM/sarama) ($(go version | cut -d' ' -f3))"
         peer "sarama" "$cache/go/sarama"
@@ -88,6 +94,7 @@ if command -v go >/dev/null; then
 else
   left_out "franz-go" "no Go toolchain"
   left_out "sarama" "no Go toolchain"
+  left_out "stagger Go" "no Go toolchain"
 fi
 
 # --- Python: one venv with confluent-kafka (librdkafka), kafka-python, aiokafka
@@ -114,8 +121,27 @@ if [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >"$cache/venv.log" 2>&1;
       left_out "$name" "pip could not install $spec (see $cache/pip.log)"
     fi
   done
+  # stagger's Python wheel from this tree, as bindings/python/test.sh builds it (maturin, release;
+  # cffi generates its loader), installed into the same venv.
+  py_tools="${STAGGER_PY_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/stagger/python-tools}"
+  maturin="${MATURIN:-}"
+  [ -n "$maturin" ] || { [ -x "$py_tools/bin/maturin" ] && maturin="$py_tools/bin/maturin"; } ||
+    maturin="$(command -v maturin || true)"
+  rm -rf "$cache/wheels"
+  if [ -z "$maturin" ]; then
+    left_out "stagger Python" "no maturin (bash scripts/setup.sh installs it)"
+  elif "$venv/bin/pip" install -q cffi >>"$cache/pip.log" 2>&1 &&
+    (cd "$root/bindings/python" && nice -n 10 "$maturin" build --release --quiet --interpreter "$venv/bin/python" \
+      --out "$cache/wheels") >"$cache/maturin.log" 2>&1 &&
+    "$venv/bin/pip" install -q --force-reinstall --no-deps "$cache"/wheels/stagger_kafka-*.whl >>"$cache/pip.log" 2>&1; then
+    version "stagger Python" "$("$venv/bin/pip" show stagger-kafka 2>/dev/null | awk '/^Version:/ {print $2}') (this tree, wheel built from bindings/python by maturin; $("$venv/bin/python" --version))"
+    peer "stagger Python" "$venv/bin/python $here/python/probe.py stagger"
+  else
+    tail -3 "$cache/maturin.log" >&2 2>/dev/null
+    left_out "stagger Python" "the wheel did not build or install (see $cache/maturin.log, $cache/pip.log)"
+  fi
 else
-  left_out "confluent-kafka, kafka-python, aiokafka" "python3 -m venv failed (see $cache/venv.log)"
+  left_out "confluent-kafka, kafka-python, aiokafka, stagger Python" "python3 -m venv failed (see $cache/venv.log)"
 fi
 
 # --- Node: kafkajs from npm

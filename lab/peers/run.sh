@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # stagger and its peers against one real Kafka cluster, faulty seeds first: one command.
 #
-#   bash lab/peers/run.sh [--reps N] [--timeout S] [--only CLIENT,..] [--cases healthy,hung1,..]
+#   bash lab/peers/run.sh [--reps N] [--timeout S] [--only CLIENT,..] [--settings defaults,tuned]
+#                           [--cases healthy,hung1,..]
 #                           [--merge RESULTS.json --merge-note TEXT]   (see bench.py --help)
 #
 # 1. lab/peers/install.sh: installs every peer into lab/peers/.cache and builds stagger

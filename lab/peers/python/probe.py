@@ -3,7 +3,9 @@
     python probe.py CLIENT BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
 
 CLIENT is confluent-kafka (librdkafka: AdminClient.list_topics), kafka-python
-(KafkaAdminClient.describe_cluster) or aiokafka (AIOKafkaAdminClient.start + describe_cluster).
+(KafkaAdminClient.describe_cluster), aiokafka (AIOKafkaAdminClient.start + describe_cluster) or
+stagger (stagger.metadata_blocking at its defaults, the seeds in the order given: the wheel
+built from bindings/python; TUNED is ignored).
 Prints {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,"elapsed_ms":…,"error":"…"}: the
 time from creating the client to the answer. With WARMUP_ADDRESS a first client asks that
 (healthy, uncounted) broker once, so imports and first-use costs are not billed; the probe
@@ -80,7 +82,16 @@ def aiokafka(bootstrap, tuned):
     return asyncio.run(go())
 
 
-CLIENTS = {"confluent-kafka": confluent, "kafka-python": kafka_python, "aiokafka": aiokafka}
+def stagger_python(bootstrap, tuned):
+    import stagger
+
+    # stagger runs at its defaults: TUNED is accepted for the uniform command line and ignored.
+    md = stagger.metadata_blocking(bootstrap.split(","))
+    at = time.perf_counter()
+    return len(md.brokers), at
+
+
+CLIENTS = {"confluent-kafka": confluent, "kafka-python": kafka_python, "aiokafka": aiokafka, "stagger": stagger_python}
 
 
 def main():
