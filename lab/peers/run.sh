@@ -19,7 +19,13 @@ root="$(cd "$here/../.." && pwd)"
 cache="$here/.cache"
 : "${CARGO_TARGET_DIR:=$root/target}"
 export CARGO_TARGET_DIR
-command_line="bash lab/peers/run.sh${*:+ $*}"
+command_line="bash lab/peers/run.sh"
+for a in "$@"; do # quoted as a shell would need it (the merge note has spaces)
+  case "$a" in
+    *[!A-Za-z0-9_,./:=+-]*) command_line+=" '${a//\'/\'\\\'\'}'" ;;
+    *) command_line+=" $a" ;;
+  esac
+done
 
 # PEERS_NO_INSTALL=1 reuses what the last install.sh built (e.g. to finish a run with --merge
 # against the same builds).
