@@ -382,7 +382,8 @@ def main():
     def configs_of(peer_list):  # (client, setting, argv prefix, tuned flag), stagger's first
         out = []
         for name, cmd in sorted(peer_list, key=lambda p: not p[0].startswith("stagger")):
-            if name.startswith("stagger"):
+            # stagger, and a peer behind stagger's bootstrap recipe ("… + stagger front"), at defaults only
+            if name.startswith("stagger") or name.endswith("stagger front"):
                 out.append((name, "defaults", cmd, None))
             else:
                 out.append((name, "defaults", cmd, "0"))
@@ -572,7 +573,14 @@ def main():
             "kafka-clients `Admin.describeCluster()`; librdkafka `AdminClient.list_topics()` (confluent-kafka); franz-go "
             "`kadm.BrokerMetadata`; sarama `NewClient` (fetches metadata before it returns); kafka-python and aiokafka "
             "`describe_cluster()` on their admin clients (aiokafka after `start()`); kafkajs `admin.connect()` + "
-            "`describeCluster()`.",
+            "`describeCluster()`. *… + stagger front* = the same peer behind stagger's bootstrap recipe, as a user "
+            "would put it in front of their client: franz-go and sarama after `stagger.Metadata(ctx, seeds, "
+            "stagger.WithTopics())` and `md.Seeds()` (Go binding, `bindings/go/examples/bootstrap`), aiokafka after "
+            "`await stagger.bootstrap_servers(seeds)` (Python wheel), each at stagger's defaults: the seed that "
+            "answered first, then every broker the answer lists (their advertised addresses), is the seed list "
+            "given to the peer's constructor. Its time covers both, stagger's call and then the peer's own "
+            "metadata round. franz-go, sarama and aiokafka each start at a random seed of the list they are given "
+            "(the order is advice to them); the brokers a hung seed stands for are still listed while they hang.",
             "",
             "* **Time to metadata** is measured inside each probe process, from creating the client to holding the "
             "answer (process start-up excluded). Each probe first does one uncounted round with a separate client "
@@ -589,7 +597,10 @@ def main():
             "seed that accepts TCP (healthy and hung brokers): TCP handshakes completed with the *seed (bootstrap) "
             "addresses* during the run. Refusing and blackholed seeds complete none by definition and are not "
             "forwarded. Connections a client opens afterwards to the brokers' advertised addresses are not counted "
-            "(stagger opens none). The forwarders add one loopback hop (well under a millisecond) to every client alike.",
+            "(stagger opens none). The forwarders add one loopback hop (well under a millisecond) to every client alike. "
+            "For a peer behind stagger's front the count adds up both: stagger's handshakes with the seeds, then the "
+            "peer's if it connects to the seed that answered (the other entries of its list are advertised addresses, "
+            "not counted).",
             f"* **Repeats**: {args.reps} runs per (case, client, setting), the clients taking turns within each "
             f"repetition; a cell whose first run took {args.slow_s:g} s or more (or got no answer) runs "
             f"{args.slow_reps} times. Median = the lower median (a run that happened), a run without an answer "
@@ -598,7 +609,8 @@ def main():
             "`killed`). × stagger CLI = the median over stagger CLI's median in the same case of the same run.",
             "* **Settings**: *defaults* = the client as shipped; *tuned 2 s* = its per-request, per-connect and "
             "socket timeouts set to 2 s, backoff ceilings capped at 2 s where their default is longer (see each "
-            "probe under `lab/peers/` for the exact keys). stagger runs at its defaults only.",
+            "probe under `lab/peers/` for the exact keys). stagger, and the peers behind its front, run at their "
+            "defaults only.",
             "",
             "Versions installed (by `lab/peers/install.sh`):",
             "",

@@ -4,6 +4,8 @@
 # benchmark was written), and builds stagger's CLI and library probe, its Go binding's probe
 # (bindings/go through a replace) and its Python wheel (bindings/python, maturin). Idempotent; a peer that
 # cannot be installed is reported in one line and left out, the others still install.
+# franz-go, sarama and aiokafka are also registered with stagger's bootstrap recipe in front of
+# them ("franz-go + stagger front", ...: the same probes with -front / aiokafka+front).
 #
 #   bash lab/peers/install.sh
 #
@@ -71,7 +73,8 @@ else
 fi
 
 # --- Go: franz-go and sarama from the Go module proxy, stagger's Go binding from this tree
-# (go.mod's replace), one module, three probes
+# (go.mod's replace), one module, three probes; franz and sarama also run with -front (stagger's
+# bootstrap recipe before the peer: "franz-go + stagger front", "sarama + stagger front")
 if command -v go >/dev/null; then
   mkdir -p "$cache/go"
   for p in franz sarama stagger; do
@@ -79,12 +82,17 @@ if command -v go >/dev/null; then
       if [ $p = franz ]; then
         version "franz-go" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/twmb/franz-go) (kadm $(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/twmb/franz-go/pkg/kadm); $(go version | cut -d' ' -f3))"
         peer "franz-go" "$cache/go/franz"
+        # the same probe with stagger's bootstrap recipe in front (bindings/go/examples/bootstrap)
+        version "franz-go + stagger front" "franz-go as above, after stagger Go (this tree, bindings/go) md.Seeds()"
+        peer "franz-go + stagger front" "$cache/go/franz -front"
       elif [ $p = stagger ]; then
         version "stagger Go" "$stagger_v (this tree, bindings/go; wazero $(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/tetratelabs/wazero), $(go version | cut -d' ' -f3))"
         peer "stagger Go" "$cache/go/stagger"
       else
         version "sarama" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/IBM/sarama) ($(go version | cut -d' ' -f3))"
         peer "sarama" "$cache/go/sarama"
+        version "sarama + stagger front" "sarama as above, after stagger Go (this tree, bindings/go) md.Seeds()"
+        peer "sarama + stagger front" "$cache/go/sarama -front"
       fi
     else
       tail -5 "$cache/go-$p.log" >&2
@@ -136,6 +144,10 @@ if [ -x "$venv/bin/python" ] || python3 -m venv "$venv" >"$cache/venv.log" 2>&1;
     "$venv/bin/pip" install -q --force-reinstall --no-deps "$cache"/wheels/stagger_kafka-*.whl >>"$cache/pip.log" 2>&1; then
     version "stagger Python" "$("$venv/bin/pip" show stagger-kafka 2>/dev/null | awk '/^Version:/ {print $2}') (this tree, wheel built from bindings/python by maturin; $("$venv/bin/python" --version))"
     peer "stagger Python" "$venv/bin/python $here/python/probe.py stagger"
+    if grep -q '^aiokafka	' "$peers"; then # aiokafka after the wheel's recipe, stagger.bootstrap_servers()
+      version "aiokafka + stagger front" "aiokafka as above, after stagger Python (this wheel) bootstrap_servers()"
+      peer "aiokafka + stagger front" "$venv/bin/python $here/python/probe.py aiokafka+front"
+    fi
   else
     tail -3 "$cache/maturin.log" >&2 2>/dev/null
     left_out "stagger Python" "the wheel did not build or install (see $cache/maturin.log, $cache/pip.log)"

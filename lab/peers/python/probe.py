@@ -1,11 +1,14 @@
 """lab/peers probe for the Python clients: one client, one metadata round, one JSON line.
 
-    python probe.py CLIENT BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
+    python probe.py CLIENT[+front] BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
 
 CLIENT is confluent-kafka (librdkafka: AdminClient.list_topics), kafka-python
 (KafkaAdminClient.describe_cluster), aiokafka (AIOKafkaAdminClient.start + describe_cluster) or
 stagger (stagger.metadata_blocking at its defaults, the seeds in the order given: the wheel
-built from bindings/python; TUNED is ignored).
+built from bindings/python; TUNED is ignored). aiokafka+front ("aiokafka + stagger front" in the
+benchmark) first runs the Python package's recipe, ``await stagger.bootstrap_servers(seeds)`` at
+its defaults (the seed that answered, then every broker the answer lists), and gives that list
+to aiokafka; the time covers both.
 Prints {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,"elapsed_ms":…,"error":"…"}: the
 time from creating the client to the answer. With WARMUP_ADDRESS a first client asks that
 (healthy, uncounted) broker once, so imports and first-use costs are not billed; the probe
@@ -58,11 +61,24 @@ def kafka_python(bootstrap, tuned):
             pass
 
 
-def aiokafka(bootstrap, tuned):
+FRONT = {}  # the last front's duration and the seed it put first (for the raw results)
+
+
+def aiokafka(bootstrap, tuned, front=False):
     from aiokafka.admin import AIOKafkaAdminClient
 
     async def go():
-        conf = {"bootstrap_servers": bootstrap, "client_id": "peers-probe"}
+        servers = bootstrap
+        if front:
+            import stagger
+
+            t = time.perf_counter()
+            try:
+                servers = await stagger.bootstrap_servers(bootstrap.split(","))
+            finally:
+                FRONT["front_ms"] = (time.perf_counter() - t) * 1000
+            FRONT["front_winner"] = servers[0] if servers else None
+        conf = {"bootstrap_servers": servers, "client_id": "peers-probe"}
         if tuned:
             # Per-request (and connect) timeout 2 s (default 40 s); retry_backoff_ms (100 ms)
             # is already below 2 s.
@@ -91,7 +107,8 @@ def stagger_python(bootstrap, tuned):
     return len(md.brokers), at
 
 
-CLIENTS = {"confluent-kafka": confluent, "kafka-python": kafka_python, "aiokafka": aiokafka, "stagger": stagger_python}
+CLIENTS = {"confluent-kafka": confluent, "kafka-python": kafka_python, "aiokafka": aiokafka, "stagger": stagger_python,
+           "aiokafka+front": lambda bootstrap, tuned: aiokafka(bootstrap, tuned, front=True)}
 
 
 def main():
@@ -112,6 +129,7 @@ def main():
         out = {"ok": True, "elapsed_ms": (at - t0) * 1000, "brokers": n}
     except Exception as e:  # noqa: BLE001
         out = {"ok": False, "elapsed_ms": (time.perf_counter() - t0) * 1000, "error": repr(e)}
+    out.update(FRONT)
     print(json.dumps(out), flush=True)
     os._exit(0)
 

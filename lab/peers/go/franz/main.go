@@ -1,6 +1,11 @@
 // lab/peers probe for franz-go: one kgo.Client, one metadata request (kadm.BrokerMetadata).
 //
-//	franz BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
+//	franz [-front] BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
+//
+// With -front ("franz-go + stagger front" in the benchmark), the recipe of stagger's Go binding
+// (bindings/go/examples/bootstrap) comes first: stagger.Metadata(ctx, seeds,
+// stagger.WithTopics()) at its defaults, then md.Seeds() (the seed that answered, then every
+// broker the answer lists) goes to kgo.NewClient(kgo.SeedBrokers(seeds...)); the time covers both.
 //
 // Prints one JSON line: {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,…,"error":"…"}.
 package main
@@ -16,10 +21,38 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"stagger.dev/go/stagger"
 )
 
-func once(bootstrap string, tuned bool) (int, time.Time, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID("peers-probe")}
+// front is the recipe of bindings/go/examples/bootstrap: ask stagger which seed answers (the
+// brokers only), and return the ordered seed list for the peer's constructor.
+func front(seeds []string) ([]string, error) {
+	t0 := time.Now()
+	md, err := stagger.Metadata(context.Background(), seeds, stagger.WithTopics())
+	frontMs = float64(time.Since(t0).Nanoseconds()) / 1e6
+	if err != nil {
+		return nil, err
+	}
+	frontWinner = md.AnsweredBy
+	return md.Seeds(), nil
+}
+
+// The last front's duration and the seed that answered it (for the raw results).
+var (
+	frontMs     float64
+	frontWinner string
+)
+
+func once(bootstrap string, tuned, withFront bool) (int, time.Time, error) {
+	seeds := strings.Split(bootstrap, ",")
+	if withFront {
+		ordered, err := front(seeds)
+		if err != nil {
+			return 0, time.Now(), fmt.Errorf("stagger front: %w", err)
+		}
+		seeds = ordered
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("peers-probe")}
 	if tuned {
 		// Dial and per-request read/write overhead 2 s (defaults 10 s and 10 s); the retry
 		// backoff (default exponential 250 ms..2.5 s, jittered) capped at 2 s.
@@ -46,9 +79,14 @@ func once(bootstrap string, tuned bool) (int, time.Time, error) {
 }
 
 func main() {
-	bootstrap, tuned := os.Args[1], len(os.Args) > 2 && os.Args[2] == "1"
-	if len(os.Args) > 3 && os.Args[3] != "" {
-		if _, _, err := once(os.Args[3], tuned); err != nil {
+	args := os.Args[1:]
+	withFront := len(args) > 0 && args[0] == "-front"
+	if withFront {
+		args = args[1:]
+	}
+	bootstrap, tuned := args[0], len(args) > 1 && args[1] == "1"
+	if len(args) > 2 && args[2] != "" {
+		if _, _, err := once(args[2], tuned, withFront); err != nil {
 			fmt.Fprintln(os.Stderr, "warm-up failed:", err)
 		}
 		// Warm-up done: tell the benchmark, and wait for its go (a line on stdin).
@@ -56,12 +94,16 @@ func main() {
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	}
 	t0 := time.Now()
-	n, at, err := once(bootstrap, tuned)
+	n, at, err := once(bootstrap, tuned, withFront)
 	out := map[string]any{"ok": err == nil, "elapsed_ms": float64(at.Sub(t0).Nanoseconds()) / 1e6}
 	if err != nil {
 		out["error"] = err.Error()
 	} else {
 		out["brokers"] = n
+	}
+	if withFront {
+		out["front_ms"] = frontMs
+		out["front_winner"] = frontWinner
 	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
