@@ -21,32 +21,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"stagger.dev/go/stagger"
-)
-
-// front is the recipe of bindings/go/examples/bootstrap: ask stagger which seed answers (the
-// brokers only), and return the ordered seed list for the peer's constructor.
-func front(seeds []string) ([]string, error) {
-	t0 := time.Now()
-	md, err := stagger.Metadata(context.Background(), seeds, stagger.WithTopics())
-	frontMs = float64(time.Since(t0).Nanoseconds()) / 1e6
-	if err != nil {
-		return nil, err
-	}
-	frontWinner = md.AnsweredBy
-	return md.Seeds(), nil
-}
-
-// The last front's duration and the seed that answered it (for the raw results).
-var (
-	frontMs     float64
-	frontWinner string
+	"stagger.dev/lab/peers/front"
 )
 
 func once(bootstrap string, tuned, withFront bool) (int, time.Time, error) {
 	seeds := strings.Split(bootstrap, ",")
 	if withFront {
-		ordered, err := front(seeds)
+		ordered, err := front.Seeds(seeds)
 		if err != nil {
 			return 0, time.Now(), fmt.Errorf("stagger front: %w", err)
 		}
@@ -102,8 +83,8 @@ func main() {
 		out["brokers"] = n
 	}
 	if withFront {
-		out["front_ms"] = frontMs
-		out["front_winner"] = frontWinner
+		out["front_ms"] = front.Last.Ms
+		out["front_winner"] = front.Last.Winner
 	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))

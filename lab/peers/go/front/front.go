@@ -1,0 +1,30 @@
+// Package front is the recipe of stagger's Go binding (bindings/go/examples/bootstrap) as the
+// franz-go and sarama probes run it: ask stagger which seed answers (the brokers only), and
+// return the ordered seed list for the peer's constructor.
+package front
+
+import (
+	"context"
+	"time"
+
+	"stagger.dev/go/stagger"
+)
+
+// Last is what the last Seeds call took and which seed answered it (for the raw results).
+var Last struct {
+	Ms     float64
+	Winner string
+}
+
+// Seeds runs stagger.Metadata at its defaults over seeds and returns md.Seeds(): the seed
+// that answered, then every broker the answer lists.
+func Seeds(seeds []string) ([]string, error) {
+	t0 := time.Now()
+	md, err := stagger.Metadata(context.Background(), seeds, stagger.WithTopics())
+	Last.Ms = float64(time.Since(t0).Nanoseconds()) / 1e6
+	if err != nil {
+		return nil, err
+	}
+	Last.Winner = md.AnsweredBy
+	return md.Seeds(), nil
+}
