@@ -1,0 +1,129 @@
+//! Connections the session keeps between refreshes: the winner's, reused with no `Dial`, and
+//! spares drained from losers that owed only their Metadata answer.
+
+use super::*;
+
+#[test]
+fn the_next_refresh_reuses_the_kept_connection_without_a_dial() {
+    let mut s = session(config());
+    let mut broker = Broker::default();
+    let (conn, _) = healthy_refresh(&mut s, &mut broker);
+    assert_eq!(s.kept_connection(), Some(conn));
+    let epoch = s.request_refresh(ms(10));
+    let sends = actions(&mut s);
+    assert!(dials(&sends).is_empty(), "{sends:?}");
+    assert!(matches!(&sends[..], [Action::Send { conn: c, .. }] if *c == conn), "ApiVersions on the kept conn");
+    let all = serve(&mut s, ms(11), conn, &mut broker, sends);
+    assert_eq!(refreshed(&all), Some(epoch));
+    assert_eq!(broker.seen, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ApiVersions, ApiKey::Metadata]);
+    assert_eq!((s.stats().connections_opened, s.stats().connections_reused), (1, 1));
+    assert_eq!(s.kept_connection(), Some(conn), "kept again");
+}
+
+#[test]
+fn a_reset_kept_connection_makes_the_next_refresh_a_connection_lost_one() {
+    let mut s = session(config());
+    let (conn, _) = healthy_refresh(&mut s, &mut Broker::default());
+    s.handle_event(ms(5), Event::Closed { conn, how: CloseKind::Reset });
+    assert_eq!((actions(&mut s), s.kept_connection()), (vec![], None), "the host closed it: no Close");
+    s.request_refresh(ms(10));
+    assert_eq!(dials(&actions(&mut s)).len(), 1, "a new connection");
+    assert_eq!(s.cluster().current().unwrap().cause(), RefreshCause::ConnectionLost);
+}
+
+/// Sends of `actions` on `conn`, in order.
+fn sends_on(actions: &[Action], conn: ConnId) -> Vec<Bytes> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send { conn: c, bytes } if *c == conn => Some(bytes.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A race that `b1` wins after `b2` was hedged in and had sent its Metadata request: returns
+/// the session, both conns, `b2`'s unanswered Metadata request and the actions of the win.
+fn b1_wins_while_b2_owes_its_metadata(config: SessionConfig) -> (Session, ConnId, ConnId, Bytes, Vec<Action>) {
+    let mut s = session(config);
+    let (mut one, mut two) = (Broker::default(), Broker::default());
+    s.request_refresh(ms(0));
+    let [(c1, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::Connected { conn: c1 });
+    let [api_versions] = &sends_on(&actions(&mut s), c1)[..] else { panic!() };
+    s.handle_event(ms(2), Event::Received { conn: c1, bytes: &one.answer(api_versions) });
+    let [metadata_1] = &sends_on(&actions(&mut s), c1)[..] else { panic!("b1's Metadata request") };
+    // b1 is slow to answer Metadata: the stagger hedges to b2, which gets as far as b1.
+    s.handle_timeout(ms(500));
+    let [(c2, _)] = dials(&actions(&mut s))[..] else { panic!("the hedge") };
+    s.handle_event(ms(501), Event::Connected { conn: c2 });
+    let [api_versions] = &sends_on(&actions(&mut s), c2)[..] else { panic!() };
+    s.handle_event(ms(502), Event::Received { conn: c2, bytes: &two.answer(api_versions) });
+    let [metadata_2] = &sends_on(&actions(&mut s), c2)[..] else { panic!("b2's Metadata request") };
+    s.handle_event(ms(600), Event::Received { conn: c1, bytes: &one.answer(metadata_1) });
+    let won = actions(&mut s);
+    assert_eq!(refreshed(&won), Some(1), "{won:?}");
+    (s, c1, c2, metadata_2.clone(), won)
+}
+
+/// Point of a spare: a loser that owed only its Metadata answer (authenticated, not slow: it
+/// started after the winner) is read to the end and kept, and the next refresh's hedge runs
+/// on it with no `Dial`, so no broker accepts a new connection for it.
+#[test]
+fn a_loser_owing_its_metadata_is_kept_as_a_spare_and_the_next_hedge_runs_on_it() {
+    let (mut s, c1, c2, metadata_2, won) = b1_wins_while_b2_owes_its_metadata(config());
+    assert!(closes(&won).is_empty(), "b2 drains instead of closing: {won:?}");
+    assert_eq!(s.kept_connection(), Some(c1));
+    assert_eq!(s.kept_connections().count(), 1, "b2 is not kept before its answer is read");
+    let until = ms(10_600);
+    assert_eq!(s.poll_timeout(), Some(until.min(s.cluster().poll_timeout().unwrap())));
+    // b2's answer comes: the connection is now a spare.
+    s.handle_event(ms(610), Event::Received { conn: c2, bytes: &Broker::default().answer(&metadata_2) });
+    assert_eq!(actions(&mut s), [], "nothing to do: the answer is read, not reported");
+    let mut kept: Vec<ConnId> = s.kept_connections().collect();
+    kept.sort_by_key(|c| c.0);
+    assert_eq!(kept, [c1, c2]);
+    assert_eq!(s.stats().spares_kept, 1);
+    assert_eq!(s.cluster().kept_brokers().len(), 2);
+
+    // The next refresh: b1, first, hangs on its kept connection; the hedge reuses b2's.
+    let epoch = s.request_refresh(ms(1_000));
+    let first = actions(&mut s);
+    assert!(dials(&first).is_empty() && sends_on(&first, c1).len() == 1, "b1 first, kept: {first:?}");
+    s.handle_timeout(ms(1_500));
+    let hedge = actions(&mut s);
+    assert!(dials(&hedge).is_empty(), "the hedge opens no connection: {hedge:?}");
+    let sends = sends_on(&hedge, c2);
+    assert_eq!(sends.len(), 1, "ApiVersions on the spare: {hedge:?}");
+    let mut two = Broker::default();
+    let all = serve(&mut s, ms(1_501), c2, &mut two, hedge);
+    assert_eq!(refreshed(&all), Some(epoch), "{all:?}");
+    assert_eq!(two.seen, [ApiKey::ApiVersions, ApiKey::Metadata], "no SASL or handshake to pay again");
+    assert_eq!(closes(&all), [c1], "b1, slow since before the winner started, is not kept");
+    let stats = s.stats();
+    assert_eq!((stats.connections_opened, stats.connections_reused), (2, 2));
+    assert_eq!(s.kept_connection(), Some(c2));
+}
+
+/// A draining loser whose answer does not come within `attempt_timeout` is closed; a one-shot
+/// session and `spare_connections = 0` drain nothing.
+#[test]
+fn a_drain_is_bounded_and_spares_can_be_turned_off() {
+    let (mut s, _, c2, _, _) = b1_wins_while_b2_owes_its_metadata(config());
+    let until = ms(10_600);
+    s.handle_timeout(ms(10_599));
+    assert_eq!(actions(&mut s), []);
+    s.handle_timeout(until);
+    assert_eq!(actions(&mut s), [Action::Close { conn: c2 }]);
+    assert_eq!((s.kept_connections().count(), s.stats().spares_kept), (1, 0));
+    s.handle_event(until, Event::Received { conn: c2, bytes: b"late" });
+    assert_eq!(s.ignored_events(), 1, "a closed drain's bytes are ignored");
+
+    let (_, _, c2, _, won) = b1_wins_while_b2_owes_its_metadata(SessionConfig { one_shot: true, ..config() });
+    assert!(closes(&won).contains(&c2), "one shot: {won:?}");
+    let mut none = config();
+    none.cluster.spare_connections = 0;
+    let (s, _, c2, _, won) = b1_wins_while_b2_owes_its_metadata(none);
+    assert!(closes(&won).contains(&c2), "no spares: {won:?}");
+    assert_eq!(s.kept_connections().count(), 1);
+}
