@@ -119,6 +119,11 @@ pub struct BrokerBook {
     entries: Vec<BrokerEntry>,
     /// Failure memory halves every this long (default 30 s).
     pub health_half_life: Duration,
+    /// The connected broker a refresh asks first, ahead of other connected ones (the
+    /// [`crate::Cluster`]'s leading kept connection); without it, connected brokers go in
+    /// book order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lead: Option<BrokerIndex>,
 }
 
 /// Failure score (in 1/256ths) above which a broker counts as recently failed.
@@ -132,7 +137,7 @@ impl BrokerBook {
     /// Empty lists, empty entries and entries without a port are refused here, at
     /// construction, rather than failing later. Duplicates are merged.
     pub fn new<S: AsRef<str>>(seeds: impl IntoIterator<Item = S>) -> Result<Self, ConfigError> {
-        let mut book = BrokerBook { entries: Vec::new(), health_half_life: Duration::from_secs(30) };
+        let mut book = BrokerBook { entries: Vec::new(), health_half_life: Duration::from_secs(30), lead: None };
         for seed in seeds {
             let seed = seed.as_ref().trim();
             validate_address(seed)?;
@@ -272,6 +277,11 @@ impl BrokerBook {
         }
     }
 
+    /// Names the connected broker refreshes ask first ([`BrokerBook::attempt_order`]).
+    pub(crate) fn set_lead(&mut self, lead: Option<BrokerIndex>) {
+        self.lead = lead;
+    }
+
     /// Whether `index` failed recently (its decayed failure score is still high).
     pub fn recently_failed(&self, index: BrokerIndex, now: Instant) -> bool {
         self.get(index).is_some_and(|e| decayed_score(e, now, self.health_half_life) >= RECENTLY_FAILED)
@@ -279,7 +289,8 @@ impl BrokerBook {
 
     /// The order in which a refresh should try brokers, written into `out`.
     ///
-    /// Discovered brokers an adapter holds a connection to first (no handshake to pay), then
+    /// Discovered brokers an adapter holds a connection to first (no handshake to pay), the
+    /// lead ([`BrokerBook::set_lead`]) before the others, then
     /// the other discovered brokers shuffled by `rng` (spreads clients over the cluster),
     /// then the seeds in the user's order; brokers that failed recently, seeds or not, go
     /// after every healthy one, least-failed first. The seeds come after the healthy
@@ -295,14 +306,15 @@ impl BrokerBook {
         out: &mut SmallVec<A>,
     ) {
         out.clear();
+        let lead = self.lead;
         let tier = |i: BrokerIndex| -> u8 {
             let e = &self.entries[i.0 as usize];
             if e.connected && e.is_discovered() {
-                0
+                u8::from(lead != Some(i))
             } else if e.is_discovered() {
-                1
-            } else {
                 2
+            } else {
+                3
             }
         };
         let any_discovered = self.has_discovered();
@@ -324,9 +336,9 @@ impl BrokerBook {
                 }
             }
         };
-        shuffle_tier(out, rng, 1);
+        shuffle_tier(out, rng, 2);
         if shuffle_seeds {
-            shuffle_tier(out, rng, 2);
+            shuffle_tier(out, rng, 3);
         }
         let half_life = self.health_half_life;
         // Stable sort: healthy before recently failed, then by tier, then less-failed first.

@@ -311,6 +311,7 @@ impl Cluster {
         // A kept connection to a broker since recorded as failed (named as the trouble's
         // source) is not trusted with this refresh: it goes, and the broker is tried last.
         self.release_where(|book, b| !book.get(b).is_some_and(|e| e.connected));
+        self.book.set_lead(self.kept.first().copied());
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);

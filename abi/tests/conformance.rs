@@ -766,6 +766,44 @@ fn spare_connection() -> Value {
     s.finish(false)
 }
 
+fn cold_start_first_choice() -> Value {
+    let mut s = Script::new(
+        "cold_start_first_choice",
+        "A long-lived session's cold start: b1, its first choice, accepts the connection but answers \
+         ApiVersions only after 600 ms (its queue is long); the stagger hedges to b2, which wins. b1 is \
+         not closed: it finishes its exchange and is kept, and the next refresh runs on it (no DIAL).",
+        json!({"seeds": ["b1:9092", "b2:9093"], "preset": "staggered",
+               "settings": {"fanout.jitter": "0", "shuffle_seeds": "false"}}),
+        7,
+    )
+    .broker("b1:9092", {
+        let mut first = true;
+        Fake::answering(move |broker, frame| {
+            let reply = broker.answer(frame);
+            if api_key(frame) == ApiKey::ApiVersions && std::mem::take(&mut first) {
+                Reply::Delayed(reply, 600 * MS)
+            } else {
+                Reply::Bytes(reply)
+            }
+        })
+    })
+    .broker("b2:9093", Fake::healthy());
+    s.at(T0, bootstrap());
+    s.run_until_ended(1);
+    let b1 = s.dialled("b1:9092");
+    assert!(s.actions.iter().any(|a| a["refreshed"]["address"] == "b2:9093"), "{}: b2 wins", s.name);
+    s.run_until(|s| s.queue.is_empty());
+    assert_eq!(s.count("close", &s.actions_since(0)), 0, "{}: nothing is closed", s.name);
+    let from = s.steps.len();
+    s.at(s.now + 10 * MS, request(STAGGER_CAUSE_STALE_METADATA, ""));
+    s.run_until_ended(2);
+    let second = s.actions_since(from);
+    assert_eq!(s.count("dial", &second), 0, "{}: no new connection", s.name);
+    assert!(second.iter().any(|a| a["refreshed"]["address"] == "b1:9092"), "{}: b1 answers it", s.name);
+    assert!(second.iter().all(|a| a.get("send").is_none_or(|x| x["conn"] == b1)), "{}: on b1 only", s.name);
+    s.finish(false)
+}
+
 fn one_shot_healthy() -> Value {
     let mut s = Script::new(
         "one_shot_healthy",
@@ -1037,6 +1075,7 @@ const SCENARIOS: &[fn() -> Value] = &[
     hostile_host,
     resolve_and_tls,
     spare_connection,
+    cold_start_first_choice,
 ];
 
 /// `conformance/NAME.json`, as messages name a file.

@@ -8,9 +8,10 @@ use alloc::string::String;
 
 use smallvec::SmallVec;
 
-use super::{Cluster, ClusterEvent};
+use super::{Cluster, ClusterEvent, RefreshCause};
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::client_stats::ClientStats;
+use crate::refresh::{AttemptState, Refresh};
 
 /// Kept connections held without allocating: the winner's and
 /// [`ClusterConfig::MAX_SPARE_CONNECTIONS`](crate::ClusterConfig::MAX_SPARE_CONNECTIONS) spares.
@@ -46,27 +47,46 @@ impl Cluster {
     /// once its exchange ends: no refresh is running, there is room
     /// ([`ClusterConfig::spare_connections`](crate::ClusterConfig::spare_connections)), the
     /// metadata lists the broker, none is kept to it yet, and it has not failed recently (a
-    /// slow loser has). A host
-    /// that may keep it lets the exchange run to its end ([`Cluster::keep_spare`]) instead of
-    /// closing it.
+    /// slow loser has) unless it was the client's first choice in a bootstrap
+    /// (`first_choice_of_bootstrap`). A host that may keep it lets the exchange run to its
+    /// end ([`Cluster::keep_spare`]) instead of closing it.
     pub fn wants_spare(&self, broker: BrokerIndex) -> bool {
-        self.current.is_none()
-            && self.kept.len() < 1 + self.config.spare_connections as usize
+        self.spare_room() > 0
             && !self.kept.contains(&broker)
             && self.book.get(broker).is_some_and(|e| !e.connected && e.is_discovered())
-            && !self.book.recently_failed(broker, self.now)
+            && (!self.book.recently_failed(broker, self.now) || self.bootstrap_first_choice(broker))
+    }
+
+    /// Whether `broker` was the client's first choice in the last refresh, a bootstrap that
+    /// another broker won (`first_choice_of_bootstrap`).
+    fn bootstrap_first_choice(&self, broker: BrokerIndex) -> bool {
+        self.last.as_ref().is_some_and(|r| first_choice_of_bootstrap(r, broker))
+    }
+
+    /// How many more connections may be kept as spares now: none while a refresh runs.
+    pub fn spare_room(&self) -> usize {
+        if self.current.is_some() {
+            return 0;
+        }
+        (1 + self.config.spare_connections as usize).saturating_sub(self.kept.len())
     }
 
     /// Offers a lost attempt's connection to `broker`, its exchange over (authenticated, the
     /// Metadata answer read): `true` when it is kept as a spare ([`Cluster::wants_spare`]
     /// still holds), which the next refresh reuses as it would the winner's; `false` when the
-    /// host should close it.
+    /// host should close it. The broker answered, so its failure record is cleared, as a
+    /// winner's is.
     pub fn keep_spare(&mut self, broker: BrokerIndex) -> bool {
         if !self.wants_spare(broker) {
             return false;
         }
+        self.book.record_success(broker, self.now);
         self.book.set_connected(broker, true);
-        self.kept.push(broker);
+        if self.bootstrap_first_choice(broker) {
+            self.kept.insert(0, broker);
+        } else {
+            self.kept.push(broker);
+        }
         self.counters.spares_kept += 1;
         true
     }
@@ -93,6 +113,16 @@ impl Cluster {
     pub(super) fn release_at(&mut self, i: usize) {
         release(&mut self.kept, &mut self.book, &mut self.events, i);
     }
+}
+
+/// Whether `broker` was tried before the winner in `refresh`, a bootstrap: the broker the
+/// client chose first, outrun only because a cold start queued its handshake behind every
+/// other client's. Kept, it leads again, so clients stay spread over the brokers as they
+/// chose rather than herded onto whichever broker's queue was shortest.
+fn first_choice_of_bootstrap(refresh: &Refresh, broker: BrokerIndex) -> bool {
+    let won = refresh.attempts().find(|(_, a)| a.state == AttemptState::Won).map(|(_, a)| a.started_at);
+    refresh.cause() == RefreshCause::Bootstrap
+        && won.is_some_and(|w| refresh.attempts().any(|(_, a)| a.broker == broker && a.started_at < w))
 }
 
 /// Asks the adapter to close the `i`th of the `kept` connections; on fields, for a caller

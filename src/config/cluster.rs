@@ -57,7 +57,10 @@ pub struct ClusterConfig {
     /// [`ClusterConfig::MAX_SPARE_CONNECTIONS`]): a loser whose exchange had reached its
     /// Metadata request is drained and kept, so a later refresh's hedge runs on an
     /// authenticated connection (no TCP, TLS or SASL handshake, no new connection for the
-    /// broker to accept) before it opens a new one. 0 keeps the winner's only.
+    /// broker to accept) before it opens a new one. At a cold start, the client's first
+    /// choice, connected but outrun while its handshake queued, finishes its exchange and is
+    /// kept too, leading the next refresh (so clients stay where they chose instead of
+    /// herding onto the broker that answered first). 0 keeps the winner's only.
     pub spare_connections: u32,
 }
 

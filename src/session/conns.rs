@@ -4,7 +4,7 @@
 //! | `attempt` | `kafka` | state |
 //! |---|---|---|
 //! | `Some` | `Some` | running that attempt's exchange |
-//! | `None` | `Some` | draining: a loser reading its Metadata answer to be kept as a spare, until `drain_until` |
+//! | `None` | `Some` | draining: a loser finishing its exchange to be kept as a spare, until `drain_until` |
 //! | `None` | `None` | kept idle between refreshes |
 //!
 //! Its size is bounded by the attempts a refresh runs at once plus the kept and draining
@@ -88,6 +88,11 @@ impl Conns {
     /// The connection kept (idle) to `broker`.
     pub(super) fn kept(&mut self, broker: BrokerIndex) -> Option<&mut Conn> {
         self.list.iter_mut().find(|c| c.attempt.is_none() && c.kafka.is_none() && c.broker == broker)
+    }
+
+    /// How many connections are draining (each may become a spare).
+    pub(super) fn draining(&self) -> usize {
+        self.list.iter().filter(|c| c.drain_until.is_some()).count()
     }
 
     /// When the first draining connection runs out of time, if one is draining.

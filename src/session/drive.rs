@@ -9,10 +9,11 @@ use super::observe::Observed;
 use super::Session;
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::cluster::ClusterEvent;
+use crate::cluster::RefreshCause;
 use crate::error::{AttemptError, ErrorKind};
 use crate::kafka::sasl::Sasl;
 use crate::kafka::KafkaAttempt;
-use crate::refresh::{CancelReason, Input};
+use crate::refresh::{AttemptId, CancelReason, Input};
 
 impl Session {
     /// Applies one host event to its connection; says whether it named one the session
@@ -167,6 +168,36 @@ impl Session {
         }
     }
 
+    /// Whether the cancelled `attempt`'s connection is read to its exchange's end, to be
+    /// kept as a spare ([`crate::Cluster::keep_spare`] decides when it ends), rather than
+    /// closed now. Two losers are, in a long-lived session, while there is room:
+    ///
+    /// * one that lost a race owing only its Metadata answer, to a broker the cluster wants a
+    ///   spare of;
+    /// * a cold start's loser whose transport came up (`cold_and_up`: a bootstrap, the
+    ///   broker accepted) and that lost or was overtaken while its broker stayed silent. At
+    ///   a cold start that silence is most likely the handshake queued behind every other
+    ///   client's: finishing it costs the broker little more than abandoning it, and keeps
+    ///   the client on the broker it chose first rather than herding onto whichever broker's
+    ///   queue was shortest. The winner takes one place, so `spare_connections` bounds these.
+    fn drains(&mut self, attempt: AttemptId, reason: CancelReason, cold_and_up: bool) -> bool {
+        if self.config.one_shot {
+            return false;
+        }
+        let draining = self.conns.draining();
+        let spares = self.config.cluster.spare_connections as usize;
+        let cold = cold_and_up && matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
+        let room = self.cluster.spare_room();
+        let Some(conn) = self.conns.by_attempt(attempt) else { return false };
+        let Some(kafka) = conn.kafka.as_ref().filter(|k| !conn.gone && !k.is_finished()) else { return false };
+        let (broker, owes_metadata) = (conn.broker, kafka.awaits_metadata());
+        if cold {
+            draining < spares
+        } else {
+            reason == CancelReason::Lost && owes_metadata && draining < room && self.cluster.wants_spare(broker)
+        }
+    }
+
     fn on_cluster_event(&mut self, event: ClusterEvent) {
         match event {
             ClusterEvent::Connect { attempt, broker } => self.dial(attempt, broker),
@@ -199,17 +230,17 @@ impl Session {
             ClusterEvent::Cancel { attempt, reason } => {
                 let current = self.cluster.current().filter(|r| r.epoch() == attempt.epoch());
                 let refresh = current.or(self.cluster.last_refresh().filter(|r| r.epoch() == attempt.epoch()));
+                // A bootstrap race's loser whose transport came up: its broker has the
+                // handshake in hand, likely queued behind every other client's at a cold start.
+                let cold_and_up = refresh.is_some_and(|r| {
+                    r.cause() == RefreshCause::Bootstrap && r.attempt(attempt).is_some_and(|a| a.connected_at.is_some())
+                });
                 self.notes.cancelled(attempt, reason, refresh);
                 self.observe_cancelled(attempt, reason);
                 let until = self.now.saturating_add(self.config.cluster.refresh.attempt_timeout);
-                let may_keep = reason == CancelReason::Lost && !self.config.one_shot;
+                let drain = self.drains(attempt, reason, cold_and_up);
                 if let Some(conn) = self.conns.by_attempt(attempt) {
                     let (id, gone) = (conn.id, conn.gone);
-                    // A loser owing only its Metadata answer reads it and may stay as a spare.
-                    let drain = may_keep
-                        && !gone
-                        && conn.kafka.as_ref().is_some_and(KafkaAttempt::awaits_metadata)
-                        && self.cluster.wants_spare(conn.broker);
                     if drain {
                         conn.attempt = None;
                         conn.drain_until = Some(until);

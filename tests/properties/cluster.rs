@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use stagger::test_util::numbered_seeds;
-use stagger::{BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Command, Refresh};
+use stagger::{
+    AttemptState, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Command, Refresh, RefreshCause,
+};
 
 use crate::cases;
 use crate::driver::drain;
@@ -229,11 +231,21 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
             ClusterOp::KeepSpare(b) => {
                 let broker = BrokerIndex(*b as u32 % cluster.book().len() as u32);
                 let running = cluster.current().is_some();
+                // A bootstrap's first choice, outrun by the winner, leads; other spares follow.
+                let leads = cluster.last_refresh().is_some_and(|r| {
+                    let won = r.attempts().find(|(_, a)| a.state == AttemptState::Won).map(|(_, a)| a.started_at);
+                    r.cause() == RefreshCause::Bootstrap
+                        && won.is_some_and(|w| r.attempts().any(|(_, a)| a.broker == broker && a.started_at < w))
+                });
                 if cluster.keep_spare(broker) {
                     if running || kept.contains(&broker) {
                         v.push((Inv::Keeping, format!("step {i}: spare {broker:?} kept while running or kept")));
                     }
-                    kept.push(broker);
+                    if leads {
+                        kept.insert(0, broker);
+                    } else {
+                        kept.push(broker);
+                    }
                 }
             }
         }

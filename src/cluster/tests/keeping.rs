@@ -212,3 +212,49 @@ fn spares_are_taken_only_where_they_help() {
     assert_eq!(cluster.kept_brokers(), [b]);
     assert!(ClusterConfig { spare_connections: 4, ..config() }.validate().is_err());
 }
+
+/// A cold start: the client's first choice connected but stayed silent (its handshake queued
+/// behind other clients'), a hedge won elsewhere. Drained to its answer and kept, the first
+/// choice leads the next refresh, ahead of the winner's connection, and its failure record
+/// is cleared. (A spare that started after the winner goes behind it:
+/// `spares_are_taken_only_where_they_help`.)
+#[test]
+fn a_bootstraps_first_choice_kept_late_leads_the_next_refresh() {
+    let mut refresh = RefreshConfig::sequential();
+    refresh.fanout.stagger = Stagger::Fixed(Duration::from_millis(40));
+    refresh.fanout.max_in_flight = 2;
+    refresh.attempt_timeout = Duration::from_secs(10);
+    refresh.shuffle_seeds = true;
+    // A refresh seed whose shuffle tries `b` first: then the book's order (`a` first) and the
+    // client's choice differ, and only the lead makes the next refresh ask `b`.
+    let (mut cluster, first, home) = (0..64)
+        .find_map(|seed| {
+            let config = ClusterConfig { refresh: refresh.with_seed(seed), ..ClusterConfig::default() };
+            let mut cluster = Cluster::new(config, BrokerBook::new(["a:9092", "b:9092"]).unwrap(), ms(0)).unwrap();
+            cluster.request_refresh(ms(0));
+            let [(first, home)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+            (home == broker(&cluster, "b:9092")).then_some((cluster, first, home))
+        })
+        .expect("some seed tries b first");
+    cluster.handle_input(ms(1), Input::Connected { attempt: first, tls: true });
+    cluster.handle_timeout(ms(40));
+    let [(hedge, other)] = connects(&events(&mut cluster))[..] else { panic!("the hedge") };
+    cluster.handle_input(ms(41), Input::Connected { attempt: hedge, tls: true });
+    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
+    cluster.handle_input(ms(60), Input::Response { attempt: hedge, metadata: answer });
+    let ev = events(&mut cluster);
+    assert!(
+        ev.contains(&ClusterEvent::Cancel { attempt: first, reason: crate::refresh::CancelReason::Lost }),
+        "{ev:?}"
+    );
+    assert_eq!(cluster.kept(), Some(other));
+    assert!(cluster.book().recently_failed(home, ms(60)), "slower, though it started first");
+    assert!(cluster.wants_spare(home), "failed, but the client's first choice");
+    assert!(!cluster.wants_spare(other), "kept already");
+    assert!(cluster.keep_spare(home));
+    assert_eq!(cluster.kept_brokers(), [home, other], "the first choice leads");
+    assert!(!cluster.book().recently_failed(home, ms(61)), "it answered");
+    cluster.request_refresh(ms(1_000));
+    let ev = events(&mut cluster);
+    assert!(matches!(ev[..], [ClusterEvent::Reuse { broker, .. }] if broker == home), "{ev:?}");
+}

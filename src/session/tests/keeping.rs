@@ -127,3 +127,50 @@ fn a_drain_is_bounded_and_spares_can_be_turned_off() {
     assert!(closes(&won).contains(&c2), "no spares: {won:?}");
     assert_eq!(s.kept_connections().count(), 1);
 }
+
+/// A cold start's first choice whose broker accepted the connection but stayed silent (its
+/// handshake queued behind other clients') is not closed when a hedge wins elsewhere: it
+/// finishes its exchange, is kept, and leads the next refresh, so the client stays on the
+/// broker it chose. A later refresh's silent loser is closed as before.
+#[test]
+fn a_cold_starts_silent_first_choice_finishes_and_leads_the_next_refresh() {
+    let mut s = session(config());
+    s.request_refresh(ms(0));
+    let [(home, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::Connected { conn: home });
+    let [api_versions] = &sends_on(&actions(&mut s), home)[..] else { panic!() };
+    s.handle_timeout(ms(500));
+    let [(other, _)] = dials(&actions(&mut s))[..] else { panic!("the hedge") };
+    s.handle_event(ms(501), Event::Connected { conn: other });
+    let sends = actions(&mut s);
+    let won = serve(&mut s, ms(502), other, &mut Broker::default(), sends);
+    assert_eq!(refreshed(&won), Some(1));
+    assert!(closes(&won).is_empty(), "the first choice drains: {won:?}");
+    // Its broker gets to it: ApiVersions, then the Metadata request it owes.
+    let mut queued = Broker::default();
+    s.handle_event(ms(900), Event::Received { conn: home, bytes: &queued.answer(api_versions) });
+    let rest = actions(&mut s);
+    assert_eq!(serve(&mut s, ms(901), home, &mut queued, rest).len(), 1, "only the Metadata request");
+    assert_eq!(queued.seen, [ApiKey::ApiVersions, ApiKey::Metadata]);
+    assert_eq!(s.stats().spares_kept, 1);
+    // The next refresh runs on the first choice's connection.
+    s.request_refresh(ms(1_000));
+    let next = actions(&mut s);
+    assert!(dials(&next).is_empty() && sends_on(&next, home).len() == 1, "{next:?}");
+
+    // Not a cold start: a silent loser is closed when the hedge wins.
+    let mut s = session(config());
+    let (kept, _) = healthy_refresh(&mut s, &mut Broker::default());
+    s.handle_event(ms(5), Event::Closed { conn: kept, how: CloseKind::Clean });
+    s.request_refresh(ms(10));
+    let [(silent, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(11), Event::Connected { conn: silent });
+    let _api_versions = actions(&mut s);
+    s.handle_timeout(ms(510));
+    let [(other, _)] = dials(&actions(&mut s))[..] else { panic!("the hedge") };
+    s.handle_event(ms(511), Event::Connected { conn: other });
+    let sends = actions(&mut s);
+    let won = serve(&mut s, ms(512), other, &mut Broker::default(), sends);
+    assert_eq!(refreshed(&won), Some(2));
+    assert_eq!(closes(&won), [silent], "{won:?}");
+}
