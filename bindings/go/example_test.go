@@ -11,7 +11,8 @@ import (
 )
 
 // One refresh, and the seed list to hand to another Kafka client (Sarama, franz-go): the
-// broker that answered first, then every other broker the cluster lists.
+// broker that answered first, then every other broker the cluster lists and every seed,
+// less those stagger saw failing or silent (hung, blackholed) during the refresh.
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -209,6 +209,9 @@ func TestOneRefreshAgainstAFakeBrokerDecodesTheMetadataAndClosesItsConnection(t 
 	if len(md.Attempts) != 1 || md.Attempts[0].Outcome != "won" || md.Attempts[0].Connected < 0 {
 		t.Fatalf("attempts %+v", md.Attempts)
 	}
+	if len(md.GivenSeeds) != 1 || md.GivenSeeds[0] != fake.addr() {
+		t.Fatalf("given seeds %v", md.GivenSeeds)
+	}
 	if got := md.Seeds(); len(got) != 3 || got[0] != fake.addr() || got[1] != "b1:9092" {
 		t.Fatalf("seeds %v", got)
 	}

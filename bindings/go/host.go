@@ -275,6 +275,7 @@ func (h *host) metadata(a action) (*ClusterMetadata, error) {
 		return nil, err
 	}
 	md.AnsweredBy = a.address
+	md.GivenSeeds = append([]string(nil), h.cfg.seeds...)
 	if doc, err := h.in.jsonView("stagger_report", h.in.fns.report); err == nil {
 		if r, ok := decodeReport(doc); ok && r.last && r.epoch == a.epoch {
 			md.Elapsed = r.elapsed

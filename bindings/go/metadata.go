@@ -26,6 +26,9 @@ type ClusterMetadata struct {
 	// AnsweredBy is the host:port of the broker whose answer this is, as the session named
 	// it (a seed as given, or a discovered broker's advertised address).
 	AnsweredBy string `json:"-"`
+	// GivenSeeds are the seeds the session was built with (Metadata's or NewClient's), as
+	// given.
+	GivenSeeds []string `json:"-"`
 	// Attempts are the refresh's attempts, one per connection it started, in start order:
 	// which brokers answered, failed (and why) or were cancelled when another one won.
 	Attempts []Attempt `json:"-"`
@@ -80,21 +83,51 @@ type Attempt struct {
 	Started, Connected, Answered, Ended time.Duration
 }
 
-// Seeds returns the addresses to bootstrap another Kafka client with, best first: the broker
-// that answered, then every other broker the cluster lists. Hand them to sarama.NewClient,
-// kgo.SeedBrokers or a bootstrap.servers list.
+// Seeds returns the addresses to bootstrap another Kafka client with (sarama.NewClient,
+// kgo.SeedBrokers, a bootstrap.servers list), best first and without duplicates:
+//
+//   - AnsweredBy, the broker that answered first;
+//   - then every other broker the cluster lists (its advertised address, in Brokers' order)
+//     and every seed of GivenSeeds (as given), leaving out each address stagger saw failing
+//     in this refresh: an address with an attempt (Attempts, matched on Attempt.Broker
+//     exactly) that ended "failed", or "cancelled" before the broker answered anything
+//     (Answered < 0: a silent broker, hung or blackholed).
+//
+// A broker whose attempt was cancelled after it answered (it was only slower than the one
+// that answered first) stays, and so does every broker and seed stagger did not try. A
+// healthy broker whose attempt started too shortly before the first answer to have answered
+// yet looks silent too, and is left out with the hung ones.
+//
+// Why leave them out rather than put them last: Kafka's metadata still lists a hung broker
+// (a stopped process stays registered until its session times out), and franz-go, sarama and
+// aiokafka start at a random seed of the list they are given, so a hung broker anywhere in it
+// would still cost them a whole timeout now and then. The list is what stagger saw during
+// this one refresh: a broker it left out may be well again, and one it did not try may not be.
 func (m *ClusterMetadata) Seeds() []string {
+	failing := map[string]bool{}
+	for _, a := range m.Attempts {
+		if a.Outcome == "failed" || (a.Outcome == "cancelled" && a.Answered < 0) {
+			failing[a.Broker] = true
+		}
+	}
 	seen := map[string]bool{}
 	var out []string
 	add := func(a string) {
-		if a != "" && !seen[a] {
+		if a != "" && !seen[a] && !failing[a] {
 			seen[a] = true
 			out = append(out, a)
 		}
 	}
-	add(m.AnsweredBy)
+	if m.AnsweredBy != "" {
+		// It answered: first, whatever an earlier attempt to it in the refresh did.
+		seen[m.AnsweredBy] = true
+		out = append(out, m.AnsweredBy)
+	}
 	for _, b := range m.Brokers {
 		add(b.Address())
+	}
+	for _, s := range m.GivenSeeds {
+		add(s)
 	}
 	return out
 }

@@ -577,10 +577,13 @@ def main():
             "would put it in front of their client: franz-go and sarama after `stagger.Metadata(ctx, seeds, "
             "stagger.WithTopics())` and `md.Seeds()` (Go binding, `bindings/go/examples/bootstrap`), aiokafka after "
             "`await stagger.bootstrap_servers(seeds)` (Python wheel), each at stagger's defaults: the seed that "
-            "answered first, then every broker the answer lists (their advertised addresses), is the seed list "
-            "given to the peer's constructor. Its time covers both, stagger's call and then the peer's own "
-            "metadata round. franz-go, sarama and aiokafka each start at a random seed of the list they are given "
-            "(the order is advice to them); the brokers a hung seed stands for are still listed while they hang.",
+            "answered first, then every other broker the answer lists (their advertised addresses) and every "
+            "seed, less each address whose attempt in stagger's refresh failed or was cancelled before the broker "
+            "answered, is the seed list given to the peer's constructor. Its time covers both, stagger's call and "
+            "then the peer's own metadata round. franz-go, sarama and aiokafka each start at a random seed of the "
+            "list they are given (the order is advice to them); the brokers a hung seed stands for are still listed "
+            "while they hang. The list matches addresses exactly: a hung seed's counting forwarder (see "
+            "*Connections*) is left out, the hung broker's own advertised address, which stagger did not try, is not.",
             "",
             "* **Time to metadata** is measured inside each probe process, from creating the client to holding the "
             "answer (process start-up excluded). Each probe first does one uncounted round with a separate client "

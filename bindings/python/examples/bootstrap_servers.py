@@ -4,8 +4,11 @@ stagger.
 Those clients try their seed brokers one at a time: past a hung or blackholed first seed they
 wait out a whole timeout (or never answer). stagger asks the seeds with a short, adaptive
 stagger, so a dead or silent seed costs milliseconds. Ask it which seeds are alive and which
-broker answered, then hand your client an ordered ``bootstrap_servers`` list that starts with
-a broker that answers.
+broker answered, then hand your client an ordered ``bootstrap_servers`` list: the broker that
+answered first, then every other broker the cluster lists and every seed, except those stagger
+saw failing (refused, reset, timed out) or silent (never answered: hung or blackholed) during
+its refresh. Those are left out, not put last, because Kafka's metadata still lists a hung
+broker (a stopped process stays registered) and aiokafka starts at a random seed of its list.
 
     python bootstrap_servers.py 10.0.0.1:9092,10.0.0.2:9092,10.0.0.3:9092
     python bootstrap_servers.py broker1:9093,broker2:9093 --ca ca.pem                   # TLS
@@ -75,6 +78,9 @@ async def main(argv: Optional[List[str]] = None) -> int:
     print(f"cluster {md.cluster_id}: {len(md.brokers)} brokers; {md.answered_by} answered first")
     print("seeds:")
     print("\n".join(seed_states(seeds, md)))
+    print(f"listed: {', '.join(b.address for b in md.brokers)}")
+    # The broker that answered, then the listed brokers and the seeds stagger did not see
+    # failing or silent.
     servers = md.bootstrap_servers()
     print(f"bootstrap_servers = {servers!r}")
     print()

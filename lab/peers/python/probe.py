@@ -7,8 +7,9 @@ CLIENT is confluent-kafka (librdkafka: AdminClient.list_topics), kafka-python
 stagger (stagger.metadata_blocking at its defaults, the seeds in the order given: the wheel
 built from bindings/python; TUNED is ignored). aiokafka+front ("aiokafka + stagger front" in the
 benchmark) first runs the Python package's recipe, ``await stagger.bootstrap_servers(seeds)`` at
-its defaults (the seed that answered, then every broker the answer lists), and gives that list
-to aiokafka; the time covers both.
+its defaults (the seed that answered, then the listed brokers and the seeds stagger did not see
+failing or silent in its refresh; the package decides, this probe adds nothing), and gives that
+list to aiokafka; the time covers both.
 Prints {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,"elapsed_ms":…,"error":"…"}: the
 time from creating the client to the answer. With WARMUP_ADDRESS a first client asks that
 (healthy, uncounted) broker once, so imports and first-use costs are not billed; the probe

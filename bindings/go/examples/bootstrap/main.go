@@ -1,8 +1,12 @@
 // Command bootstrap is the recipe for a Sarama or franz-go user: before building your Kafka
 // client, ask stagger which seeds are alive and which broker answered, and hand the client
-// an ordered seed list — the broker that answered first, then the other live brokers. A
-// hung, killed or blackholed seed at the head of your list then costs milliseconds instead
-// of a timeout per seed.
+// an ordered seed list (md.Seeds()): the broker that answered first, then every other broker
+// the cluster lists and every seed, except the ones stagger saw failing (refused, reset,
+// timed out) or silent (connected or not, never answered: hung or blackholed) during its
+// refresh. Kafka's metadata still lists a hung broker (a stopped process stays registered)
+// and these clients start at a random seed of their list, so a bad broker left in it would
+// still cost them a timeout now and then; left out, a hung, killed or blackholed seed at the
+// head of your list costs milliseconds instead.
 //
 //	go run ./examples/bootstrap -seeds kafka-1:9092,kafka-2:9092,kafka-3:9092
 //
@@ -49,6 +53,13 @@ func main() {
 	for _, a := range md.Attempts {
 		fmt.Printf("  %-24s %s %s%s\n", a.Broker, a.Outcome, a.Reason, a.Error)
 	}
+	listed := make([]string, len(md.Brokers))
+	for i, b := range md.Brokers {
+		listed[i] = b.Address()
+	}
+	fmt.Println("listed:", strings.Join(listed, ","))
+	// The broker that answered, then the listed brokers and the seeds stagger did not see
+	// failing or silent.
 	ordered := md.Seeds()
 	fmt.Println("seeds:", strings.Join(ordered, ","))
 

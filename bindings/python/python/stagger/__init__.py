@@ -13,7 +13,8 @@ Three layers, like h11:
 * blocking: ``stagger.metadata_blocking(seeds)`` and ``stagger.Client``.
 
 ``stagger.bootstrap_servers(seeds)`` (and ``bootstrap_servers_blocking``) hand another Kafka
-client an ordered list that starts with a broker that answers.
+client an ordered list that starts with a broker that answered and leaves out every broker the
+refresh saw failing or silent (see ``Metadata.bootstrap_servers``).
 """
 
 from . import _config, _options, _types, _wire, aio, blocking, errors

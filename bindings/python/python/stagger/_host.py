@@ -97,7 +97,7 @@ def refresh_outcome(session: Session, action: Union[Refreshed, RefreshFailed]) -
     doc = json.loads(session._handle.metadata_json())
     if doc is None:  # pragma: no cover - REFRESHED always follows a success
         return ClosedError("the session has no metadata")
-    return Metadata.from_json(doc, answered_by=action.address, attempts=attempts)
+    return Metadata.from_json(doc, answered_by=action.address, attempts=attempts, seeds=tuple(session.config.seeds))
 
 
 def _attempts(session: Session, epoch: int) -> Tuple[AttemptReport, ...]:

@@ -110,7 +110,9 @@ class Metadata:
     """Cluster metadata, as the broker that answered first sent it.
 
     ``answered_by`` is that broker's ``host:port`` (as the seeds or the earlier metadata
-    named it) and ``attempts`` every attempt of the refresh that got it, when known."""
+    named it), ``attempts`` every attempt of the refresh that got it, and ``seeds`` the seeds
+    the session was given (as given), when known (``metadata()``, ``bootstrap_servers()`` and
+    the clients set all three; ``Session.metadata()`` only ``answered_by``)."""
 
     brokers: Tuple[Broker, ...]
     topics: Tuple[Topic, ...]
@@ -119,10 +121,15 @@ class Metadata:
     error_code: int = 0
     answered_by: Optional[str] = None
     attempts: Tuple[AttemptReport, ...] = field(default=(), compare=False)
+    seeds: Tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def from_json(
-        cls, doc: Mapping[str, Any], answered_by: Optional[str] = None, attempts: Tuple[AttemptReport, ...] = ()
+        cls,
+        doc: Mapping[str, Any],
+        answered_by: Optional[str] = None,
+        attempts: Tuple[AttemptReport, ...] = (),
+        seeds: Tuple[str, ...] = (),
     ) -> "Metadata":
         brokers = tuple(
             Broker(int(b["node_id"]), str(b["host"]), int(b["port"]), b.get("rack")) for b in doc.get("brokers", ())
@@ -153,6 +160,7 @@ class Metadata:
             error_code=int(doc.get("error_code", 0)),
             answered_by=answered_by,
             attempts=attempts,
+            seeds=tuple(seeds),
         )
 
     def broker(self, node_id: int) -> Optional[Broker]:
@@ -164,15 +172,38 @@ class Metadata:
         return next((t for t in self.topics if t.name == name), None)
 
     def bootstrap_servers(self) -> List[str]:
-        """An ordered ``bootstrap_servers`` list for another Kafka client: the broker that
-        answered first, then every broker the cluster lists as alive (their advertised
-        addresses on the listener that was asked), without duplicates."""
+        """An ordered ``bootstrap_servers`` list for another Kafka client, without duplicates:
+        ``answered_by``, the broker that answered first; then every other broker the cluster
+        lists (its advertised address, in ``brokers`` order) and every seed of ``seeds`` (as
+        given), leaving out each address stagger saw failing in this refresh: one with an
+        attempt (``attempts``, matched on the exact ``broker`` string) whose ``outcome`` is
+        ``failed``, or ``cancelled`` before the broker answered anything (``answered_ms`` is
+        ``None``: a silent broker, hung or blackholed).
+
+        A broker whose attempt was cancelled after it answered (it was only slower than the
+        one that answered first) stays, and so does every broker and seed stagger did not try.
+        A healthy broker whose attempt started too shortly before the first answer to have
+        answered yet looks silent too, and is left out with the hung ones.
+        The failing ones are left out rather than put last because Kafka's metadata still
+        lists a hung broker (a stopped process stays registered until its session times out)
+        and aiokafka (like franz-go and sarama) starts at a random seed of the list it is
+        given: a hung broker anywhere in it would still cost it a whole timeout now and then.
+        The list is what this one refresh saw; it does not follow a broker that comes back or
+        fails later."""
+        failing = {
+            a.broker
+            for a in self.attempts
+            if a.outcome == "failed" or (a.outcome == "cancelled" and a.answered_ms is None)
+        }
         out: List[str] = []
         if self.answered_by:
+            # It answered: first, whatever an earlier attempt to it in the refresh did.
             out.append(self.answered_by)
-        for b in self.brokers:
-            if b.address not in out:
-                out.append(b.address)
+        seen = set(out)
+        for candidate in [b.address for b in self.brokers] + list(self.seeds):
+            if candidate and candidate not in failing and candidate not in seen:
+                seen.add(candidate)
+                out.append(candidate)
         return out
 
 

@@ -55,10 +55,12 @@ async def bootstrap_servers(
     seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any
 ) -> List[str]:
     """An ordered ``bootstrap_servers`` list for another Kafka client (aiokafka,
-    confluent-kafka, kafka-python): the seed that answered first, then every broker the
-    cluster lists (see ``Metadata.bootstrap_servers``). Takes ``metadata()``'s options, and
-    asks for brokers only unless topics are named (``topics`` given as a keyword, or not
-    ``None`` in ``options``)."""
+    confluent-kafka, kafka-python): the seed that answered first, then every other broker the
+    cluster lists and every seed, except those stagger saw failing during this refresh (an
+    attempt that failed, or was cancelled before the broker answered: hung or blackholed);
+    brokers and seeds it did not try stay (see ``Metadata.bootstrap_servers``). Takes
+    ``metadata()``'s options, and asks for brokers only unless topics are named (``topics``
+    given as a keyword, or not ``None`` in ``options``)."""
     if "topics" not in changes and not (isinstance(options, Options) and options.topics is not None):
         changes["topics"] = []
     return (await metadata(seeds, options, **changes)).bootstrap_servers()

@@ -4,8 +4,9 @@
 //
 // With -front ("franz-go + stagger front" in the benchmark), the recipe of stagger's Go binding
 // (bindings/go/examples/bootstrap) comes first: stagger.Metadata(ctx, seeds,
-// stagger.WithTopics()) at its defaults, then md.Seeds() (the seed that answered, then every
-// broker the answer lists) goes to kgo.NewClient(kgo.SeedBrokers(seeds...)); the time covers both.
+// stagger.WithTopics()) at its defaults, then md.Seeds() (the seed that answered, then the
+// listed brokers and the seeds stagger did not see failing or silent; package front) goes to
+// kgo.NewClient(kgo.SeedBrokers(seeds...)); the time covers both.
 //
 // Prints one JSON line: {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,…,"error":"…"}.
 package main

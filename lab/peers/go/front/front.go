@@ -1,6 +1,8 @@
 // Package front is the recipe of stagger's Go binding (bindings/go/examples/bootstrap) as the
 // franz-go and sarama probes run it: ask stagger which seed answers (the brokers only), and
-// return the ordered seed list for the peer's constructor.
+// return md.Seeds(), the ordered seed list for the peer's constructor. The binding decides
+// what the list holds (the broker that answered first, then the listed brokers and the seeds
+// it did not see failing or silent); this package adds nothing to it.
 package front
 
 import (
@@ -17,7 +19,9 @@ var Last struct {
 }
 
 // Seeds runs stagger.Metadata at its defaults over seeds and returns md.Seeds(): the seed
-// that answered, then every broker the answer lists.
+// that answered, then every other broker the answer lists and every seed, less each address
+// whose attempt in that refresh failed or was cancelled before the broker answered (a hung
+// broker stays listed in Kafka's metadata, and franz-go and sarama start at a random seed).
 func Seeds(seeds []string) ([]string, error) {
 	t0 := time.Now()
 	md, err := stagger.Metadata(context.Background(), seeds, stagger.WithTopics())

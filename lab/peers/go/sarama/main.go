@@ -5,8 +5,9 @@
 //
 // With -front ("sarama + stagger front" in the benchmark), the recipe of stagger's Go binding
 // (bindings/go/examples/bootstrap) comes first: stagger.Metadata(ctx, seeds,
-// stagger.WithTopics()) at its defaults, then md.Seeds() (the seed that answered, then every
-// broker the answer lists) goes to sarama.NewClient(seeds, cfg); the time covers both.
+// stagger.WithTopics()) at its defaults, then md.Seeds() (the seed that answered, then the
+// listed brokers and the seeds stagger did not see failing or silent; package front) goes to
+// sarama.NewClient(seeds, cfg); the time covers both.
 //
 // Prints one JSON line: {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,…,"error":"…"}.
 package main
