@@ -191,9 +191,9 @@ impl Engine {
     /// A draining loser's Metadata answer came: its connection is offered as a spare.
     fn drained(&mut self, ci: usize, attempt: AttemptId) {
         let c = &mut self.clients[ci];
-        let Some(i) = c.draining.iter().position(|&(a, _)| a == attempt) else { return };
-        let (_, broker) = c.draining.swap_remove(i);
-        if let Some(cluster) = &mut c.cluster {
+        let Some(i) = c.draining.iter().position(|&(a, ..)| a == attempt) else { return };
+        let (_, broker, until) = c.draining.swap_remove(i);
+        if let Some(cluster) = c.cluster.as_mut().filter(|_| self.now <= until) {
             cluster.keep_spare(broker);
         }
     }
@@ -210,10 +210,13 @@ impl Engine {
         self.tally.is_some() && c.measured.is_some_and(|m| c.cluster.is_none() || m.epoch == attempt.epoch())
     }
 
-    /// Whether the client still wants `attempt` (an oracle client always does).
+    /// Whether the client still wants `attempt` (an oracle client always does; a draining
+    /// one until its drain gives up).
     fn is_live(&self, ci: usize, attempt: AttemptId) -> bool {
         let c = &self.clients[ci];
-        c.cluster.is_none() || c.live.contains(&attempt)
+        c.cluster.is_none()
+            || c.live.contains(&attempt)
+            || c.draining.iter().any(|&(a, _, until)| a == attempt && self.now <= until)
     }
 
     fn take_live(&mut self, ci: usize, attempt: AttemptId) -> bool {
@@ -351,7 +354,12 @@ impl Engine {
     }
 
     fn deliver(&mut self, ci: usize, input: Input) {
-        if let Some(cluster) = &mut self.clients[ci].cluster {
+        let c = &mut self.clients[ci];
+        // A draining attempt's progress is the client's own business, not the core's.
+        if c.draining.iter().any(|&(a, ..)| a == input.attempt()) {
+            return;
+        }
+        if let Some(cluster) = &mut c.cluster {
             cluster.handle_input(Instant::from_micros(self.now), input);
         }
         self.drain(ci);
@@ -414,17 +422,35 @@ impl Engine {
             // core's attempt timeout would fail an unanswered one).
             ClusterEvent::Resolve { .. } => {}
             ClusterEvent::Cancel { attempt, reason } => {
-                self.take_live(ci, attempt);
-                // A loser owing only its Metadata answer drains, as the session does.
+                let was_live = self.take_live(ci, attempt);
+                // The losers the session drains, drained alike: one owing only its Metadata
+                // answer, and a cold start's loser whose broker accepted it.
+                let now = self.now;
                 let c = &mut self.clients[ci];
                 let owed = c.awaiting_metadata.iter().position(|&a| a == attempt);
-                if let (Some(i), Some(cluster)) = (owed, &c.cluster) {
+                let Some(cluster) = &c.cluster else { return };
+                c.draining.retain(|&(.., until)| now <= until);
+                let refresh = cluster.current().or(cluster.last_refresh()).filter(|r| r.epoch() == attempt.epoch());
+                let info = refresh.and_then(|r| r.attempt(attempt));
+                let until = now + cluster.config().refresh.attempt_timeout.as_micros() as u64;
+                let cold = refresh.is_some_and(|r| r.cause() == RefreshCause::Bootstrap)
+                    && info.is_some_and(|a| a.connected_at.is_some())
+                    && matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
+                let spares = cluster.config().spare_connections as usize;
+                if let Some(i) = owed {
                     c.awaiting_metadata.swap_remove(i);
-                    let refresh = cluster.current().or(cluster.last_refresh()).filter(|r| r.epoch() == attempt.epoch());
-                    let broker = refresh.and_then(|r| r.attempt(attempt)).map(|a| a.broker);
-                    if let Some(b) = broker.filter(|&b| reason == CancelReason::Lost && cluster.wants_spare(b)) {
-                        c.draining.push((attempt, b));
-                    }
+                }
+                let Some(b) = info.map(|a| a.broker) else { return };
+                let drains = if cold {
+                    was_live && c.draining.len() < spares
+                } else {
+                    owed.is_some()
+                        && reason == CancelReason::Lost
+                        && c.draining.len() < cluster.spare_room()
+                        && cluster.wants_spare(b)
+                };
+                if drains {
+                    c.draining.push((attempt, b, until));
                 }
             }
             ClusterEvent::Refreshed { epoch, stats, .. } => {

@@ -130,9 +130,10 @@ struct Client {
     live: Vec<AttemptId>,
     /// Attempts whose Metadata request is sent and whose answer has not come.
     awaiting_metadata: Vec<AttemptId>,
-    /// Losers reading their Metadata answer to offer their connection as a spare
-    /// ([`Cluster::keep_spare`]), with the broker (the book's index) each goes to.
-    draining: Vec<(AttemptId, BrokerIndex)>,
+    /// Losers finishing their exchange to offer their connection as a spare
+    /// ([`Cluster::keep_spare`]), as the session drains them: with the broker (the book's
+    /// index) each goes to, and when the drain gives up (µs).
+    draining: Vec<(AttemptId, BrokerIndex, u64)>,
     timer_at: Option<u64>,
     timer_gen: u32,
     warm_left: u32,
