@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints docs/third-party-licenses.md: the crates the `stagger` binary, the browser adapter's
-# wasm and the ABI's wasm module are built from (dependencies and build tools,
-# dev-dependencies left out), with the licences cargo-deny finds for each; and the Go modules
+# wasm, the ABI's wasm module and the Python wheel's native library are built from
+# (dependencies and build tools, dev-dependencies left out), with the licences cargo-deny
+# finds for each; and the Go modules
 # the Go binding links, with the licence Debian's licensecheck identifies in each module's
 # licence file. Fails if a Go module's licence is not one deny.toml allows (cargo-deny checks
 # the crates': scripts/release-check.sh).
@@ -11,12 +12,21 @@ command -v licensecheck >/dev/null 2>&1 || {
   echo "third-party-licenses.sh: licensecheck is missing (Debian: apt-get install licensecheck; scripts/release-check.sh installs it)" >&2
   exit 1
 }
-list() { # list MANIFEST TARGET
-  cargo deny --manifest-path "$1" --exclude-dev --target "$2" list -f json -l crate 2>/dev/null |
+list() { # list MANIFEST TARGET...: the crates a build for any of the targets takes
+  local manifest="$1" target
+  shift
+  for target in "$@"; do
+    cargo deny --manifest-path "$manifest" --exclude-dev --target "$target" list -f json -l crate 2>/dev/null
+    printf '\0'
+  done |
     python3 -c '
 import json, sys
+crates = {}
+for doc in sys.stdin.read().split("\0"):
+    if doc.strip():
+        crates.update(json.loads(doc))
 rows = []
-for key, value in json.load(sys.stdin).items():
+for key, value in crates.items():
     name, version = key.split(" ")[:2]
     if name.startswith("stagger"):
         continue
@@ -93,6 +103,20 @@ cat <<'ABI'
 |---|---|---|
 ABI
 list abi/Cargo.toml wasm32-unknown-unknown
+cat <<'WHEEL'
+
+## The Python wheel's native library (`stagger-abi`; Linux, macOS, Windows)
+
+`bindings/python` (the `stagger-kafka` wheel): maturin builds `stagger-abi` as the native
+library the wheel carries (`bindings/python/pyproject.toml`); the table holds the crates a
+build takes on any of the hosts `deny.toml` names (x86_64 Linux, aarch64 macOS, x86_64
+Windows). The wheel's Python code needs `cffi` (MIT) at run time, which pip installs as a
+dependency.
+
+| crate | version | licences |
+|---|---|---|
+WHEEL
+list abi/Cargo.toml x86_64-unknown-linux-gnu aarch64-apple-darwin x86_64-pc-windows-msvc
 cat <<'GO'
 
 ## The Go binding (`bindings/go`, module `stagger.dev/go/stagger`)

@@ -84,7 +84,7 @@ pub(crate) const ERROR_KINDS: [(u8, ErrorKind); 12] = [
 ];
 
 /// `RefreshCause` ↔ its byte in `REQUEST_REFRESH`.
-const CAUSES: [(u8, RefreshCause); 6] = [
+pub(crate) const CAUSES: [(u8, RefreshCause); 6] = [
     (STAGGER_CAUSE_REQUESTED, RefreshCause::Requested),
     (STAGGER_CAUSE_BOOTSTRAP, RefreshCause::Bootstrap),
     (STAGGER_CAUSE_PERIODIC, RefreshCause::Periodic),

@@ -13,8 +13,9 @@
 //!   removes any `conformance/*.json` no script writes;
 //! * otherwise every script runs again in memory and the test fails when a file differs from
 //!   its record, naming the first step that differs;
-//! * then every file is replayed through the native ABI as a host would (events encoded and
-//!   actions decoded by `stagger_abi::host`), failing with the first differing action.
+//! * then every file is replayed through the native ABI as a host would (read by
+//!   `stagger_abi::conformance`, events encoded and actions decoded by `stagger_abi::host`),
+//!   failing with the first differing action.
 //!
 //! `bindings/go/conformance_test.go` and `bindings/python/tests/test_conformance.py` replay the
 //! same files through their own codecs.
@@ -28,11 +29,10 @@ use std::path::{Path, PathBuf};
 use common::*;
 use kafka_protocol::messages::ApiKey;
 use serde_json::{json, Value};
+use stagger_abi::conformance::{action_json, event_json, Scenario, FORMAT};
 use stagger_abi::host::{decode_actions, encode_events, HostAction, HostEvent};
 use stagger_abi::*;
 
-/// The version of the file format (`"format"` in every file).
-const FORMAT: u64 = 1;
 /// Where every scenario starts: the host's monotonic clock, in ns.
 const T0: u64 = SECOND;
 
@@ -40,155 +40,7 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance")
 }
 
-// ---- the JSON form of events and actions ----
-
-/// The error kinds by their names in docs/abi.md ("Codes").
-const ERROR_KINDS: [(u8, &str); 13] = [
-    (STAGGER_ERROR_DNS, "dns"),
-    (STAGGER_ERROR_REFUSED, "refused"),
-    (STAGGER_ERROR_CONNECT_TIMEOUT, "connect_timeout"),
-    (STAGGER_ERROR_RESPONSE_TIMEOUT, "response_timeout"),
-    (STAGGER_ERROR_CLOSED, "closed"),
-    (STAGGER_ERROR_PROTOCOL, "protocol"),
-    (STAGGER_ERROR_FRAME_TOO_LARGE, "frame_too_large"),
-    (STAGGER_ERROR_BROKER, "broker"),
-    (STAGGER_ERROR_NO_BROKERS, "no_brokers"),
-    (STAGGER_ERROR_TLS, "tls"),
-    (STAGGER_ERROR_AUTHENTICATION, "authentication"),
-    (STAGGER_ERROR_AUTHORIZATION, "authorization"),
-    (STAGGER_ERROR_IO, "io"),
-];
-
-/// The causes of `REQUEST_REFRESH` by their names in docs/abi.md ("Codes").
-const CAUSES: [(u8, &str); 6] = [
-    (STAGGER_CAUSE_REQUESTED, "requested"),
-    (STAGGER_CAUSE_BOOTSTRAP, "bootstrap"),
-    (STAGGER_CAUSE_PERIODIC, "periodic"),
-    (STAGGER_CAUSE_STALE_METADATA, "stale_metadata"),
-    (STAGGER_CAUSE_CONNECTION_LOST, "connection_lost"),
-    (STAGGER_CAUSE_REQUEST_TIMED_OUT, "request_timed_out"),
-];
-
-fn name_of(table: &[(u8, &'static str)], byte: u8) -> &'static str {
-    table.iter().find(|(b, _)| *b == byte).unwrap_or_else(|| panic!("no name for {byte}")).1
-}
-
-fn byte_of(table: &[(u8, &str)], name: &str) -> Result<u8, String> {
-    table.iter().find(|(_, n)| *n == name).map(|(b, _)| *b).ok_or_else(|| format!("unknown name {name:?}"))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Result<Vec<u8>, String> {
-    if !text.len().is_multiple_of(2) {
-        return Err(format!("odd hex length {}", text.len()));
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|e| format!("hex at {i}: {e}")))
-        .collect()
-}
-
-/// An event as the files write it: `{"kind": {fields}}`.
-fn event_json(event: &HostEvent) -> Value {
-    match event {
-        HostEvent::Connected(conn) => json!({"connected": {"conn": conn}}),
-        HostEvent::Secured(conn) => json!({"secured": {"conn": conn}}),
-        HostEvent::Received(conn, bytes) => json!({"received": {"conn": conn, "hex": hex(bytes)}}),
-        HostEvent::Closed(conn, reset) => json!({"closed": {"conn": conn, "reset": reset}}),
-        HostEvent::IoError(conn, kind, code, detail) => json!({"io_error":
-            {"conn": conn, "kind": name_of(&ERROR_KINDS, *kind), "code": code, "detail": detail}}),
-        HostEvent::Resolved(lookup, addresses) => json!({"resolved":
-            {"lookup": lookup, "addresses": addresses.iter().map(|a| a.to_string()).collect::<Vec<_>>()}}),
-        HostEvent::ResolveFailed(lookup, kind, code, detail) => json!({"resolve_failed":
-            {"lookup": lookup, "kind": name_of(&ERROR_KINDS, *kind), "code": code, "detail": detail}}),
-        HostEvent::Nonce(conn, nonce) => json!({"nonce": {"conn": conn, "hex": hex(nonce)}}),
-        HostEvent::Token(conn, token) => json!({"token": {"conn": conn, "token": token}}),
-        HostEvent::TokenFailed(conn, why) => json!({"token_failed": {"conn": conn, "why": why}}),
-        HostEvent::RequestRefresh(cause, broker) => {
-            json!({"request_refresh": {"cause": name_of(&CAUSES, *cause), "broker": broker}})
-        }
-        HostEvent::Raw(..) => panic!("the files have no raw records"),
-    }
-}
-
-/// The one `{"kind": {fields}}` entry of an event or action object.
-fn tagged(value: &Value) -> Result<(&str, &Value), String> {
-    match value.as_object() {
-        Some(map) if map.len() == 1 => Ok(map.iter().next().map(|(k, v)| (k.as_str(), v)).unwrap()),
-        _ => Err(format!("not an object with one key: {value}")),
-    }
-}
-
-/// A file's event as the host writes it.
-fn event_from_json(value: &Value) -> Result<HostEvent, String> {
-    let (kind, f) = tagged(value)?;
-    let u64_of = |name: &str| f[name].as_u64().ok_or_else(|| format!("{kind}.{name} is not a u64: {value}"));
-    let str_of = |name: &str| f[name].as_str().ok_or_else(|| format!("{kind}.{name} is not a string: {value}"));
-    let code = || f["code"].as_i64().and_then(|c| i16::try_from(c).ok()).ok_or_else(|| format!("{kind}.code: {value}"));
-    Ok(match kind {
-        "connected" => HostEvent::Connected(u64_of("conn")?),
-        "secured" => HostEvent::Secured(u64_of("conn")?),
-        "received" => HostEvent::Received(u64_of("conn")?, unhex(str_of("hex")?)?),
-        "closed" => HostEvent::Closed(
-            u64_of("conn")?,
-            f["reset"].as_bool().ok_or_else(|| format!("closed.reset is not a bool: {value}"))?,
-        ),
-        "io_error" => HostEvent::IoError(
-            u64_of("conn")?,
-            byte_of(&ERROR_KINDS, str_of("kind")?)?,
-            code()?,
-            str_of("detail")?.to_owned(),
-        ),
-        "resolved" => HostEvent::Resolved(
-            u64_of("lookup")?,
-            f["addresses"]
-                .as_array()
-                .ok_or_else(|| format!("resolved.addresses is not an array: {value}"))?
-                .iter()
-                .map(|a| a.as_str().and_then(|a| a.parse::<SocketAddr>().ok()).ok_or(format!("address {a}")))
-                .collect::<Result<_, _>>()?,
-        ),
-        "resolve_failed" => HostEvent::ResolveFailed(
-            u64_of("lookup")?,
-            byte_of(&ERROR_KINDS, str_of("kind")?)?,
-            code()?,
-            str_of("detail")?.to_owned(),
-        ),
-        "nonce" => HostEvent::Nonce(
-            u64_of("conn")?,
-            unhex(str_of("hex")?)?.try_into().map_err(|_| format!("a nonce is 18 bytes: {value}"))?,
-        ),
-        "token" => HostEvent::Token(u64_of("conn")?, str_of("token")?.to_owned()),
-        "token_failed" => HostEvent::TokenFailed(u64_of("conn")?, str_of("why")?.to_owned()),
-        "request_refresh" => {
-            HostEvent::RequestRefresh(byte_of(&CAUSES, str_of("cause")?)?, str_of("broker")?.to_owned())
-        }
-        other => return Err(format!("unknown event {other:?}")),
-    })
-}
-
-/// An action as the files write it. A refresh error, JSON in the batch, is parsed: files
-/// and hosts compare it as JSON.
-fn action_json(action: &HostAction<'_>) -> Value {
-    match *action {
-        HostAction::Dial { conn, address, tls } => json!({"dial": {"conn": conn, "address": address, "tls": tls}}),
-        HostAction::Send { conn, bytes } => json!({"send": {"conn": conn, "hex": hex(bytes)}}),
-        HostAction::Close { conn } => json!({"close": {"conn": conn}}),
-        HostAction::Resolve { lookup, name } => json!({"resolve": {"lookup": lookup, "name": name}}),
-        HostAction::NeedNonce { conn } => json!({"need_nonce": {"conn": conn}}),
-        HostAction::NeedToken { conn } => json!({"need_token": {"conn": conn}}),
-        HostAction::Refreshed { epoch, broker, address } => {
-            json!({"refreshed": {"epoch": epoch, "broker": broker, "address": address}})
-        }
-        HostAction::RefreshFailed { epoch, error } => json!({"refresh_failed": {"epoch": epoch,
-            "error": serde_json::from_str::<Value>(error).expect("the refresh error is JSON")}}),
-        HostAction::Rebootstrapped => json!({"rebootstrapped": {}}),
-        HostAction::RefreshRequested { epoch } => json!({"refresh_requested": {"epoch": epoch}}),
-    }
-}
+// ---- comparing with the files ----
 
 /// The deterministic part of the report a file's `end` compares: the counters, how the last
 /// refresh ended, the connections and the events ignored.
@@ -284,31 +136,18 @@ fn render(doc: &Value) -> String {
 /// action batch decoded and compared in the JSON form. The first difference, named by step
 /// and action, is the error.
 fn replay(doc: &Value) -> Result<(), String> {
-    if doc["format"] != FORMAT {
-        return Err(format!("format {}, this checker reads {FORMAT}", doc["format"]));
-    }
-    let now_ns = doc["now_ns"].as_u64().ok_or("now_ns is not a u64")?;
-    let seed = doc["seed"].as_u64().ok_or("seed is not a u64")?;
-    let abi = Abi::new(&doc["config"].to_string(), now_ns, seed)
+    let scenario = Scenario::from_json(doc)?;
+    let abi = Abi::new(&scenario.config.to_string(), scenario.now_ns, scenario.seed)
         .map_err(|f| format!("stagger_session_new refused the config: {}", f.json))?;
-    let steps = doc["steps"].as_array().ok_or("steps is not an array")?;
-    for (i, step) in steps.iter().enumerate() {
-        let now = step["now_ns"].as_u64().ok_or_else(|| format!("step {i}: now_ns is not a u64"))?;
-        let at = format!("step {i} (now_ns {now})");
-        let events: Vec<HostEvent> = step["events"]
-            .as_array()
-            .ok_or_else(|| format!("{at}: events is not an array"))?
-            .iter()
-            .enumerate()
-            .map(|(j, e)| event_from_json(e).map_err(|m| format!("{at}, event {j}: {m}")))
-            .collect::<Result<_, _>>()?;
-        let answer =
-            abi.step_raw(now, &encode_events(&events)).map_err(|f| format!("{at}: stagger_step failed: {}", f.json))?;
+    for (i, step) in scenario.steps.iter().enumerate() {
+        let at = format!("step {i} (now_ns {})", step.now_ns);
+        let answer = abi
+            .step_raw(step.now_ns, &encode_events(&step.events))
+            .map_err(|f| format!("{at}: stagger_step failed: {}", f.json))?;
         let actions = decode_actions(&answer.bytes).map_err(|e| format!("{at}: the action batch: {e:?}"))?;
         let got: Vec<Value> = actions.actions.iter().map(action_json).collect();
-        let expected = step["expect"]["actions"].as_array().ok_or_else(|| format!("{at}: expect.actions"))?;
-        for j in 0..expected.len().max(got.len()) {
-            match (expected.get(j), got.get(j)) {
+        for j in 0..step.actions.len().max(got.len()) {
+            match (step.actions.get(j), got.get(j)) {
                 (Some(e), Some(g)) if e == g => {}
                 (e, g) => {
                     let show = |v: Option<&Value>| v.map_or_else(|| "no action".to_owned(), Value::to_string);
@@ -316,16 +155,18 @@ fn replay(doc: &Value) -> Result<(), String> {
                 }
             }
         }
-        let wakeup = actions.next_wakeup_ns.map_or(Value::Null, Value::from);
-        if wakeup != step["expect"]["next_wakeup_ns"] {
-            return Err(format!("{at}: next_wakeup_ns: expected {}, got {wakeup}", step["expect"]["next_wakeup_ns"]));
+        if actions.next_wakeup_ns != step.next_wakeup_ns {
+            return Err(format!(
+                "{at}: next_wakeup_ns: expected {}, got {}",
+                json!(step.next_wakeup_ns),
+                json!(actions.next_wakeup_ns)
+            ));
         }
     }
-    let end = &doc["end"];
-    if let Some(report) = end.get("report") {
+    if let Some(report) = &scenario.end_report {
         subset(report, &abi.report(), "report").map_err(|m| format!("end: {m}"))?;
     }
-    if let Some(metadata) = end.get("metadata") {
+    if let Some(metadata) = &scenario.end_metadata {
         subset(metadata, &abi.metadata(), "metadata").map_err(|m| format!("end: {m}"))?;
     }
     Ok(())
@@ -1213,27 +1054,4 @@ fn a_replay_that_diverges_fails_with_the_first_differing_step_and_action() {
             step(0)[1]
         )
     );
-}
-
-#[test]
-fn every_event_kind_reads_back_as_written() {
-    let events = [
-        HostEvent::Connected(1),
-        HostEvent::Secured(2),
-        HostEvent::Received(3, vec![0, 1, 0xfe]),
-        HostEvent::Closed(4, true),
-        HostEvent::IoError(5, STAGGER_ERROR_BROKER, -1, "é".into()),
-        HostEvent::Resolved(6, vec!["10.0.0.1:9092".parse().unwrap(), "[fd00::1]:9093".parse().unwrap()]),
-        HostEvent::ResolveFailed(7, STAGGER_ERROR_DNS, 0, "no such host".into()),
-        HostEvent::Nonce(8, [9; 18]),
-        HostEvent::Token(9, "t".into()),
-        HostEvent::TokenFailed(10, "why".into()),
-        HostEvent::RequestRefresh(STAGGER_CAUSE_REQUEST_TIMED_OUT, "b1:9092".into()),
-    ];
-    for event in events {
-        let json = event_json(&event);
-        assert_eq!(event_from_json(&json), Ok(event), "{json}");
-    }
-    assert!(event_from_json(&json!({"nonce": {"conn": 1, "hex": "00"}})).is_err());
-    assert!(event_from_json(&json!({"teleported": {}})).is_err());
 }

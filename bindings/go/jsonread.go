@@ -150,6 +150,16 @@ func (r *jsonReader) int(bits int) (int64, error) {
 	return n, nil
 }
 
+func (r *jsonReader) int16() (int16, error) {
+	n, err := r.int(16)
+	return int16(n), err
+}
+
+func (r *jsonReader) int32() (int32, error) {
+	n, err := r.int(32)
+	return int32(n), err
+}
+
 // uint reads an unsigned integer that fits in bits bits.
 func (r *jsonReader) uint(bits int) (uint64, error) {
 	tok, integer, err := r.number()
@@ -194,27 +204,39 @@ func (r *jsonReader) bool() (bool, error) {
 	return false, errSlowPath
 }
 
+// next reads what follows an item: a comma (true: another item follows) or close (false,
+// nil: the end); anything else is errSlowPath.
+func (r *jsonReader) next(close byte) (bool, error) {
+	if c := r.ws(); c == ',' || c == close {
+		r.i++
+		return c == ',', nil
+	}
+	return false, errSlowPath
+}
+
+// maybe consumes c if it comes next.
+func (r *jsonReader) maybe(c byte) bool {
+	if r.ws() == c {
+		r.i++
+		return true
+	}
+	return false
+}
+
 // array reads an array, each element by elem.
 func (r *jsonReader) array(elem func() error) error {
 	if err := r.byte('['); err != nil {
 		return err
 	}
-	if r.ws() == ']' {
-		r.i++
+	if r.maybe(']') {
 		return nil
 	}
 	for {
 		if err := elem(); err != nil {
 			return err
 		}
-		switch r.ws() {
-		case ',':
-			r.i++
-		case ']':
-			r.i++
-			return nil
-		default:
-			return errSlowPath
+		if more, err := r.next(']'); !more {
+			return err
 		}
 	}
 }
@@ -223,8 +245,8 @@ func (r *jsonReader) array(elem func() error) error {
 func (r *jsonReader) int32s() ([]int32, error) {
 	out := []int32{}
 	err := r.array(func() error {
-		n, err := r.int(32)
-		out = append(out, int32(n))
+		n, err := r.int32()
+		out = append(out, n)
 		return err
 	})
 	return out, err
@@ -237,8 +259,7 @@ func (r *jsonReader) object(known []string, field func(i int) error) error {
 	if err := r.byte('{'); err != nil {
 		return err
 	}
-	if r.ws() == '}' {
-		r.i++
+	if r.maybe('}') {
 		return nil
 	}
 	var seen uint64
@@ -278,14 +299,8 @@ func (r *jsonReader) object(known []string, field func(i int) error) error {
 				return err
 			}
 		}
-		switch r.ws() {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			return nil
-		default:
-			return errSlowPath
+		if more, err := r.next('}'); !more {
+			return err
 		}
 	}
 }
@@ -307,11 +322,11 @@ func (r *jsonReader) skip(depth int) error {
 	switch r.ws() {
 	case '{':
 		r.i++
-		if r.ws() == '}' {
-			r.i++
+		if r.maybe('}') {
 			return nil
 		}
 		for {
+			// Keys may have escapes here: skipString, not raw.
 			if err := r.skipString(); err != nil {
 				return err
 			}
@@ -321,14 +336,8 @@ func (r *jsonReader) skip(depth int) error {
 			if err := r.skip(depth + 1); err != nil {
 				return err
 			}
-			switch r.ws() {
-			case ',':
-				r.i++
-			case '}':
-				r.i++
-				return nil
-			default:
-				return errSlowPath
+			if more, err := r.next('}'); !more {
+				return err
 			}
 		}
 	case '[':
@@ -415,28 +424,25 @@ func readMetadata(b []byte) (*ClusterMetadata, error) {
 			}
 			return err
 		case 1:
-			n, err := r.int(32)
-			m.ControllerID = int32(n)
+			var err error
+			m.ControllerID, err = r.int32()
 			return err
 		case 2:
-			n, err := r.int(16)
-			m.ErrorCode = int16(n)
+			var err error
+			m.ErrorCode, err = r.int16()
 			return err
 		case 3:
 			return r.array(func() error {
 				var b Broker
 				err := r.object([]string{"node_id", "host", "port", "rack"}, func(i int) error {
 					var err error
-					var n int64
 					switch i {
 					case 0:
-						n, err = r.int(32)
-						b.NodeID = int32(n)
+						b.NodeID, err = r.int32()
 					case 1:
 						b.Host, err = r.string()
 					case 2:
-						n, err = r.int(32)
-						b.Port = int32(n)
+						b.Port, err = r.int32()
 					case 3:
 						var rack *string
 						if rack, err = r.optString(); rack != nil {
@@ -471,13 +477,11 @@ func (r *jsonReader) topic() (Topic, error) {
 	var t Topic
 	err := r.object([]string{"name", "error_code", "is_internal", "partitions"}, func(i int) error {
 		var err error
-		var n int64
 		switch i {
 		case 0:
 			t.Name, err = r.string()
 		case 1:
-			n, err = r.int(16)
-			t.ErrorCode = int16(n)
+			t.ErrorCode, err = r.int16()
 		case 2:
 			t.IsInternal, err = r.bool()
 		case 3:
@@ -486,17 +490,13 @@ func (r *jsonReader) topic() (Topic, error) {
 				var p Partition
 				err := r.object([]string{"id", "error_code", "leader", "replicas", "isr"}, func(i int) error {
 					var err error
-					var n int64
 					switch i {
 					case 0:
-						n, err = r.int(32)
-						p.ID = int32(n)
+						p.ID, err = r.int32()
 					case 1:
-						n, err = r.int(16)
-						p.ErrorCode = int16(n)
+						p.ErrorCode, err = r.int16()
 					case 2:
-						n, err = r.int(32)
-						p.Leader = int32(n)
+						p.Leader, err = r.int32()
 					case 3:
 						p.Replicas, err = r.int32s()
 					case 4:
@@ -529,20 +529,17 @@ func readReport(b []byte) (refreshReport, error) {
 	r := &jsonReader{b: b}
 	var out refreshReport
 	err := r.object([]string{"stats", "last_refresh", "open_connections"}, func(i int) error {
+		// Each may be null (and comes once: out is still empty when last_refresh is null).
+		if r.literal("null") {
+			return nil
+		}
 		switch i {
 		case 0:
-			if r.literal("null") {
-				return nil
-			}
 			return r.object([]string{"connections_opened"}, func(int) error {
 				_, err := r.uint(64)
 				return err
 			})
 		case 1:
-			out = refreshReport{}
-			if r.literal("null") {
-				return nil
-			}
 			out.last = true
 			var started uint64
 			var ended *uint64
@@ -576,9 +573,6 @@ func readReport(b []byte) (refreshReport, error) {
 			}
 			return err
 		default:
-			if r.literal("null") {
-				return nil
-			}
 			return r.array(func() error {
 				_, err := r.uint(64)
 				return err
@@ -621,9 +615,8 @@ func (r *jsonReader) attempt() (Attempt, error) {
 				if i == 0 {
 					raw.ErrorKind.Kind, err = r.string()
 				} else if !r.literal("null") {
-					var n int64
-					n, err = r.int(16)
-					code := int16(n)
+					var code int16
+					code, err = r.int16()
 					raw.ErrorKind.Code = &code
 				}
 				return err

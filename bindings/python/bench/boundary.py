@@ -31,74 +31,19 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import stagger
-from stagger import (
-    Cause,
-    Closed,
-    Connected,
-    ErrorKind,
-    IoError,
-    Nonce,
-    Received,
-    Refreshed,
-    RefreshFailed,
-    RequestRefresh,
-    Resolved,
-    ResolveFailed,
-    Secured,
-    Session,
-    Token,
-    TokenFailed,
-)
+from stagger import Refreshed, RefreshFailed, Session
 from stagger._host import refresh_outcome
 
 HERE = Path(__file__).resolve().parent
 CONFORMANCE = HERE.parent.parent.parent / "conformance"
 
-
-class FileConfig:
-    """The scenario's config JSON as the file holds it (what ``Session`` needs of a config)."""
-
-    def __init__(self, doc: Dict[str, Any]) -> None:
-        self.json = json.dumps(doc).encode()
-        self.seeds = list(doc.get("seeds", []))
-
-    def to_json(self) -> bytes:
-        return self.json
-
-
-def _address(text: str) -> Tuple[str, int]:
-    host, port = text.rsplit(":", 1)
-    return host.strip("[]"), int(port)
-
-
-def event_of(obj: Dict[str, Any]) -> stagger.Event:
-    ((kind, f),) = obj.items()
-    if kind == "connected":
-        return Connected(f["conn"])
-    if kind == "secured":
-        return Secured(f["conn"])
-    if kind == "received":
-        return Received(f["conn"], bytes.fromhex(f["hex"]))
-    if kind == "closed":
-        return Closed(f["conn"], f["reset"])
-    if kind == "io_error":
-        return IoError(f["conn"], ErrorKind[f["kind"].upper()], f["detail"], f["code"])
-    if kind == "resolved":
-        return Resolved(f["lookup"], tuple(_address(a) for a in f["addresses"]))
-    if kind == "resolve_failed":
-        return ResolveFailed(f["lookup"], ErrorKind[f["kind"].upper()], f["detail"], f["code"])
-    if kind == "nonce":
-        return Nonce(f["conn"], bytes.fromhex(f["hex"]))
-    if kind == "token":
-        return Token(f["conn"], f["token"])
-    if kind == "token_failed":
-        return TokenFailed(f["conn"], f["why"])
-    if kind == "request_refresh":
-        return RequestRefresh(Cause[f["cause"].upper()], f["broker"])
-    raise ValueError(f"unknown event {kind!r}")
+# The tests' reader of the scenario files (tests/conformance.py), shared so that the bench
+# replays them as test_conformance.py does; it is not part of the package.
+sys.path.insert(0, str(HERE.parent / "tests"))
+from conformance import ScenarioConfig, event_of  # noqa: E402
 
 
 class Scenario:
@@ -107,7 +52,7 @@ class Scenario:
     def __init__(self, directory: Path, name: str) -> None:
         doc = json.loads((directory / f"{name}.json").read_text())
         self.name = name
-        self.config = FileConfig(doc["config"])
+        self.config = ScenarioConfig(doc["config"])
         self.now_ns: int = doc["now_ns"]
         self.seed: int = doc["seed"]
         self.steps = [(step["now_ns"], [event_of(e) for e in step["events"]]) for step in doc["steps"]]

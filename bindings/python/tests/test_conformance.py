@@ -1,8 +1,8 @@
 """The conformance scenarios (conformance/README.md), written by the Rust tests from the core,
-replayed through the installed package: each step's events built as ``stagger`` events and
-stepped through ``stagger.Session`` (so encoded by its codec), the actions it decodes turned
-into the files' JSON form and compared; a Python host that diverges fails with the first
-differing step and action.
+replayed through the installed package: each step's events built as ``stagger`` events (by
+``conformance.py``, which ``bench/boundary.py`` shares) and stepped through ``stagger.Session``
+(so encoded by its codec), the actions it decodes turned into the files' JSON form and
+compared; a Python host that diverges fails with the first differing step and action.
 
 ``bindings/python/test.sh`` names the checkout's ``conformance/`` directory in
 ``STAGGER_CONFORMANCE_DIR`` (the tests run from a copy outside the source tree).
@@ -19,31 +19,20 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from stagger import (
-    Cause,
     Close,
-    Closed,
-    Connected,
     Dial,
-    ErrorKind,
-    IoError,
     NeedNonce,
     NeedToken,
-    Nonce,
     Rebootstrapped,
-    Received,
     Refreshed,
     RefreshFailed,
     RefreshRequested,
-    RequestRefresh,
     Resolve,
-    Resolved,
-    ResolveFailed,
-    Secured,
     Send,
     Session,
-    Token,
-    TokenFailed,
 )
+
+from conformance import ScenarioConfig, event_of
 
 CONFORMANCE_DIR = os.environ.get("STAGGER_CONFORMANCE_DIR")
 FILES = sorted(Path(CONFORMANCE_DIR).glob("*.json")) if CONFORMANCE_DIR else []
@@ -52,52 +41,6 @@ UNSET = "STAGGER_CONFORMANCE_DIR is not set (bindings/python/test.sh sets it to 
 
 class Divergence(AssertionError):
     """The session through this package answered otherwise than the scenario says."""
-
-
-class ScenarioConfig:
-    """The scenario's config JSON, handed to the library exactly as the file holds it. A
-    ``SessionConfig`` would rebuild it from its options; ``Session`` needs only ``to_json()``
-    (and ``seeds``, for its repr)."""
-
-    def __init__(self, doc: Dict[str, Any]) -> None:
-        self.doc = doc
-        self.seeds = list(doc.get("seeds", []))
-
-    def to_json(self) -> bytes:
-        return json.dumps(self.doc).encode()
-
-
-def _address(text: str):
-    host, port = text.rsplit(":", 1)
-    return host.strip("[]"), int(port)
-
-
-def event_of(obj: Dict[str, Any]):
-    """A file's event as a ``stagger`` event."""
-    ((kind, f),) = obj.items()
-    if kind == "connected":
-        return Connected(f["conn"])
-    if kind == "secured":
-        return Secured(f["conn"])
-    if kind == "received":
-        return Received(f["conn"], bytes.fromhex(f["hex"]))
-    if kind == "closed":
-        return Closed(f["conn"], f["reset"])
-    if kind == "io_error":
-        return IoError(f["conn"], ErrorKind[f["kind"].upper()], f["detail"], f["code"])
-    if kind == "resolved":
-        return Resolved(f["lookup"], tuple(_address(a) for a in f["addresses"]))
-    if kind == "resolve_failed":
-        return ResolveFailed(f["lookup"], ErrorKind[f["kind"].upper()], f["detail"], f["code"])
-    if kind == "nonce":
-        return Nonce(f["conn"], bytes.fromhex(f["hex"]))
-    if kind == "token":
-        return Token(f["conn"], f["token"])
-    if kind == "token_failed":
-        return TokenFailed(f["conn"], f["why"])
-    if kind == "request_refresh":
-        return RequestRefresh(Cause[f["cause"].upper()], f["broker"])
-    raise ValueError(f"unknown event {kind!r}")
 
 
 def action_form(action) -> Dict[str, Any]:

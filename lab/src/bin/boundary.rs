@@ -4,10 +4,10 @@
 //! adds shows beside what the core and the ABI cost by themselves.
 //!
 //! Each replay calls the exported functions as a host does: `stagger_session_new` with the
-//! file's config, one `stagger_step` per step with the step's events encoded by
-//! `stagger_abi::host` and the actions decoded by it, and at each `REFRESHED` the metadata
-//! JSON and the report JSON copied out (what the Go and Python hosts read when a refresh
-//! ends), then `stagger_session_free`. The cases:
+//! file's config (read by `stagger_abi::conformance`), one `stagger_step` per step with the
+//! step's events encoded by `stagger_abi::host` and the actions decoded by it, and at each
+//! `REFRESHED` the metadata JSON and the report JSON copied out (what the Go and Python hosts
+//! read when a refresh ends), then `stagger_session_free`. The cases:
 //!
 //! * `one_shot_healthy/refresh`: one whole one-shot refresh (session, steps, JSON, free);
 //! * `kept_connection` and `spare_connection` (long-lived sessions, several refreshes each):
@@ -28,84 +28,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use stagger_abi::conformance;
 use stagger_abi::host::{decode_actions, encode_events, HostAction, HostEvent};
 use stagger_abi::*;
 use stagger_lab::bench::arg;
 
 type Res<T> = Result<T, Box<dyn Error>>;
-
-/// The error kinds and causes by their names in docs/abi.md ("Codes").
-const ERROR_KINDS: [(u8, &str); 13] = [
-    (STAGGER_ERROR_DNS, "dns"),
-    (STAGGER_ERROR_REFUSED, "refused"),
-    (STAGGER_ERROR_CONNECT_TIMEOUT, "connect_timeout"),
-    (STAGGER_ERROR_RESPONSE_TIMEOUT, "response_timeout"),
-    (STAGGER_ERROR_CLOSED, "closed"),
-    (STAGGER_ERROR_PROTOCOL, "protocol"),
-    (STAGGER_ERROR_FRAME_TOO_LARGE, "frame_too_large"),
-    (STAGGER_ERROR_BROKER, "broker"),
-    (STAGGER_ERROR_NO_BROKERS, "no_brokers"),
-    (STAGGER_ERROR_TLS, "tls"),
-    (STAGGER_ERROR_AUTHENTICATION, "authentication"),
-    (STAGGER_ERROR_AUTHORIZATION, "authorization"),
-    (STAGGER_ERROR_IO, "io"),
-];
-const CAUSES: [(u8, &str); 6] = [
-    (STAGGER_CAUSE_REQUESTED, "requested"),
-    (STAGGER_CAUSE_BOOTSTRAP, "bootstrap"),
-    (STAGGER_CAUSE_PERIODIC, "periodic"),
-    (STAGGER_CAUSE_STALE_METADATA, "stale_metadata"),
-    (STAGGER_CAUSE_CONNECTION_LOST, "connection_lost"),
-    (STAGGER_CAUSE_REQUEST_TIMED_OUT, "request_timed_out"),
-];
-
-fn byte_of(table: &[(u8, &str)], name: &str) -> Res<u8> {
-    Ok(table.iter().find(|(_, n)| *n == name).ok_or_else(|| format!("unknown name {name:?}"))?.0)
-}
-
-fn unhex(text: &str) -> Res<Vec<u8>> {
-    (0..text.len()).step_by(2).map(|i| Ok(u8::from_str_radix(text.get(i..i + 2).ok_or("odd hex")?, 16)?)).collect()
-}
-
-/// A file's event as the host writes it.
-fn event(value: &Value) -> Res<HostEvent> {
-    let (kind, f) = value.as_object().and_then(|m| m.iter().next()).ok_or("an event is {kind: fields}")?;
-    let u64_of = |name: &str| f[name].as_u64().ok_or(format!("{kind}.{name}"));
-    let str_of = |name: &str| f[name].as_str().ok_or(format!("{kind}.{name}"));
-    let code = || f["code"].as_i64().and_then(|c| i16::try_from(c).ok()).ok_or(format!("{kind}.code"));
-    Ok(match kind.as_str() {
-        "connected" => HostEvent::Connected(u64_of("conn")?),
-        "secured" => HostEvent::Secured(u64_of("conn")?),
-        "received" => HostEvent::Received(u64_of("conn")?, unhex(str_of("hex")?)?),
-        "closed" => HostEvent::Closed(u64_of("conn")?, f["reset"].as_bool().ok_or("closed.reset")?),
-        "io_error" => HostEvent::IoError(
-            u64_of("conn")?,
-            byte_of(&ERROR_KINDS, str_of("kind")?)?,
-            code()?,
-            str_of("detail")?.into(),
-        ),
-        "resolved" => HostEvent::Resolved(
-            u64_of("lookup")?,
-            f["addresses"]
-                .as_array()
-                .ok_or("resolved.addresses")?
-                .iter()
-                .map(|a| Ok(a.as_str().ok_or("an address")?.parse()?))
-                .collect::<Res<_>>()?,
-        ),
-        "resolve_failed" => HostEvent::ResolveFailed(
-            u64_of("lookup")?,
-            byte_of(&ERROR_KINDS, str_of("kind")?)?,
-            code()?,
-            str_of("detail")?.into(),
-        ),
-        "nonce" => HostEvent::Nonce(u64_of("conn")?, unhex(str_of("hex")?)?.try_into().map_err(|_| "a nonce")?),
-        "token" => HostEvent::Token(u64_of("conn")?, str_of("token")?.into()),
-        "token_failed" => HostEvent::TokenFailed(u64_of("conn")?, str_of("why")?.into()),
-        "request_refresh" => HostEvent::RequestRefresh(byte_of(&CAUSES, str_of("cause")?)?, str_of("broker")?.into()),
-        other => return Err(format!("unknown event {other:?}").into()),
-    })
-}
 
 /// A scenario with its events read once.
 struct Scenario {
@@ -118,27 +46,18 @@ struct Scenario {
 
 fn load(dir: &std::path::Path, name: &str) -> Res<Scenario> {
     let doc: Value = serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.json")))?)?;
-    let mut s = Scenario {
-        config: doc["config"].to_string().into_bytes(),
-        now_ns: doc["now_ns"].as_u64().ok_or("now_ns")?,
-        seed: doc["seed"].as_u64().ok_or("seed")?,
-        steps: Vec::new(),
-        refreshes: 0,
-    };
-    for step in doc["steps"].as_array().ok_or("steps")? {
-        let events = step["events"].as_array().ok_or("events")?.iter().map(event).collect::<Res<_>>()?;
-        s.steps.push((step["now_ns"].as_u64().ok_or("a step's now_ns")?, events));
-        s.refreshes += step["expect"]["actions"]
-            .as_array()
-            .ok_or("expect.actions")?
-            .iter()
-            .filter(|a| a.get("refreshed").is_some() || a.get("refresh_failed").is_some())
-            .count();
-    }
-    if s.refreshes == 0 {
+    let file = conformance::Scenario::from_json(&doc).map_err(|e| format!("{name}: {e}"))?;
+    let refreshes = file.refreshes();
+    if refreshes == 0 {
         return Err(format!("{name}: no refresh ends in it").into());
     }
-    Ok(s)
+    Ok(Scenario {
+        config: file.config.to_string().into_bytes(),
+        now_ns: file.now_ns,
+        seed: file.seed,
+        steps: file.steps.into_iter().map(|s| (s.now_ns, s.events)).collect(),
+        refreshes,
+    })
 }
 
 /// The time each exported function took, summed.
