@@ -90,6 +90,9 @@ pub struct Cluster {
     /// [`Cluster::keep_spare`], until `Reuse`, `Release` or the adapter says it closed),
     /// the latest winner's first; at most one per broker.
     kept: SmallVec<[BrokerIndex; KEPT_INLINE]>,
+    /// The broker this client chose first at its cold start, when that choice was outrun and
+    /// kept late ([`Cluster::keep_first_choice`]): refreshes ask it first while it is kept.
+    home: Option<BrokerIndex>,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).
     counters: ClientStats,
     /// Whether (under which recorder name) each refresh is recorded, the running one's
@@ -124,6 +127,7 @@ impl Cluster {
             rebootstrap_required: false,
             lost: None,
             kept: SmallVec::new(),
+            home: None,
             counters: ClientStats::default(),
             recorder: None,
             recording: None,
@@ -311,7 +315,7 @@ impl Cluster {
         // A kept connection to a broker since recorded as failed (named as the trouble's
         // source) is not trusted with this refresh: it goes, and the broker is tried last.
         self.release_where(|book, b| !book.get(b).is_some_and(|e| e.connected));
-        self.book.set_lead(self.kept.first().copied());
+        self.book.set_lead(self.lead());
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);

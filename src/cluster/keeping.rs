@@ -8,10 +8,9 @@ use alloc::string::String;
 
 use smallvec::SmallVec;
 
-use super::{Cluster, ClusterEvent, RefreshCause};
+use super::{Cluster, ClusterEvent};
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::client_stats::ClientStats;
-use crate::refresh::{AttemptState, Refresh};
 
 /// Kept connections held without allocating: the winner's and
 /// [`ClusterConfig::MAX_SPARE_CONNECTIONS`](crate::ClusterConfig::MAX_SPARE_CONNECTIONS) spares.
@@ -33,12 +32,14 @@ impl Cluster {
         self.lost = Some(broker);
     }
 
-    /// The broker whose connection the latest winner left kept for the next refresh, if any.
+    /// The broker whose kept connection the next refresh asks first, if any: the latest
+    /// winner's, or the client's home ([`Cluster::keep_first_choice`]) while it is kept.
     pub fn kept(&self) -> Option<BrokerIndex> {
-        self.kept.first().copied()
+        self.lead()
     }
 
-    /// Every broker a kept connection goes to: the latest winner's first, then the spares.
+    /// Every broker a kept connection goes to: the latest winner's (or the home's) first,
+    /// then the spares.
     pub fn kept_brokers(&self) -> &[BrokerIndex] {
         &self.kept
     }
@@ -47,20 +48,15 @@ impl Cluster {
     /// once its exchange ends: no refresh is running, there is room
     /// ([`ClusterConfig::spare_connections`](crate::ClusterConfig::spare_connections)), the
     /// metadata lists the broker, none is kept to it yet, and it has not failed recently (a
-    /// slow loser has) unless it was the client's first choice in a bootstrap
-    /// (`first_choice_of_bootstrap`). A host that may keep it lets the exchange run to its
-    /// end ([`Cluster::keep_spare`]) instead of closing it.
+    /// slow loser has). A host that may keep it lets the exchange run to its end
+    /// ([`Cluster::keep_spare`]) instead of closing it.
     pub fn wants_spare(&self, broker: BrokerIndex) -> bool {
-        self.spare_room() > 0
-            && !self.kept.contains(&broker)
-            && self.book.get(broker).is_some_and(|e| !e.connected && e.is_discovered())
-            && (!self.book.recently_failed(broker, self.now) || self.bootstrap_first_choice(broker))
+        self.spare_room() > 0 && !self.book.recently_failed(broker, self.now) && self.may_keep(broker)
     }
 
-    /// Whether `broker` was the client's first choice in the last refresh, a bootstrap that
-    /// another broker won (`first_choice_of_bootstrap`).
-    fn bootstrap_first_choice(&self, broker: BrokerIndex) -> bool {
-        self.last.as_ref().is_some_and(|r| first_choice_of_bootstrap(r, broker))
+    /// Whether `broker` is one the metadata lists and no connection is kept to yet.
+    fn may_keep(&self, broker: BrokerIndex) -> bool {
+        !self.kept.contains(&broker) && self.book.get(broker).is_some_and(|e| !e.connected && e.is_discovered())
     }
 
     /// How many more connections may be kept as spares now: none while a refresh runs.
@@ -74,21 +70,46 @@ impl Cluster {
     /// Offers a lost attempt's connection to `broker`, its exchange over (authenticated, the
     /// Metadata answer read): `true` when it is kept as a spare ([`Cluster::wants_spare`]
     /// still holds), which the next refresh reuses as it would the winner's; `false` when the
-    /// host should close it. The broker answered, so its failure record is cleared, as a
-    /// winner's is.
+    /// host should close it.
     pub fn keep_spare(&mut self, broker: BrokerIndex) -> bool {
         if !self.wants_spare(broker) {
             return false;
         }
+        self.keep(broker);
+        self.kept.push(broker);
+        true
+    }
+
+    /// Offers the connection to `broker` that was this client's first choice at its cold
+    /// start (a bootstrap), outrun while its broker stayed silent, its exchange now over:
+    /// `true` when it is kept. It then becomes the client's home: while a connection to it is
+    /// kept, every refresh asks it first, whichever broker won since. At a cold start every
+    /// client's handshake may queue behind every other's; staying where each chose keeps the
+    /// clients spread as they chose, rather than herded onto whichever broker's queue was
+    /// shortest. Its answer clears the failure the outrun recorded, and a refresh running
+    /// meanwhile does not stop it (that refresh's winner joins it, and it still leads).
+    pub fn keep_first_choice(&mut self, broker: BrokerIndex) -> bool {
+        let room = self.kept.len() < 1 + self.config.spare_connections as usize;
+        if !room || !self.may_keep(broker) {
+            return false;
+        }
+        self.keep(broker);
+        self.kept.insert(0, broker);
+        self.home = Some(broker);
+        true
+    }
+
+    /// Marks a drained connection to `broker` kept: the broker answered.
+    fn keep(&mut self, broker: BrokerIndex) {
         self.book.record_success(broker, self.now);
         self.book.set_connected(broker, true);
-        if self.bootstrap_first_choice(broker) {
-            self.kept.insert(0, broker);
-        } else {
-            self.kept.push(broker);
-        }
         self.counters.spares_kept += 1;
-        true
+    }
+
+    /// The kept connection the next refresh asks first: the home's while it is kept
+    /// ([`Cluster::keep_first_choice`]), else the latest winner's.
+    pub(super) fn lead(&self) -> Option<BrokerIndex> {
+        self.home.filter(|h| self.kept.contains(h)).or(self.kept.first().copied())
     }
 
     /// What this view has cost so far: refreshes, attempts, connections opened (attempts
@@ -113,16 +134,6 @@ impl Cluster {
     pub(super) fn release_at(&mut self, i: usize) {
         release(&mut self.kept, &mut self.book, &mut self.events, i);
     }
-}
-
-/// Whether `broker` was tried before the winner in `refresh`, a bootstrap: the broker the
-/// client chose first, outrun only because a cold start queued its handshake behind every
-/// other client's. Kept, it leads again, so clients stay spread over the brokers as they
-/// chose rather than herded onto whichever broker's queue was shortest.
-fn first_choice_of_bootstrap(refresh: &Refresh, broker: BrokerIndex) -> bool {
-    let won = refresh.attempts().find(|(_, a)| a.state == AttemptState::Won).map(|(_, a)| a.started_at);
-    refresh.cause() == RefreshCause::Bootstrap
-        && won.is_some_and(|w| refresh.attempts().any(|(_, a)| a.broker == broker && a.started_at < w))
 }
 
 /// Asks the adapter to close the `i`th of the `kept` connections; on fields, for a caller

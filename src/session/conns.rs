@@ -40,6 +40,9 @@ pub(super) struct Conn {
     pub(super) gone: bool,
     /// While draining: when it is closed if its Metadata answer has not come.
     pub(super) drain_until: Option<Instant>,
+    /// Whether it drains as the client's cold-start first choice
+    /// ([`crate::Cluster::keep_first_choice`]) rather than as a plain spare.
+    pub(super) first_choice: bool,
 }
 
 /// See the module documentation.
@@ -70,6 +73,7 @@ impl Conns {
             ended: false,
             gone: false,
             drain_until: None,
+            first_choice: false,
         });
         let last = self.list.len() - 1;
         &mut self.list[last]

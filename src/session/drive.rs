@@ -152,6 +152,7 @@ impl Session {
     fn drained(&mut self, id: ConnId, input: &Input) {
         let Some(conn) = self.conns.get_mut(id) else { return };
         let kept = match input {
+            Input::Response { .. } if conn.first_choice => self.cluster.keep_first_choice(conn.broker),
             Input::Response { .. } => self.cluster.keep_spare(conn.broker),
             Input::Failed { .. } => false,
             Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => return,
@@ -168,33 +169,37 @@ impl Session {
         }
     }
 
-    /// Whether the cancelled `attempt`'s connection is read to its exchange's end, to be
-    /// kept as a spare ([`crate::Cluster::keep_spare`] decides when it ends), rather than
-    /// closed now. Two losers are, in a long-lived session, while there is room:
+    /// Whether (and as what) the cancelled `attempt`'s connection is read to its exchange's
+    /// end, to be kept (the cluster decides when it ends), rather than closed now. Two losers
+    /// are, in a long-lived session, while there is room:
     ///
     /// * one that lost a race owing only its Metadata answer, to a broker the cluster wants a
-    ///   spare of;
-    /// * a cold start's loser whose transport came up (`cold_and_up`: a bootstrap, the
-    ///   broker accepted) and that lost or was overtaken while its broker stayed silent. At
+    ///   spare of ([`Drain::Spare`]);
+    /// * a cold start's first attempt whose transport came up (`cold_and_up`: a bootstrap's
+    ///   first choice, the broker accepted) and that lost or was overtaken while its broker
+    ///   stayed silent. At
     ///   a cold start that silence is most likely the handshake queued behind every other
     ///   client's: finishing it costs the broker little more than abandoning it, and keeps
     ///   the client on the broker it chose first rather than herding onto whichever broker's
-    ///   queue was shortest. The winner takes one place, so `spare_connections` bounds these.
-    fn drains(&mut self, attempt: AttemptId, reason: CancelReason, cold_and_up: bool) -> bool {
+    ///   queue was shortest ([`Drain::FirstChoice`]). The winner takes one place, so
+    ///   `spare_connections` bounds these.
+    fn drains(&mut self, attempt: AttemptId, reason: CancelReason, cold_and_up: bool) -> Option<Drain> {
         if self.config.one_shot {
-            return false;
+            return None;
         }
         let draining = self.conns.draining();
         let spares = self.config.cluster.spare_connections as usize;
         let cold = cold_and_up && matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
         let room = self.cluster.spare_room();
-        let Some(conn) = self.conns.by_attempt(attempt) else { return false };
-        let Some(kafka) = conn.kafka.as_ref().filter(|k| !conn.gone && !k.is_finished()) else { return false };
+        let conn = self.conns.by_attempt(attempt)?;
+        let kafka = conn.kafka.as_ref().filter(|k| !conn.gone && !k.is_finished())?;
         let (broker, owes_metadata) = (conn.broker, kafka.awaits_metadata());
         if cold {
-            draining < spares
+            (draining < spares).then_some(Drain::FirstChoice)
         } else {
-            reason == CancelReason::Lost && owes_metadata && draining < room && self.cluster.wants_spare(broker)
+            let spare =
+                reason == CancelReason::Lost && owes_metadata && draining < room && self.cluster.wants_spare(broker);
+            spare.then_some(Drain::Spare)
         }
     }
 
@@ -230,10 +235,12 @@ impl Session {
             ClusterEvent::Cancel { attempt, reason } => {
                 let current = self.cluster.current().filter(|r| r.epoch() == attempt.epoch());
                 let refresh = current.or(self.cluster.last_refresh().filter(|r| r.epoch() == attempt.epoch()));
-                // A bootstrap race's loser whose transport came up: its broker has the
-                // handshake in hand, likely queued behind every other client's at a cold start.
+                // A bootstrap's first attempt (the client's first choice) whose transport came
+                // up: its broker has the handshake in hand, likely queued behind every other
+                // client's at a cold start.
                 let cold_and_up = refresh.is_some_and(|r| {
-                    r.cause() == RefreshCause::Bootstrap && r.attempt(attempt).is_some_and(|a| a.connected_at.is_some())
+                    r.cause() == RefreshCause::Bootstrap
+                        && r.attempts().next().is_some_and(|(first, a)| first == attempt && a.connected_at.is_some())
                 });
                 self.notes.cancelled(attempt, reason, refresh);
                 self.observe_cancelled(attempt, reason);
@@ -241,9 +248,10 @@ impl Session {
                 let drain = self.drains(attempt, reason, cold_and_up);
                 if let Some(conn) = self.conns.by_attempt(attempt) {
                     let (id, gone) = (conn.id, conn.gone);
-                    if drain {
+                    if let Some(drain) = drain {
                         conn.attempt = None;
                         conn.drain_until = Some(until);
+                        conn.first_choice = drain == Drain::FirstChoice;
                     } else {
                         self.conns.remove(id);
                         if !gone {
@@ -344,4 +352,14 @@ fn host(address: &str) -> &str {
         return rest.split(']').next().unwrap_or(rest);
     }
     address.rsplit_once(':').map_or(address, |(h, _)| h)
+}
+
+/// How a cancelled attempt's connection drains ([`Session::drains`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Drain {
+    /// To be kept as a spare ([`crate::Cluster::keep_spare`]).
+    Spare,
+    /// To be kept as the client's cold-start first choice
+    /// ([`crate::Cluster::keep_first_choice`]).
+    FirstChoice,
 }

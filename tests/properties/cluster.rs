@@ -7,9 +7,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use stagger::test_util::numbered_seeds;
-use stagger::{
-    AttemptState, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Command, Refresh, RefreshCause,
-};
+use stagger::{BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Command, Refresh};
 
 use crate::cases;
 use crate::driver::drain;
@@ -28,6 +26,8 @@ enum ClusterOp {
     Closed(u8),
     /// A loser's drained connection offered as a spare ([`Cluster::keep_spare`]).
     KeepSpare(u8),
+    /// A cold start's first choice offered late ([`Cluster::keep_first_choice`]).
+    KeepFirstChoice(u8),
 }
 
 #[derive(Clone, Debug)]
@@ -49,8 +49,9 @@ fn decode_cluster_step((a, d, x): (u8, u32, u64)) -> ClusterStep {
         0 | 1 => ClusterOp::Timeout,
         2 | 3 => ClusterOp::Request,
         4..=6 => ClusterOp::PollTimeout,
-        15 if x & 1 == 0 => ClusterOp::Closed((x >> 8) as u8),
-        15 => ClusterOp::KeepSpare((x >> 8) as u8),
+        15 if x & 3 < 2 => ClusterOp::Closed((x >> 8) as u8),
+        15 if x & 3 == 2 => ClusterOp::KeepSpare((x >> 8) as u8),
+        15 => ClusterOp::KeepFirstChoice((x >> 8) as u8),
         _ => ClusterOp::Input(decode_input_kind(a / 16, x), decode_target(x)),
     };
     ClusterStep { dt: decode_dt(d), op }
@@ -231,27 +232,30 @@ fn run_cluster(s: &ClusterScenario, clock: ClusterClock) -> Vec<(Inv, String)> {
             ClusterOp::KeepSpare(b) => {
                 let broker = BrokerIndex(*b as u32 % cluster.book().len() as u32);
                 let running = cluster.current().is_some();
-                // A bootstrap's first choice, outrun by the winner, leads; other spares follow.
-                let leads = cluster.last_refresh().is_some_and(|r| {
-                    let won = r.attempts().find(|(_, a)| a.state == AttemptState::Won).map(|(_, a)| a.started_at);
-                    r.cause() == RefreshCause::Bootstrap
-                        && won.is_some_and(|w| r.attempts().any(|(_, a)| a.broker == broker && a.started_at < w))
-                });
                 if cluster.keep_spare(broker) {
                     if running || kept.contains(&broker) {
                         v.push((Inv::Keeping, format!("step {i}: spare {broker:?} kept while running or kept")));
                     }
-                    if leads {
-                        kept.insert(0, broker);
-                    } else {
-                        kept.push(broker);
+                    kept.push(broker);
+                }
+            }
+            ClusterOp::KeepFirstChoice(b) => {
+                let broker = BrokerIndex(*b as u32 % cluster.book().len() as u32);
+                if cluster.keep_first_choice(broker) {
+                    if kept.contains(&broker) {
+                        v.push((Inv::Keeping, format!("step {i}: first choice {broker:?} kept twice")));
+                    }
+                    kept.insert(0, broker);
+                    if cluster.kept() != Some(broker) {
+                        v.push((Inv::Keeping, format!("step {i}: the first choice {broker:?} does not lead")));
                     }
                 }
             }
         }
         // `connection_closed` takes no time and fires nothing; every other call advances the
         // cluster's clock and fires what is due (`request_refresh` settles before it joins).
-        let handled = !matches!(step.op, ClusterOp::Closed(_) | ClusterOp::KeepSpare(_));
+        let handled =
+            !matches!(step.op, ClusterOp::Closed(_) | ClusterOp::KeepSpare(_) | ClusterOp::KeepFirstChoice(_));
         if t > now && handled {
             now = t;
         }

@@ -249,12 +249,25 @@ fn a_bootstraps_first_choice_kept_late_leads_the_next_refresh() {
     );
     assert_eq!(cluster.kept(), Some(other));
     assert!(cluster.book().recently_failed(home, ms(60)), "slower, though it started first");
-    assert!(cluster.wants_spare(home), "failed, but the client's first choice");
-    assert!(!cluster.wants_spare(other), "kept already");
-    assert!(cluster.keep_spare(home));
+    assert!(!cluster.wants_spare(home), "not as a plain spare: it failed just now");
+    assert!(!cluster.keep_first_choice(other), "kept already");
+    assert!(cluster.keep_first_choice(home));
     assert_eq!(cluster.kept_brokers(), [home, other], "the first choice leads");
     assert!(!cluster.book().recently_failed(home, ms(61)), "it answered");
     cluster.request_refresh(ms(1_000));
+    let ev = events(&mut cluster);
+    let [ClusterEvent::Reuse { attempt, broker }] = ev[..] else { panic!("{ev:?}") };
+    assert_eq!(broker, home);
+    // It stays home: when another broker wins (here, past a home that stopped answering), the
+    // home still leads the refresh after.
+    cluster.handle_input(ms(1_001), failed(attempt, ErrorKind::Closed));
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the next broker") };
+    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
+    cluster.handle_input(ms(1_002), Input::Response { attempt, metadata: answer });
+    events(&mut cluster);
+    assert!(cluster.keep_first_choice(home), "kept again once it answers");
+    assert_eq!(cluster.kept(), Some(home));
+    cluster.request_refresh(ms(2_000));
     let ev = events(&mut cluster);
     assert!(matches!(ev[..], [ClusterEvent::Reuse { broker, .. }] if broker == home), "{ev:?}");
 }

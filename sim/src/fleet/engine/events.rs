@@ -192,9 +192,13 @@ impl Engine {
     fn drained(&mut self, ci: usize, attempt: AttemptId) {
         let c = &mut self.clients[ci];
         let Some(i) = c.draining.iter().position(|&(a, ..)| a == attempt) else { return };
-        let (_, broker, until) = c.draining.swap_remove(i);
+        let (_, broker, until, first_choice) = c.draining.swap_remove(i);
         if let Some(cluster) = c.cluster.as_mut().filter(|_| self.now <= until) {
-            cluster.keep_spare(broker);
+            if first_choice {
+                cluster.keep_first_choice(broker);
+            } else {
+                cluster.keep_spare(broker);
+            }
         }
     }
 
@@ -216,7 +220,7 @@ impl Engine {
         let c = &self.clients[ci];
         c.cluster.is_none()
             || c.live.contains(&attempt)
-            || c.draining.iter().any(|&(a, _, until)| a == attempt && self.now <= until)
+            || c.draining.iter().any(|&(a, _, until, _)| a == attempt && self.now <= until)
     }
 
     fn take_live(&mut self, ci: usize, attempt: AttemptId) -> bool {
@@ -429,11 +433,13 @@ impl Engine {
                 let c = &mut self.clients[ci];
                 let owed = c.awaiting_metadata.iter().position(|&a| a == attempt);
                 let Some(cluster) = &c.cluster else { return };
-                c.draining.retain(|&(.., until)| now <= until);
+                c.draining.retain(|&(_, _, until, _)| now <= until);
                 let refresh = cluster.current().or(cluster.last_refresh()).filter(|r| r.epoch() == attempt.epoch());
                 let info = refresh.and_then(|r| r.attempt(attempt));
                 let until = now + cluster.config().refresh.attempt_timeout.as_micros() as u64;
+                let first = refresh.and_then(|r| r.attempts().next()).is_some_and(|(a, _)| a == attempt);
                 let cold = refresh.is_some_and(|r| r.cause() == RefreshCause::Bootstrap)
+                    && first
                     && info.is_some_and(|a| a.connected_at.is_some())
                     && matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
                 let spares = cluster.config().spare_connections as usize;
@@ -450,7 +456,7 @@ impl Engine {
                         && cluster.wants_spare(b)
                 };
                 if drains {
-                    c.draining.push((attempt, b, until));
+                    c.draining.push((attempt, b, until, cold));
                 }
             }
             ClusterEvent::Refreshed { epoch, stats, .. } => {

@@ -122,6 +122,9 @@ struct Measured {
     done: bool,
 }
 
+/// A loser draining: `(attempt, broker, until µs, first choice)`.
+type Drain = (AttemptId, BrokerIndex, u64, bool);
+
 #[derive(Clone, Debug)]
 struct Client {
     /// `None` for an oracle client.
@@ -130,10 +133,11 @@ struct Client {
     live: Vec<AttemptId>,
     /// Attempts whose Metadata request is sent and whose answer has not come.
     awaiting_metadata: Vec<AttemptId>,
-    /// Losers finishing their exchange to offer their connection as a spare
-    /// ([`Cluster::keep_spare`]), as the session drains them: with the broker (the book's
-    /// index) each goes to, and when the drain gives up (µs).
-    draining: Vec<(AttemptId, BrokerIndex, u64)>,
+    /// Losers finishing their exchange to offer their connection to be kept, as the session
+    /// drains them: with the broker (the book's index) each goes to, when the drain gives up
+    /// (µs), and whether it is the cold start's first choice
+    /// ([`Cluster::keep_first_choice`]) rather than a spare ([`Cluster::keep_spare`]).
+    draining: Vec<Drain>,
     timer_at: Option<u64>,
     timer_gen: u32,
     warm_left: u32,
