@@ -5,23 +5,25 @@
 //! says whether the replay diverges. [`Recorder`] wraps a [`Refresh`] and records as it
 //! drives it, so an adapter cannot forget to log an input.
 
+use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use crate::brokers::BrokerBook;
-use crate::config::{RefreshConfig, Stagger};
+use crate::config::RefreshConfig;
 use crate::error::ConfigError;
 use crate::refresh::{Command, Input, InputOutcome, Refresh, RefreshContext, TimerKind};
 use crate::time::Instant;
 
-/// Format version of [`Trace`]; bumped on incompatible changes. Version 2 added
-/// `fanout.stagger.adaptive.silent`: a version 1 trace was recorded when a connected broker
-/// was judged by its handshake alone, which is `silent` = 0 ([`Trace::policy`]). Version 3
-/// added `Input::Connected`'s `tls` (absent: no TLS handshake follows, as recorded, so
-/// `silent_tls` never applies) and `BrokerFailure::cancelled` in a give-up (absent before:
-/// an older trace's give-up is compared without it, see [`Trace::replay`]).
-pub const TRACE_VERSION: u32 = 3;
+/// Format version of [`Trace`]; bumped on incompatible changes. A trace of another version
+/// does not load: deserialising it fails, saying the version found and this one, and
+/// [`Trace::start`] refuses one built in memory. Version 4 reads only today's shapes: attempt
+/// ids as `{"epoch", "number"}`, `Input::FirstFrame` as `first_frame`, the fan-out's four
+/// switches under `fanout.tuning`, and `AttemptInfo`'s `first_frame_at` and
+/// `reused_connection` by those names (versions 1 to 3 were written while other names were
+/// still read).
+pub const TRACE_VERSION: u32 = 4;
 
 /// One timed step of a refresh.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,7 +55,8 @@ pub enum TraceEvent {
 /// A complete record of one refresh.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
-    /// [`TRACE_VERSION`] at recording time.
+    /// [`TRACE_VERSION`] at recording time; a trace of another version does not load.
+    #[serde(deserialize_with = "read_version")]
     pub version: u32,
     /// Who recorded it (e.g. `stagger-cli 0.1.0`).
     pub recorder: String,
@@ -97,23 +100,16 @@ impl core::fmt::Display for Divergence {
 }
 
 impl Trace {
-    /// The policy the trace was recorded with, as this version of the core reads it: its
-    /// `config`, with the knobs added since its version set to what the recording core did
-    /// without them (so an old trace replays to its own commands).
-    pub fn policy(&self) -> RefreshConfig {
-        let mut config = self.config;
-        if let (true, Stagger::Adaptive(a)) = (self.version < 2, &mut config.fanout.stagger) {
-            a.silent = core::time::Duration::ZERO;
-        }
-        config
-    }
-
-    /// A fresh [`Refresh`] as the trace's started: its policy ([`Trace::policy`]), book,
-    /// start time and recent response time.
+    /// A fresh [`Refresh`] as the trace's started: its config, book, start time and recent
+    /// response time (or the [`RefreshContext`] of the cluster that ran it). A trace of another
+    /// [`TRACE_VERSION`] is a [`ConfigError`] for `version`.
     pub fn start(&self) -> Result<Refresh, ConfigError> {
+        if self.version != TRACE_VERSION {
+            return Err(ConfigError::new("version", format!("is {}", version_problem(self.version))));
+        }
         match self.context {
-            Some(context) => Refresh::with_context(&self.policy(), &self.book, self.started_at, context),
-            None => Refresh::with_estimate(&self.policy(), &self.book, self.started_at, self.recent_response_time),
+            Some(context) => Refresh::with_context(&self.config, &self.book, self.started_at, context),
+            None => Refresh::with_estimate(&self.config, &self.book, self.started_at, self.recent_response_time),
         }
     }
 
@@ -147,7 +143,7 @@ impl Trace {
                 }
                 TraceEvent::Command { command, .. } => {
                     let replayed = produced.get(cursor);
-                    if !replayed.is_some_and(|r| self.same_command(r, command)) {
+                    if replayed != Some(command) {
                         return Ok(Err(Divergence {
                             event_index: index,
                             recorded: Some(command.clone()),
@@ -165,24 +161,20 @@ impl Trace {
     }
 }
 
-impl Trace {
-    /// Whether the replay's `replayed` is the recorded `recorded`. A give-up recorded before
-    /// version 3 has no broker's cancel reason (`BrokerFailure::cancelled`), which the core now
-    /// adds to what it decided then: it is compared without it.
-    fn same_command(&self, replayed: &Command, recorded: &Command) -> bool {
-        match (replayed, recorded) {
-            (Command::GiveUp(r), Command::GiveUp(c)) if self.version < 3 => {
-                r.reason == c.reason
-                    && r.last_error == c.last_error
-                    && r.brokers.len() == c.brokers.len()
-                    && r.brokers.iter().zip(&c.brokers).all(|(r, c)| {
-                        let mut r = r.clone();
-                        r.cancelled = c.cancelled;
-                        r == *c
-                    })
-            }
-            _ => replayed == recorded,
-        }
+/// What is wrong with a trace of format version `found`.
+fn version_problem(found: u32) -> String {
+    format!("trace format version {found}, but this core reads version {TRACE_VERSION} only: record the trace again")
+}
+
+/// Reads [`Trace::version`], refusing any but [`TRACE_VERSION`]. `version` is the first field
+/// a trace is written with, so an older trace is refused before its other fields are read
+/// (in shapes this core no longer reads).
+fn read_version<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let found = u32::deserialize(deserializer)?;
+    if found == TRACE_VERSION {
+        Ok(found)
+    } else {
+        Err(serde::de::Error::custom(version_problem(found)))
     }
 }
 

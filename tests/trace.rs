@@ -105,83 +105,53 @@ fn a_trace_with_an_invalid_config_is_a_config_error_not_a_panic() {
     assert_eq!(trace.replay().unwrap_err().field, "deadline");
 }
 
-/// Traces and configs written before the four switches moved into `fanout.tuning` keep
-/// their meaning: a switch at the top of `fanout` is read into `tuning`.
+/// A trace of another format version does not load: the error says the version found and
+/// the version this core reads, and it comes before any field the old trace has in a shape
+/// no longer read (here an attempt id as a plain integer).
 #[test]
-fn a_config_with_the_switches_at_the_top_of_fanout_reads_them_into_tuning() {
+fn a_trace_of_another_version_is_refused_saying_which_version_was_found_and_expected() {
+    let trace = record();
+    let mut json = serde_json::to_value(&trace).unwrap();
+    assert_eq!(json["version"], stagger::TRACE_VERSION);
+    assert_eq!(stagger::TRACE_VERSION, 4);
+    for old in [1, 3, 5] {
+        json["version"] = old.into();
+        let error = serde_json::from_value::<Trace>(json.clone()).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!("trace format version {old}, but this core reads version 4 only: record the trace again")
+        );
+    }
+    // As an older recorder wrote it: the version first, then ids as integers.
+    let old = r#"{"version": 3, "recorder": "x", "events": [{"type": "command", "at": 0,
+        "command": {"connect": {"attempt": 0, "broker": 0}}}]}"#;
+    let error = serde_json::from_str::<Trace>(old).unwrap_err().to_string();
+    assert!(error.starts_with("trace format version 3, but this core reads version 4 only"), "{error}");
+    // One built in memory with another version does not replay either.
+    let mut trace = trace;
+    trace.version = 3;
+    let error = trace.replay().unwrap_err();
+    assert_eq!(error.field, "version");
+    assert_eq!(
+        error.to_string(),
+        "invalid configuration: `version` is trace format version 3, but this core reads version 4 only: \
+         record the trace again"
+    );
+}
+
+/// The names older traces and configs were read with are gone: the fan-out's switches at its
+/// top level (today under `tuning`) are unknown fields, ignored as every unknown field of a
+/// config is (the CLI's policy files refuse them, naming `fanout.tuning.<switch>`).
+#[test]
+fn the_switches_at_the_top_of_fanout_are_no_longer_read() {
     let old = r#"{"fanout": {"max_in_flight": 2, "spread_ticks": false, "cancel_silent_on_answer": false}}"#;
     let config: RefreshConfig = serde_json::from_str(old).unwrap();
     assert_eq!(config.fanout.max_in_flight, 2);
-    assert!(!config.fanout.tuning.spread_ticks && !config.fanout.tuning.cancel_silent_on_answer);
-    assert!(
-        config.fanout.tuning.next_on_failure && config.fanout.tuning.replace_when_full,
-        "the rest keep their defaults"
-    );
+    assert_eq!(config.fanout.tuning, RefreshConfig::default().fanout.tuning, "ignored: every switch at its default");
+    let new = r#"{"fanout": {"tuning": {"spread_ticks": false}}}"#;
+    let config: RefreshConfig = serde_json::from_str(new).unwrap();
+    assert!(!config.fanout.tuning.spread_ticks && config.fanout.tuning.cancel_silent_on_answer);
     let written = serde_json::to_value(config).unwrap();
-    assert!(written["fanout"].get("spread_ticks").is_none(), "written in today's shape only: {written}");
-    assert_eq!(written["fanout"]["tuning"]["spread_ticks"], false);
-    let again: RefreshConfig = serde_json::from_value(written).unwrap();
-    assert_eq!(again, config);
-}
-
-#[test]
-fn a_version_1_trace_replays_with_the_silence_rule_it_was_recorded_with() {
-    // Version 1 predates `silent`: its core judged a connected broker by its handshake alone.
-    let mut config = RefreshConfig::adaptive();
-    config.fanout.jitter = 0.0;
-    let stagger::Stagger::Adaptive(a) = &mut config.fanout.stagger else { unreachable!() };
-    a.floor = Duration::from_millis(2);
-    let mut old = config;
-    let stagger::Stagger::Adaptive(a) = &mut old.fanout.stagger else { unreachable!() };
-    a.silent = Duration::ZERO;
-    let book = BrokerBook::new(["10.0.0.1:9092", "10.0.0.2:9092"]).unwrap();
-    let mut recorder = Recorder::new(&old, &book, Instant::ZERO, "test").unwrap();
-    let Some(Command::Connect { attempt: first, .. }) = recorder.poll_command(Instant::ZERO) else { panic!() };
-    recorder.handle_input(Instant::from_micros(100), Input::Connected { attempt: first, tls: false });
-    recorder.handle_timeout(Instant::from_micros(2_100)); // 2 ms floor: the hedge
-    while recorder.poll_command(Instant::from_micros(2_100)).is_some() {}
-    let mut trace = recorder.into_trace();
-    assert!(trace.events.iter().filter(|e| matches!(e, TraceEvent::Command { .. })).count() >= 2, "{trace:?}");
-    // As an old recorder wrote it: version 1, the config without `silent` (read as its default).
-    trace.version = 1;
-    trace.config = config;
-    assert_eq!(trace.replay().unwrap().map(|c| c.len()), Ok(2), "replays as recorded");
-    assert!(matches!(trace.policy().fanout.stagger, stagger::Stagger::Adaptive(a) if a.silent.is_zero()));
-    trace.version = stagger::TRACE_VERSION;
-    assert!(trace.replay().unwrap().is_err(), "a current core reads the same config as 24 ms of silence");
-}
-
-/// A give-up recorded before version 3 carries no broker's cancel reason
-/// (`BrokerFailure::cancelled`), which the core adds today: such a trace still replays, while
-/// a current trace missing it diverges.
-#[test]
-fn a_give_up_recorded_before_brokers_said_why_they_were_cancelled_still_replays() {
-    let book = BrokerBook::new(stagger::test_util::numbered_seeds(3)).unwrap();
-    let mut config = RefreshConfig::default().with_seed(7);
-    config.fanout.initial = 2;
-    let mut rec = Recorder::new(&config, &book, Instant::ZERO, "tests").unwrap();
-    let mut attempts = Vec::new();
-    while let Some(c) = rec.poll_command(Instant::ZERO) {
-        if let Command::Connect { attempt, .. } = c {
-            attempts.push(attempt);
-        }
-    }
-    // The first broker refuses the credentials: fatal, and the second is cancelled for it.
-    let error = AttemptError::with_detail(ErrorKind::Authentication, "bad password");
-    rec.handle_input(ms(3), Input::Failed { attempt: attempts[0], error });
-    while rec.poll_command(ms(3)).is_some() {}
-    let mut trace = rec.into_trace();
-    let give_up = trace.events.iter_mut().find_map(|e| match e {
-        TraceEvent::Command { command: Command::GiveUp(error), .. } => Some(error),
-        _ => None,
-    });
-    let give_up = give_up.expect("the refresh gave up");
-    assert!(give_up.brokers.iter().any(|b| b.cancelled.is_some()), "{give_up:?}");
-    for broker in &mut give_up.brokers {
-        broker.cancelled = None; // as a version 2 recorder wrote it
-    }
-    trace.version = 2;
-    assert!(trace.replay().unwrap().is_ok(), "an older give-up replays without the cancel reasons");
-    trace.version = stagger::TRACE_VERSION;
-    assert!(trace.replay().unwrap().is_err(), "a current trace must carry them");
+    assert!(written["fanout"].get("spread_ticks").is_none(), "{written}");
+    assert_eq!(serde_json::from_value::<RefreshConfig>(written).unwrap(), config);
 }

@@ -201,7 +201,7 @@ pub enum Growth {
 
 /// The fan-out policy: how attempts are started over time.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, from = "FanoutFields")]
+#[serde(default)]
 pub struct Fanout {
     /// Attempts started at once when the refresh begins (default 1).
     pub initial: u32,
@@ -221,67 +221,6 @@ pub struct Fanout {
     /// The four rules that shape the fan-out beyond its timing; each is on by default and
     /// each can be switched off to measure what it buys (`docs/performance/tuning.md`).
     pub tuning: Tuning,
-}
-
-/// [`Fanout`] as read: today's fields, and the four switches at the top level where traces
-/// and configs written before [`Tuning`] existed have them (read into `tuning`, so an old
-/// trace replays with the rules it was recorded with; never written).
-#[derive(Deserialize)]
-#[serde(default)]
-struct FanoutFields {
-    initial: u32,
-    stagger: Stagger,
-    growth: Growth,
-    max_in_flight: u32,
-    jitter: f64,
-    tuning: Tuning,
-    next_on_failure: Option<bool>,
-    replace_when_full: Option<bool>,
-    cancel_silent_on_answer: Option<bool>,
-    spread_ticks: Option<bool>,
-}
-
-impl Default for FanoutFields {
-    fn default() -> Self {
-        let f = Fanout::default();
-        FanoutFields {
-            initial: f.initial,
-            stagger: f.stagger,
-            growth: f.growth,
-            max_in_flight: f.max_in_flight,
-            jitter: f.jitter,
-            tuning: f.tuning,
-            next_on_failure: None,
-            replace_when_full: None,
-            cancel_silent_on_answer: None,
-            spread_ticks: None,
-        }
-    }
-}
-
-impl From<FanoutFields> for Fanout {
-    fn from(f: FanoutFields) -> Self {
-        let mut tuning = f.tuning;
-        let legacy = [
-            (f.next_on_failure, &mut tuning.next_on_failure),
-            (f.replace_when_full, &mut tuning.replace_when_full),
-            (f.cancel_silent_on_answer, &mut tuning.cancel_silent_on_answer),
-            (f.spread_ticks, &mut tuning.spread_ticks),
-        ];
-        for (value, field) in legacy {
-            if let Some(value) = value {
-                *field = value;
-            }
-        }
-        Fanout {
-            initial: f.initial,
-            stagger: f.stagger,
-            growth: f.growth,
-            max_in_flight: f.max_in_flight,
-            jitter: f.jitter,
-            tuning,
-        }
-    }
 }
 
 /// Rules of the fan-out that are on by default and rarely worth changing: switches kept

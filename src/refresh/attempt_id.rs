@@ -1,5 +1,5 @@
 //! [`AttemptId`]: the name of one attempt that adapters, traces and JavaScript share, and how
-//! it is written (`{"epoch", "number"}`) and read (that, or an older trace's plain integer).
+//! it is written and read (`{"epoch", "number"}`).
 
 use core::fmt;
 use serde::{Deserialize, Serialize};
@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 /// the high 32 bits are the refresh's epoch, the low 32 bits the attempt's number in it.
 ///
 /// Serialised as `{"epoch": e, "number": n}`, which JavaScript reads without losing
-/// precision (a 64-bit integer does not fit its numbers); read from that or from the plain
-/// integer that traces written before carry.
+/// precision (a 64-bit integer does not fit its numbers), and read from that form only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AttemptId(pub u64);
 
@@ -43,22 +42,14 @@ impl<'de> Deserialize<'de> for AttemptId {
     }
 }
 
-/// Reads `{"epoch", "number"}` or the plain integer (high 32 bits epoch) of older traces.
+/// Reads `{"epoch", "number"}`.
 struct AttemptIdVisitor;
 
 impl<'de> serde::de::Visitor<'de> for AttemptIdVisitor {
     type Value = AttemptId;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an attempt id: {\"epoch\": e, \"number\": n} or an unsigned integer")
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<AttemptId, E> {
-        Ok(AttemptId(v))
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<AttemptId, E> {
-        u64::try_from(v).map(AttemptId).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+        f.write_str("an attempt id: {\"epoch\": e, \"number\": n}")
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<AttemptId, A::Error> {

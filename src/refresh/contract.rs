@@ -35,7 +35,6 @@ pub enum Input {
     /// and answering ones patiently; [`crate::kafka::KafkaAttempt`] says when. Adapters that
     /// cannot tell should skip it: without it every connected attempt looks silent, and the
     /// adaptive stagger hedges once the broker pace has run out twice.
-    #[serde(alias = "answered")]
     FirstFrame {
         /// Which attempt.
         attempt: AttemptId,
@@ -335,11 +334,11 @@ pub struct AttemptInfo {
     /// When its transport came up, if it did.
     pub connected_at: Option<Instant>,
     /// When its broker's first frame arrived ([`Input::FirstFrame`]), if it did.
-    #[serde(default, alias = "answered_at")]
+    #[serde(default)]
     pub first_frame_at: Option<Instant>,
     /// Whether it reused a connection kept from an earlier refresh (its handshake then
     /// measures nothing).
-    #[serde(default, alias = "kept")]
+    #[serde(default)]
     pub reused_connection: bool,
     /// Whether its transport carries a TLS handshake after the TCP one
     /// ([`Input::Connected`]'s `tls`): its broker's first answer ends that handshake.

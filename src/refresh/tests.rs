@@ -61,22 +61,47 @@ fn handle_input_says_what_became_of_each_input() {
     assert_eq!(r.handle_input(at(152), refused(0)), InputOutcome::RefreshFinished);
 }
 
-/// An attempt id reaches JSON (and JavaScript) as `{epoch, number}`; traces written before
-/// carry the plain 64-bit integer, which still reads.
+/// An attempt id reaches JSON (and JavaScript) as `{epoch, number}`, and is read from that
+/// form only: the plain 64-bit integer of traces before version 4 is refused.
 #[test]
-fn attempt_ids_serialise_as_epoch_and_number_and_read_the_old_integer_too() {
+fn attempt_ids_serialise_as_epoch_and_number_and_read_only_that() {
     let id = AttemptId::new(3, 7);
     let json = serde_json::to_value(id).unwrap();
     assert_eq!(json, serde_json::json!({ "epoch": 3, "number": 7 }));
     assert_eq!(serde_json::from_value::<AttemptId>(json).unwrap(), id);
-    let old = (3u64 << 32) | 7;
-    assert_eq!(serde_json::from_str::<AttemptId>(&old.to_string()).unwrap(), id);
     assert_eq!(serde_json::from_str::<AttemptId>(r#"{"number": 7, "epoch": 3}"#).unwrap(), id);
-    let input: Input = serde_json::from_str(r#"{"connected": {"attempt": 5}}"#).unwrap();
-    assert_eq!(input, Input::Connected { attempt: AttemptId::new(0, 5), tls: false });
-    for bad in ["-1", r#"{"epoch": 1}"#, r#"{"epoch": 1, "number": 2, "x": 3}"#, "\"7\""] {
+    let old = ((3u64 << 32) | 7).to_string();
+    let error = serde_json::from_str::<AttemptId>(&old).unwrap_err().to_string();
+    assert!(error.starts_with("invalid type: integer `12884901895`, expected an attempt id"), "{error}");
+    assert!(serde_json::from_str::<Input>(r#"{"connected": {"attempt": 5}}"#).is_err());
+    for bad in ["-1", "0", r#"{"epoch": 1}"#, r#"{"epoch": 1, "number": 2, "x": 3}"#, "\"7\""] {
         assert!(serde_json::from_str::<AttemptId>(bad).is_err(), "{bad}");
     }
+}
+
+/// The names older traces were read with are gone: `answered` is no input (it is
+/// `first_frame`), and an attempt's `answered_at` and `kept` are unknown fields, ignored as
+/// every unknown field is, so the attempt reads as if it had neither.
+#[test]
+fn inputs_and_attempts_are_read_by_their_current_names_only() {
+    let id = r#"{"epoch": 0, "number": 1}"#;
+    let input: Input = serde_json::from_str(&format!(r#"{{"first_frame": {{"attempt": {id}}}}}"#)).unwrap();
+    assert_eq!(input, Input::FirstFrame { attempt: AttemptId::new(0, 1) });
+    let error = serde_json::from_str::<Input>(&format!(r#"{{"answered": {{"attempt": {id}}}}}"#)).unwrap_err();
+    assert!(error.to_string().starts_with("unknown variant `answered`, expected one of"), "{error}");
+
+    let attempt = |extra: &str| {
+        let json = format!(
+            r#"{{"broker": 0, "pass": 0, "started_at": 0, "connected_at": 1, {extra}
+                "ended_at": null, "state": "in_flight", "hedge": false}}"#
+        );
+        serde_json::from_str::<AttemptInfo>(&json).unwrap()
+    };
+    let current = attempt(r#""first_frame_at": 2, "reused_connection": true,"#);
+    assert_eq!((current.first_frame_at, current.reused_connection), (Some(Instant::from_micros(2)), true));
+    assert_eq!(serde_json::from_value::<AttemptInfo>(serde_json::to_value(current).unwrap()).unwrap(), current);
+    let old = attempt(r#""answered_at": 2, "kept": true,"#);
+    assert_eq!((old.first_frame_at, old.reused_connection), (None, false));
 }
 
 /// `ALL` lists every variant once: the match below stops compiling when a variant is added,

@@ -71,8 +71,7 @@ export function initReplay(app) {
         (${d.at != null ? fmtUs(d.at) : "?"} after the start): the trace recorded <code>${esc(d.recorded ?? "nothing")}</code>,
         the core now emits <code>${esc(d.replayed ?? "nothing")}</code>. The timeline below is what today's core does with the recorded inputs.`;
     }
-    const version = answer.version_ok ? "" : ` · trace format v${answer.version} (this page reads v1)`;
-    $("rp-info").textContent = `Recorded by ${answer.recorder}${version} · ${answer.report.lanes.length} brokers · `
+    $("rp-info").textContent = `Recorded by ${answer.recorder} · ${answer.report.lanes.length} brokers · `
       + `${answer.recorded_events} recorded events · ${describeConfig(answer.config)}`;
     const r = runFromReport(answer.report, answer.config, { eventText: answer.event_text });
     if (answer.divergence && answer.divergence.at != null) r.divergenceAt = answer.divergence.at;

@@ -123,14 +123,15 @@ fn config_objects_are_read_as_serde_reads_them() {
             .map_err(|error| get(&error, "problem").as_string().unwrap())
     };
     // What serde_json makes of the same JSON is what the adapter makes of the object:
-    // missing fields take their defaults, unknown ones are ignored, both enum forms are read,
-    // the fan-out's legacy top-level switches land in `tuning`.
+    // missing fields take their defaults, unknown ones are ignored (the fan-out's switches
+    // are read under `tuning` only), both enum forms are read.
     for text in [
         r#"{}"#,
         r#"{"retry":{"retries":0,"multiplier":1.5},"seed":9007199254740991,"unknown":[1,{"a":null}]}"#,
         r#"{"fanout":{"stagger":{"fixed":{"secs":0,"nanos":250000000}},"growth":{"exponential":1.5}}}"#,
         r#"{"fanout":{"stagger":{"adaptive":{"cold":{"secs":1,"nanos":0}}},"growth":{"linear":3},"jitter":0}}"#,
         r#"{"fanout":{"next_on_failure":false,"spread_ticks":null,"tuning":{"cancel_outrun":false}}}"#,
+        r#"{"fanout":{"tuning":{"next_on_failure":false,"spread_ticks":false}}}"#,
     ] {
         let expected: stagger::RefreshConfig = serde_json::from_str(text).unwrap();
         assert_eq!(read(text).unwrap(), serde_form(&expected), "{text}");

@@ -15,9 +15,9 @@ use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 fn main() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
     let healthy = BrokerBehavior::Healthy { rtt: Duration::from_millis(4) };
-    // A hung broker first, a refusing one next: the stagger tick moves past the first and
-    // starts the next two together; the refusal starts the fourth at once; the third's first
-    // answer cancels the still-silent hung one and the fourth (overtaken); the third wins.
+    // A hung broker first, a refusing one next: the stagger tick moves past the first to the
+    // second; the refusal starts the third at once, whose first answer cancels the
+    // still-silent hung one (overtaken); the third wins, and the fourth is never asked.
     let hung_first =
         Scenario::from_behaviors([BrokerBehavior::Hung, BrokerBehavior::Refused, healthy.clone(), healthy])
             .with_seed(7);

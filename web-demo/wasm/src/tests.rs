@@ -195,15 +195,30 @@ fn junk_is_not_a_trace() {
 }
 
 #[test]
+fn a_trace_of_another_format_version_is_refused_saying_which() {
+    let mut trace: Value = serde_json::from_str(&fixture("hung-refused-healthy.trace.json")).unwrap();
+    trace["version"] = json!(3);
+    let answer = parse(replay(&trace.to_string()));
+    assert_eq!(answer["verdict"], "invalid", "{answer}");
+    let error = answer["error"].as_str().unwrap();
+    assert!(
+        error.starts_with(
+            "this stagger trace cannot be replayed here: trace format version 3, but this core reads version 4 only"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
 fn the_fixture_traces_replay_without_divergence() {
     // The first two come from the simulator (examples/make_fixtures.rs); the third was
-    // recorded by `stagger metadata --trace` against the bridge testbed (hung, down, 2 healthy)
-    // before attempt ids were written as `{epoch, number}`: its plain integer ids still read.
-    assert!(fixture("cli-hung-down-healthy.trace.json").contains("\"attempt\": 0"));
-    assert!(fixture("hung-refused-healthy.trace.json").contains("\"epoch\": 0"));
+    // recorded by `stagger metadata --trace` against the bridge testbed (hung, down, 2 healthy).
     for name in ["hung-refused-healthy.trace.json", "all-down-gives-up.trace.json", "cli-hung-down-healthy.trace.json"]
     {
-        let answer = parse(replay(&fixture(name)));
+        let text = fixture(name);
+        let trace: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(trace["version"], stagger::TRACE_VERSION, "{name}");
+        let answer = parse(replay(&text));
         assert_eq!(answer["verdict"], "match", "{name}: {answer}");
         assert_eq!(answer["finished"], true, "{name}");
     }
