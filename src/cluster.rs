@@ -43,7 +43,9 @@ use keeping::KEPT_INLINE;
 /// is closed ([`ClusterEvent::Release`]). Beside the winner's, up to
 /// [`ClusterConfig::spare_connections`] losers' connections may be kept
 /// ([`Cluster::wants_spare`], [`Cluster::keep_spare`]): a later refresh's hedge then runs on
-/// one of them before it opens a new one. [`Cluster::stats`] counts what that cost.
+/// one of them before it opens a new one. A cold start's first choice, outrun while its
+/// handshake queued and kept late ([`Cluster::keep_first_choice`]), becomes the client's home
+/// and leads every refresh while kept. [`Cluster::stats`] counts what that cost.
 ///
 /// | event | the adapter |
 /// |---|---|

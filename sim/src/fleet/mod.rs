@@ -42,7 +42,10 @@
 //!   the queue (a real broker's hand-offs between threads).
 //! * **Spares**: a client whose loser owed only its Metadata answer when the race ended lets
 //!   that answer come and offers the connection to its core
-//!   ([`Cluster::keep_spare`](stagger::Cluster::keep_spare)), as the session does.
+//!   ([`Cluster::keep_spare`](stagger::Cluster::keep_spare)), as the session does; a
+//!   bootstrap's first attempt that connected and was outrun finishes its exchange and is
+//!   offered as the client's first choice
+//!   ([`Cluster::keep_first_choice`](stagger::Cluster::keep_first_choice)).
 //! * **Security** ([`Security`]): on a TLS listener a new connection's handshake costs one
 //!   round trip and [`Security::tls_time`] of broker work before ApiVersions, and the core
 //!   hears the broker alive (`Input::FirstFrame`) when the handshake completes, as the
