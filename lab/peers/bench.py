@@ -1,16 +1,22 @@
 """lab/peers driver: every installed peer against one real Kafka cluster, faults first.
 
-Run by run.sh (which installs the peers and starts the cluster); stdlib only. For each case
-and repetition, each (client, setting) runs once, in turn, as its own process with a kill
-timeout; nothing runs in parallel. Prints one Markdown table and writes it, with the
-method, the versions and the exact command, to docs/performance/peers.md.
+Run by run.sh (which installs the peers); stdlib only. It starts the cluster itself (after its
+forwarders, see below) and stops it at the end. For each case and repetition, each (client,
+setting) runs once, in turn, as its own process with a kill timeout; nothing runs in parallel.
+Prints one Markdown table and writes it, with the method, the versions and the exact command,
+to docs/performance/peers.md (with --keep-earlier, the runs already there are kept below it).
 
-Connections are counted by counting TCP forwarders on 127.0.0.1 in front of every seed
-address that accepts TCP (healthy and hung brokers): each forwarder counts the connections
-it accepts, i.e. TCP handshakes completed with the *seed (bootstrap) addresses*. A refusing
-or blackholed seed completes no handshake by definition, so it needs no forwarder (and has
-none: a forwarder would turn "refused" into "accepted, then closed"). Connections a client
-opens afterwards to the brokers' advertised addresses (the real ports) are not counted.
+Connections are counted by one counting TCP forwarder on 127.0.0.1 per broker, and the brokers
+advertise the forwarders (kafka.sh --advertise-plaintext), as a production cluster advertises
+the addresses its clients bootstrap from: a seed and the same broker's address in the metadata
+are one address, so a peer given stagger's front list meets the same addresses stagger tried.
+Each forwarder counts the connections it accepts: every TCP handshake a client completes with
+that broker during the run, bootstrap and later ones alike. The cluster holds no topic, so the
+brokers replicate nothing and open no connection to each other through them (bench.py counts
+an idle spell before the cases to show it). A blackholed seed completes no handshake by
+definition and has no forwarder (it is no broker's address); a refusing (killed) broker's
+forwarder closes its listener for the case, so its address refuses, as seed and as listed
+broker alike (a forwarder left listening would turn "refused" into "accepted, then closed").
 """
 
 import argparse
@@ -19,6 +25,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shlex
 import signal
 import socket
@@ -32,36 +39,61 @@ import time
 
 
 class Forwarders:
-    """One counting TCP forwarder per upstream address, on an asyncio loop in a thread."""
+    """One counting TCP forwarder per upstream address, on an asyncio loop in a thread, each
+    listening on its given port of 127.0.0.1 (the address its broker advertises)."""
 
-    def __init__(self, upstreams):
+    def __init__(self, upstreams, ports):
         self.upstreams = upstreams
+        self.ports = ports
         self.counts = [0] * len(upstreams)
-        self.addresses = [None] * len(upstreams)
+        self.addresses = [f"127.0.0.1:{port}" for port in ports]
         self.loop = asyncio.new_event_loop()
-        self.servers = []
+        self.servers = [None] * len(upstreams)
+        self.error = None
         ready = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
         self.thread.start()
         ready.wait(10)
-        if None in self.addresses:
-            raise RuntimeError("forwarders did not start")
+        if self.error or None in self.servers:
+            raise RuntimeError(f"forwarders did not start: {self.error}")
 
     def _run(self, ready):
         asyncio.set_event_loop(self.loop)
 
         async def start():
-            for i, up in enumerate(self.upstreams):
-                server = await asyncio.start_server(
-                    lambda r, w, i=i: self._serve(i, r, w), "127.0.0.1", 0, backlog=512
-                )
-                self.servers.append(server)
-                port = server.sockets[0].getsockname()[1]
-                self.addresses[i] = f"127.0.0.1:{port}"
+            try:
+                for i in range(len(self.upstreams)):
+                    await self._listen(i)
+            except OSError as e:
+                self.error = e
             ready.set()
 
         self.loop.run_until_complete(start())
         self.loop.run_forever()
+
+    async def _listen(self, i):
+        self.servers[i] = await asyncio.start_server(
+            lambda r, w, i=i: self._serve(i, r, w), "127.0.0.1", self.ports[i], backlog=512
+        )
+
+    def _call(self, coroutine_fn):
+        return asyncio.run_coroutine_threadsafe(coroutine_fn(), self.loop).result(10)
+
+    def refuse(self, i):
+        """Closes forwarder i's listener: its address refuses (connections already passing stay)."""
+
+        async def close():
+            self.servers[i].close()  # closes the listening socket now (not waiting for connections)
+
+        self._call(close)
+
+    def accept_again(self, i):
+        """Listens again on forwarder i's port, after refuse(i)."""
+
+        async def listen():
+            await self._listen(i)
+
+        self._call(listen)
 
     async def _serve(self, i, reader, writer):
         self.counts[i] += 1
@@ -111,7 +143,8 @@ class Forwarders:
     def close(self):
         def stop():
             for s in self.servers:
-                s.close()
+                if s is not None:
+                    s.close()
             self.loop.stop()
 
         self.loop.call_soon_threadsafe(stop)
@@ -159,7 +192,55 @@ class Blackhole:
 # ---------------------------------------------------------------- the cluster
 
 
+def port_free(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_blocks(brokers):
+    """Base ports whose block of 10 ports per node is free: kafka.sh's node i listens on
+    base + 10 (i - 1) + 0..4, its forwarder takes + 5. Below Linux's ephemeral range (32768+),
+    as kafka.sh's --base-port auto, so no outgoing connection takes a forwarder's port while it
+    refuses."""
+    for base in range(18000, 32000 - 10 * brokers, 200):
+        if all(port_free(base + offset) for offset in range(10 * brokers)):
+            yield base
+
+
 class Cluster:
+    @staticmethod
+    def start(script, kdir, brokers, lifetime):
+        """Forwarders on free ports, then the cluster, its brokers advertising them for PLAINTEXT.
+        The forwarders listen first: kafka.sh's readiness check asks the advertised addresses."""
+        for attempt, base in enumerate(free_blocks(brokers)):
+            upstreams = [f"127.0.0.1:{base + 10 * i}" for i in range(brokers)]
+            fwd = Forwarders(upstreams, [base + 10 * i + 5 for i in range(brokers)])
+            r = subprocess.run(["bash", script, "start", "--dir", kdir, "--brokers", str(brokers), "--base-port",
+                                str(base), "--lifetime", str(lifetime), "--owner", str(os.getpid()),
+                                "--advertise-plaintext", ",".join(fwd.addresses)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if r.returncode == 0:
+                cluster = Cluster(script, kdir)
+                if cluster.addresses != upstreams:
+                    raise RuntimeError(f"the cluster listens on {cluster.addresses}, not {upstreams}")
+                return cluster, fwd
+            fwd.close()
+            subprocess.run(["bash", script, "stop", "--dir", kdir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # Another process took a port of the block between the check and the start: the next.
+            if "in use" not in r.stderr or attempt >= 5:
+                sys.exit(f"bench.py: the cluster did not start: {r.stderr.strip()[-600:]}")
+        sys.exit("bench.py: no free block of ports on 127.0.0.1 between 18000 and 32000")
+
+    def stop(self):
+        subprocess.run(["bash", self.script, "stop", "--dir", self.dir], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
     def __init__(self, script, kdir):
         self.script, self.dir = script, kdir
         env = self.env()
@@ -286,9 +367,53 @@ def run_probe(argv, timeout, before=None, ready=True):
     return doc, time.monotonic() - t0
 
 
-def write_raw(path, results):
+IDLE_S = 3.0  # the idle spell whose connections bench.py counts before the cases
+
+
+def connections(run):
+    """The connections the forwarders counted in a run (raw results before the brokers advertised
+    the forwarders named them bootstrap_connections: the seeds' only)."""
+    return run["connections_counted"] if "connections_counted" in run else run["bootstrap_connections"]
+
+
+TITLE = "# stagger and its peers: time to metadata with faulty brokers first"
+INTRO = ("Each run below is generated by lab/peers/bench.py, the newest first; runs kept with `--keep-earlier` "
+         "follow as they were written, each with its own method and table. Compare numbers within one run.")
+
+
+def earlier_runs(text, label):
+    """The runs of an earlier peers.md, as lines to follow this run: every `## ` section as it is;
+    a file of one run written without a heading gets one (label, or Run of its date)."""
+    lines = text.rstrip("\n").split("\n")
+    if lines and lines[0] == TITLE:
+        lines = lines[1:]
+    while lines and (not lines[0].strip() or lines[0] == INTRO):
+        lines = lines[1:]
+    if not lines:
+        return []
+    if not lines[0].startswith("## "):
+        m = re.search(r"^Measured (\d{4}-\d\d-\d\d \d\d:\d\d UTC)", "\n".join(lines), re.M)
+        lines = [f"## {label or 'Run of ' + (m.group(1) if m else 'an unknown date')}", ""] + lines
+    return lines + [""]
+
+
+def latest_run(lines):
+    """The lines of a peers.md's newest run: up to its second `## ` heading (a file of one run,
+    without headings, is all one run)."""
+    out, headings = [], 0
+    for line in lines:
+        if line.startswith("## "):
+            headings += 1
+            if headings == 2:
+                break
+        out.append(line)
+    return out
+
+
+def write_raw(path, results, idle=None):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w") as f:
-        json.dump({"results": [{"case": k[0], "client": k[1], "setting": k[2], "runs": v} for k, v in results.items()]},
+        json.dump({"idle_connections": idle, "idle_s": IDLE_S, "results": [{"case": k[0], "client": k[1], "setting": k[2], "runs": v} for k, v in results.items()]},
                   f, indent=1)
     os.replace(path + ".tmp", path)
 
@@ -330,6 +455,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kafka-script", required=True)
     ap.add_argument("--kafka-dir", required=True)
+    ap.add_argument("--brokers", type=int, default=5, help="the cluster bench.py starts (at least 5)")
+    ap.add_argument("--lifetime", type=int, default=3600, help="kafka.sh's watchdog: seconds before it stops the cluster")
     ap.add_argument("--peers", required=True, help="peers.tsv from install.sh")
     ap.add_argument("--versions", required=True, help="versions.tsv from install.sh")
     ap.add_argument("--reps", type=int, default=5)
@@ -348,6 +475,11 @@ def main():
                     help="an earlier run whose (case, client, setting) cells not run now join the table: its raw "
                          "results JSON (recomputed), or its peers.md (rows kept as they are)")
     ap.add_argument("--merge-note", default="", help="a sentence for the report on where the merged cases came from")
+    ap.add_argument("--label", default="", help="this run's heading in the report (default: Run of <date>)")
+    ap.add_argument("--keep-earlier", action="store_true",
+                    help="keep the runs already in --out below this one, as they are (default: this run replaces them)")
+    ap.add_argument("--earlier-label", default="",
+                    help="with --keep-earlier: the heading of an earlier run written without one (default: Run of <date>)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so every fault is undone on the way out
 
@@ -371,13 +503,17 @@ def main():
     if report_only:
         cluster, n, warm, fwd, hole, kafka_version = None, 5, "", None, None, args.kafka_version
     else:
-        cluster = Cluster(args.kafka_script, args.kafka_dir)
-        n, kafka_version = len(cluster.addresses), cluster.version
-        if n < 5:
+        if args.brokers < 5:
             sys.exit("bench.py: needs a cluster of at least 5 brokers (3 hung, 2 left to answer)")
-        warm = cluster.addresses[-1]  # never faulted: every probe's uncounted warm-up round goes here
-        fwd = Forwarders(cluster.addresses)
+        cluster, fwd = Cluster.start(args.kafka_script, args.kafka_dir, args.brokers, args.lifetime)
+        CLEANUP.append(cluster.stop)
+        CLEANUP.append(fwd.close)
+        n, kafka_version = len(cluster.addresses), cluster.version
+        # never faulted: every probe's uncounted warm-up round bootstraps here (its own address,
+        # past no forwarder; the metadata it gets names the forwarders, before any counting)
+        warm = cluster.addresses[-1]
         hole = Blackhole()
+        CLEANUP.append(hole.close)
 
     def configs_of(peer_list):  # (client, setting, argv prefix, tuned flag), stagger's first
         out = []
@@ -418,14 +554,26 @@ def main():
     if cli and not report_only:
         for i in range(40):
             run_probe(argv(cli, [cluster.addresses[i % n]]), 30, ready=False)
+    # What the forwarders count with no client running (the brokers' own traffic through the
+    # addresses they advertise): expected 0, reported with the method.
+    idle = None
+    if not report_only:
+        fwd.reset()
+        time.sleep(IDLE_S)
+        idle = sum(fwd.snapshot())
+        print(f"bench.py: {idle} connections counted in {IDLE_S:g} s with no client running", file=sys.stderr, flush=True)
 
     started = time.monotonic()
     results = {}  # (case key, client, setting) -> [run dicts]
     for key, label, nodes in all_cases:
         print(f"bench.py: case {label}", file=sys.stderr, flush=True)
         if key == "refused2":
+            # The killed brokers' forwarders refuse too: their addresses (the seeds, and what the
+            # metadata lists for them until the controller fences them) refuse as the brokers' own would.
             cluster.kill(nodes)
-            seeds = [cluster.addresses[i - 1] for i in nodes] + fwd.addresses[len(nodes):]
+            for node in nodes:
+                fwd.refuse(node - 1)
+            seeds = list(fwd.addresses)
         elif key == "blackhole":
             seeds = [hole.address] + fwd.addresses
         else:
@@ -450,12 +598,12 @@ def main():
                             cluster.signal(nodes, signal.SIGCONT)
                     time.sleep(0.05)
                     counts = fwd.snapshot()
-                    doc["bootstrap_connections"] = sum(counts)
-                    doc["per_seed"] = counts
+                    doc["connections_counted"] = sum(counts)
+                    doc["per_broker"] = counts
                     doc["wall_s"] = round(wall, 3)
                     runs.append(doc)
                     if args.raw:
-                        write_raw(args.raw, results)
+                        write_raw(args.raw, results, idle)
                     took = doc.get("elapsed_ms")
                     if rep == 0 and (took is None or took >= args.slow_s * 1000):
                         slow.add(cell)
@@ -466,20 +614,21 @@ def main():
                         time.sleep(0.3)  # the continued brokers drain their accept queues
         finally:
             if key == "refused2":
-                for node in nodes:
+                for node in nodes:  # listening before the restart, whose check asks the advertised addresses
+                    fwd.accept_again(node - 1)
                     cluster.restart(node)
-    if not report_only:
-        fwd.close()
-        hole.close()
+    for undo in reversed(CLEANUP):  # the cluster is not needed for the report
+        undo()
+    CLEANUP.clear()
     if args.raw:
-        write_raw(args.raw, results)
+        write_raw(args.raw, results, idle)
     run_now = set(results)
     merged_rows = {}  # (case key, client, setting) -> its row from an earlier peers.md, as it was
     merged_errors = []  # (cell, its line in that peers.md's list of errors)
     if args.merge.endswith(".md"):
         by_label = {c[1]: c[0] for c in canonical}
         with open(args.merge) as f:
-            for line in f:
+            for line in latest_run(f.read().splitlines(keepends=True)):
                 cols = [c.strip() for c in line.strip().strip("|").split("|")]
                 if line.startswith("| ") and len(cols) == 8 and cols[0] in by_label:
                     k = (by_label[cols[0]], cols[1], cols[2])
@@ -513,7 +662,7 @@ def main():
                 ref.setdefault(key, (client, lower_median(times)))
     lines = [
         "| case (faulty seeds first) | client | setting | time to metadata, median | min–max | × stagger CLI | "
-        "bootstrap connections, median (min–max) | runs failed |",
+        "connections counted, median (min–max) | runs failed |",
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for key, label, _ in all_cases:
@@ -525,7 +674,7 @@ def main():
                 continue
             ok = [r["elapsed_ms"] for r in runs if r.get("ok")]
             failed = [r for r in runs if not r.get("ok")]
-            conns = [r["bootstrap_connections"] for r in runs]
+            conns = [connections(r) for r in runs]
             # A run without an answer counts as slower than every answer: the median is a run's.
             times = sorted(ok) + [float("inf")] * len(failed)
             med = lower_median(times)
@@ -559,13 +708,15 @@ def main():
         now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         left_out = [v for v in versions if v[1] == "-"]
         doc = [
-            "# stagger and its peers: time to metadata with faulty brokers first",
+            f"## {args.label or 'Run of ' + now}",
             "",
             f"Measured {now} by {code(args.command)} on {args.machine} ({platform.system()} {platform.release()}), "
             "shared with other work. Generated by lab/peers/bench.py: do not edit by hand, rerun.",
             "",
             f"Apache Kafka {kafka_version}, {n} KRaft brokers (each broker + controller) on 127.0.0.1, started by "
-            "`scripts/kafka.sh`. Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
+            "`scripts/kafka.sh` with each broker advertising, for PLAINTEXT, the address of its counting forwarder "
+            "(see *Connections*), as a production cluster advertises the addresses its clients bootstrap from: a "
+            "broker's seed and its entry in the metadata are one address. Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
             "and is asked for the cluster's metadata once, its ordinary way: stagger `metadata --json` (CLI) and "
             "`stagger_tokio::refresh_with` with the default options (library, `lab/src/bin/peers_probe.rs`); "
             "`stagger.Metadata` (Go binding, `bindings/go` over its embedded wasm core, `lab/peers/go/stagger`) and "
@@ -581,9 +732,10 @@ def main():
             "seed, less each address whose attempt in stagger's refresh failed or was cancelled before the broker "
             "answered, is the seed list given to the peer's constructor. Its time covers both, stagger's call and "
             "then the peer's own metadata round. franz-go, sarama and aiokafka each start at a random seed of the "
-            "list they are given (the order is advice to them); the brokers a hung seed stands for are still listed "
-            "while they hang. The list matches addresses exactly: a hung seed's counting forwarder (see "
-            "*Connections*) is left out, the hung broker's own advertised address, which stagger did not try, is not.",
+            "list they are given (the order is advice to them). Kafka keeps listing a hung broker while it stays "
+            "registered; the front's list leaves it out because stagger's attempt at the same address (its seed) "
+            "stayed silent. The front only chooses where the peer bootstraps: the metadata the peer then gets still "
+            "lists every registered broker, hung ones included, and a peer may send a later request to one.",
             "",
             "* **Time to metadata** is measured inside each probe process, from creating the client to holding the "
             "answer (process start-up excluded). Each probe first does one uncounted round with a separate client "
@@ -593,17 +745,22 @@ def main():
             "it starts).",
             "* **Faults**, made by the broker processes: *hung* = `SIGSTOP` (the kernel still accepts TCP, nobody "
             "answers), applied just before each probe starts and lifted (`SIGCONT`) right after it exits, so the "
-            "brokers drain their accept queues between runs; *refusing* = `SIGKILL` for the whole case (its real "
-            "address, closed, is the seed), restarted after it with `kafka.sh restart`; *blackholed* = a loopback "
+            "brokers drain their accept queues between runs; *refusing* = `SIGKILL` for the whole case, its "
+            "forwarder's listener closed with it, so its address refuses (as a seed, and as the metadata's entry for "
+            "it until the controller fences the broker), restarted after it with `kafka.sh restart`; *blackholed* = "
+            "a loopback "
             "listener whose accept queue is full, so SYNs are dropped and `connect` hangs.",
-            "* **Connections** are counted by counting TCP forwarders (Python asyncio, 127.0.0.1) in front of every "
-            "seed that accepts TCP (healthy and hung brokers): TCP handshakes completed with the *seed (bootstrap) "
-            "addresses* during the run. Refusing and blackholed seeds complete none by definition and are not "
-            "forwarded. Connections a client opens afterwards to the brokers' advertised addresses are not counted "
-            "(stagger opens none). The forwarders add one loopback hop (well under a millisecond) to every client alike. "
-            "For a peer behind stagger's front the count adds up both: stagger's handshakes with the seeds, then the "
-            "peer's if it connects to the seed that answered (the other entries of its list are advertised addresses, "
-            "not counted).",
+            "* **Connections** are counted by the counting TCP forwarders (Python asyncio, 127.0.0.1), one per broker, "
+            "whose addresses are both the seeds and what the brokers advertise: every TCP handshake a client completed "
+            "with any broker during the run, its bootstrap connections and any later ones to brokers it learned from "
+            "the metadata alike (runs from before the brokers advertised the forwarders counted the seeds' "
+            "handshakes only). A killed broker's forwarder refuses and a blackholed seed has none (it is no broker's "
+            "address), so neither completes a handshake and neither counts. The cluster holds no topic, so the "
+            "brokers replicate nothing and open no connection to each other through the forwarders"
+            + (f": with no client running they counted {idle} in {IDLE_S:g} s before the cases" if idle is not None else "")
+            + ". The forwarders add one loopback hop (well under a millisecond) to every connection of every client "
+            "alike. stagger's own refresh connects to seeds only. For a peer behind stagger's front the count adds "
+            "up both: stagger's handshakes, then every one the peer makes.",
             f"* **Repeats**: {args.reps} runs per (case, client, setting), the clients taking turns within each "
             f"repetition; a cell whose first run took {args.slow_s:g} s or more (or got no answer) runs "
             f"{args.slow_reps} times. Median = the lower median (a run that happened), a run without an answer "
@@ -635,11 +792,26 @@ def main():
             doc += ["Errors of the failed runs (first 160 characters each):", ""]
             doc += [f"* {e}" for e in sorted(set(errors))[:40]]
             doc += [""]
+        earlier = []
+        if args.keep_earlier and os.path.exists(args.out):
+            with open(args.out) as f:
+                earlier = earlier_runs(f.read(), args.earlier_label)
+        doc = [TITLE, "", INTRO, ""] + doc + earlier
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
         with open(args.out, "w") as f:
             f.write("\n".join(doc))
         print(f"bench.py: wrote {args.out}", file=sys.stderr)
 
 
+CLEANUP = []  # what main() started, undone last first whatever happens
+
+
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for undo in reversed(CLEANUP):
+            try:
+                undo()
+            except Exception as e:  # noqa: BLE001
+                print(f"bench.py: cleanup: {e!r}", file=sys.stderr)

@@ -3,14 +3,16 @@
 #
 #   bash lab/peers/run.sh [--reps N] [--timeout S] [--only CLIENT,..] [--settings defaults,tuned]
 #                           [--cases healthy,hung1,..]
-#                           [--merge RESULTS.json --merge-note TEXT]   (see bench.py --help)
+#                           [--merge RESULTS.json --merge-note TEXT]
+#                           [--label TEXT] [--keep-earlier]   (see bench.py --help)
 #
 # 1. lab/peers/install.sh: installs every peer into lab/peers/.cache and builds stagger
 #    (in CARGO_TARGET_DIR, the workspace's target/ unless set);
-# 2. scripts/kafka.sh: a 5-broker KRaft cluster on 127.0.0.1 (stopped on exit, whatever happens);
-# 3. lab/peers/bench.py: the cases, one probe process at a time; prints one Markdown table
-#    and writes it with the method and versions to docs/performance/peers.md (raw runs:
-#    lab/peers/.cache/results.json).
+# 2. lab/peers/bench.py: one counting forwarder per broker on 127.0.0.1, then (scripts/kafka.sh)
+#    a 5-broker KRaft cluster whose brokers advertise the forwarders (stopped on exit, whatever
+#    happens); the cases, one probe process at a time; prints one Markdown table and writes it
+#    with the method and versions to docs/performance/peers.md (raw runs:
+#    lab/peers/.cache/results.json). --keep-earlier keeps the runs already there below it.
 # Not part of `cargo test`. Needs Java 17+, Maven, Go, Python 3 (venv), Node + npm, cargo.
 set -euo pipefail
 
@@ -38,9 +40,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 bash "$root/scripts/kafka.sh" stop --dir "$kdir" >/dev/null 2>&1 || true
-# The cluster stops by itself when this script's shell exits (--owner), or after an hour.
-bash "$root/scripts/kafka.sh" start --dir "$kdir" --brokers 5 --base-port auto --lifetime 3600 --owner $$ >/dev/null
-
-python3 "$here/bench.py" --kafka-script "$root/scripts/kafka.sh" --kafka-dir "$kdir" \
+# bench.py starts the cluster after its forwarders (the brokers advertise them) and stops it;
+# it also stops by itself when bench.py exits (--owner), or after an hour.
+python3 "$here/bench.py" --kafka-script "$root/scripts/kafka.sh" --kafka-dir "$kdir" --brokers 5 --lifetime 3600 \
   --peers "$cache/peers.tsv" --versions "$cache/versions.tsv" \
   --out "$root/docs/performance/peers.md" --raw "$cache/results.json" --command "$command_line" "$@"
