@@ -24,9 +24,10 @@
 //!    * `healthy`: every client refreshes once at a random time within the window (10 s);
 //!    * `one_hung`: node 2 is stopped (`SIGSTOP`: connections are accepted, nothing answers)
 //!      and every client refreshes within the window; `SIGCONT` afterwards;
-//!    * `failover_storm`: node 2 is killed (`SIGKILL`) and its forwarder closes its listener
-//!      and connections (refused, as a dead broker's address is), then every client refreshes
-//!      within 10 ms; the node is restarted afterwards.
+//!    * `failover_storm`: node 2 is restarted (so every strategy's storm starts from the same
+//!      cluster), the clients warm up, node 2 is killed (`SIGKILL`) and its forwarder closes
+//!      its listener and connections (refused, as a dead broker's address is), then every
+//!      client refreshes within 10 ms; the node is restarted afterwards.
 //!
 //!    Each refresh's time to metadata (the call to `Client::refresh` until it returns), its
 //!    attempts (`Client::stats`), the Metadata requests per refresh and the peak Metadata
@@ -900,6 +901,13 @@ struct Refresh {
 
 fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     let args = &lab.args;
+    if scenario == Scenario::FailoverStorm {
+        // Every strategy's storm kills a node restarted just before its clients start, so
+        // no strategy meets a cluster the one before it left (the node it killed restarted,
+        // the quorum's and the partitions' leaders moved).
+        restart_and_warm(lab, args.node)?;
+        wait_healthy(lab)?;
+    }
     let config = strategy(name)?;
     let seeds = lab.seeds();
     let warmup = warmup_for(&config, args.warmup);
@@ -1041,24 +1049,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     drop(paused);
     if scenario == Scenario::FailoverStorm {
         lab.forwarders[node as usize - 1].accept_again();
-        lab.cluster.restart(node);
-        // A restarted broker's JIT is cold, and its start kept the cores busy: warm its
-        // request path up as the calibration did, then let the machine settle.
-        let direct = lab.direct.clone();
-        let tls_warm = match args.listener {
-            Listener::Plaintext => None,
-            Listener::SaslSsl => Some((lab.refresh_options(Listener::SaslSsl, PROBE_ID)?, vec![dead_seed(lab)])),
-        };
-        lab.rt.block_on(async {
-            let frames = calibrate::capture(direct[node as usize - 1], PROBE_ID).await?;
-            calibrate::warm(&direct, &frames, 6000).await?;
-            // Its TLS and SASL path too.
-            if let Some((options, seed)) = &tls_warm {
-                secured::warm(seed, options, 400).await?;
-            }
-            Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
-        })?;
-        std::thread::sleep(Duration::from_secs(8));
+        restart_and_warm(lab, node)?;
     }
     wait_healthy(lab)?;
 
@@ -1090,6 +1081,28 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     value["loadavg_after"] = json!(load_after);
     value["cpu_busy"] = json!(busy);
     Ok(value)
+}
+
+/// Restarts `node` and warms it: a restarted broker's JIT is cold, and its start kept the
+/// cores busy, so its request path is warmed up as the calibration did (its TLS and SASL
+/// path too), then the machine settles.
+fn restart_and_warm(lab: &Lab, node: u32) -> Res<()> {
+    lab.cluster.restart(node);
+    let direct = lab.direct.clone();
+    let tls_warm = match lab.args.listener {
+        Listener::Plaintext => None,
+        Listener::SaslSsl => Some((lab.refresh_options(Listener::SaslSsl, PROBE_ID)?, vec![dead_seed(lab)])),
+    };
+    lab.rt.block_on(async {
+        let frames = calibrate::capture(direct[node as usize - 1], PROBE_ID).await?;
+        calibrate::warm(&direct, &frames, 6000).await?;
+        if let Some((options, seed)) = &tls_warm {
+            secured::warm(seed, options, 400).await?;
+        }
+        Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+    })?;
+    std::thread::sleep(Duration::from_secs(8));
+    Ok(())
 }
 
 /// The seed (forwarder) of the broker a scenario hangs or kills.
