@@ -87,11 +87,16 @@ impl Cluster {
     /// client's handshake may queue behind every other's; staying where each chose keeps the
     /// clients spread as they chose, rather than herded onto whichever broker's queue was
     /// shortest. Its answer clears the failure the outrun recorded, and a refresh running
-    /// meanwhile does not stop it (that refresh's winner joins it, and it still leads).
+    /// meanwhile does not stop it (that refresh's winner joins it, and it still leads). With
+    /// no room left, it takes the place of the newest plain spare (released), never of the
+    /// winner's connection; with `spare_connections` 0 it is not kept.
     pub fn keep_first_choice(&mut self, broker: BrokerIndex) -> bool {
-        let room = self.kept.len() < 1 + self.config.spare_connections as usize;
-        if !room || !self.may_keep(broker) {
+        let room = 1 + self.config.spare_connections as usize;
+        if self.config.spare_connections == 0 || !self.may_keep(broker) {
             return false;
+        }
+        while self.kept.len() >= room {
+            self.release_at(self.kept.len() - 1);
         }
         self.keep(broker);
         self.kept.insert(0, broker);

@@ -271,3 +271,21 @@ fn a_bootstraps_first_choice_kept_late_leads_the_next_refresh() {
     let ev = events(&mut cluster);
     assert!(matches!(ev[..], [ClusterEvent::Reuse { broker, .. }] if broker == home), "{ev:?}");
 }
+
+/// A first choice kept late takes the place of a plain spare when there is no room, never of
+/// the winner's connection; with `spare_connections` 0 it is not kept.
+#[test]
+fn a_first_choice_displaces_a_plain_spare_not_the_winner() {
+    let (mut cluster, _) = discovered(ClusterConfig { spare_connections: 1, ..config() });
+    let (seed, a, b) = (broker(&cluster, "seed:9092"), broker(&cluster, "a:9092"), broker(&cluster, "b:9092"));
+    assert!(cluster.keep_spare(a));
+    assert_eq!(cluster.kept_brokers(), [seed, a]);
+    assert!(cluster.keep_first_choice(b));
+    let ev = events(&mut cluster);
+    assert_eq!(ev, [ClusterEvent::Release { broker: a }], "the spare goes");
+    assert_eq!(cluster.kept_brokers(), [b, seed], "the winner's stays");
+    assert_eq!(cluster.kept(), Some(b));
+
+    let (mut cluster, _) = discovered(ClusterConfig { spare_connections: 0, ..config() });
+    assert!(!cluster.keep_first_choice(broker(&cluster, "b:9092")), "no room for any spare");
+}
