@@ -92,8 +92,7 @@ pub struct Cluster {
     /// [`Cluster::keep_spare`], until `Reuse`, `Release` or the adapter says it closed),
     /// the latest winner's first; at most one per broker.
     kept: SmallVec<[BrokerIndex; KEPT_INLINE]>,
-    /// The broker this client chose first at its cold start, when that choice was outrun and
-    /// kept late ([`Cluster::keep_first_choice`]): refreshes ask it first while it is kept.
+    /// The client's home ([`Cluster::keep_first_choice`]): refreshes ask it first while kept.
     home: Option<BrokerIndex>,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).
     counters: ClientStats,
