@@ -509,6 +509,18 @@ impl Script {
         self.run_until(|s| s.ended.len() >= n);
     }
 
+    /// Lets every exchange still under way end, checks that nothing was closed, then asks for
+    /// a second refresh (stale metadata) 10 ms later and runs it to its end; returns the step
+    /// it started at.
+    fn settle_then_refresh_again(&mut self) -> usize {
+        self.run_until(|s| s.queue.is_empty());
+        assert_eq!(self.count("close", &self.actions_since(0)), 0, "{}: nothing is closed", self.name);
+        let from = self.steps.len();
+        self.at(self.now + 10 * MS, request(STAGGER_CAUSE_STALE_METADATA, ""));
+        self.run_until_ended(2);
+        from
+    }
+
     /// The actions of the steps from `from` on, in the JSON form.
     fn actions_since(&self, from: usize) -> Vec<&Value> {
         self.steps[from..].iter().flat_map(|s| s["expect"]["actions"].as_array().unwrap()).collect()
@@ -594,11 +606,7 @@ fn spare_connection() -> Value {
     let (b1, b2) = (s.dialled("b1:9092"), s.dialled("b2:9093"));
     assert!(s.actions.iter().any(|a| a["refreshed"]["address"] == "b1:9092"), "{}: b1 wins", s.name);
     // b2's Metadata answer is still on its way: the session reads it and keeps the connection.
-    s.run_until(|s| s.queue.is_empty());
-    assert_eq!(s.count("close", &s.actions_since(0)), 0, "{}: nothing is closed", s.name);
-    let from = s.steps.len();
-    s.at(s.now + 10 * MS, request(STAGGER_CAUSE_STALE_METADATA, ""));
-    s.run_until_ended(2);
+    let from = s.settle_then_refresh_again();
     let second = s.actions_since(from);
     assert_eq!(s.count("dial", &second), 0, "{}: the hedge runs on the spare", s.name);
     assert!(second.iter().any(|a| a["send"]["conn"] == b1) && second.iter().any(|a| a["send"]["conn"] == b2));
@@ -633,11 +641,7 @@ fn cold_start_first_choice() -> Value {
     s.run_until_ended(1);
     let b1 = s.dialled("b1:9092");
     assert!(s.actions.iter().any(|a| a["refreshed"]["address"] == "b2:9093"), "{}: b2 wins", s.name);
-    s.run_until(|s| s.queue.is_empty());
-    assert_eq!(s.count("close", &s.actions_since(0)), 0, "{}: nothing is closed", s.name);
-    let from = s.steps.len();
-    s.at(s.now + 10 * MS, request(STAGGER_CAUSE_STALE_METADATA, ""));
-    s.run_until_ended(2);
+    let from = s.settle_then_refresh_again();
     let second = s.actions_since(from);
     assert_eq!(s.count("dial", &second), 0, "{}: no new connection", s.name);
     assert!(second.iter().any(|a| a["refreshed"]["address"] == "b1:9092"), "{}: b1 answers it", s.name);
