@@ -75,11 +75,16 @@ fn a_client_reuses_its_authenticated_connection() {
         let exchange = options("SCRAM-SHA-512", SASL_PASSWORD).exchange;
         let client_options = stagger_blocking::ClientOptions { exchange, ..Default::default() };
         let client = stagger_blocking::Client::new(stagger::ClusterConfig::default(), &seeds, client_options).unwrap();
-        for n in 0..3 {
+        client.refresh().expect("refresh 0");
+        let home = client.stats().kept;
+        assert!(home.is_some(), "the winner's connection is kept");
+        for n in 1..3 {
             client.refresh().unwrap_or_else(|e| panic!("refresh {n}: {e}"));
+            assert_eq!(client.stats().kept, home, "refresh {n} answered on the kept connection");
         }
         let stats = client.stats();
+        // One connection in all: no reuse failed over to a new one. A loaded machine may still
+        // start a hedge that is cancelled before it connects (an attempt, not a connection).
         assert_eq!((stats.connections_opened, stats.connections_reused), (1, 2), "{stats:?}");
-        assert_eq!(stats.attempts, 3, "no reuse failed over to a new connection: {stats:?}");
     });
 }

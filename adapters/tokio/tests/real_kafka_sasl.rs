@@ -234,13 +234,18 @@ async fn a_client_reuses_its_authenticated_sasl_ssl_connection() {
         };
         let seeds = &kafka.sasl_ssl()[..1];
         let client = stagger_tokio::Client::new(stagger::ClusterConfig::default(), seeds, options).expect("client");
-        for n in 0..3 {
+        client.refresh().await.expect("refresh 0");
+        let home = client.stats().kept;
+        assert!(home.is_some(), "the winner's connection is kept");
+        for n in 1..3 {
             client.refresh().await.unwrap_or_else(|e| panic!("refresh {n}: {e}"));
+            assert_eq!(client.stats().kept, home, "refresh {n} answered on the kept connection");
         }
         let stats = client.stats();
         assert_eq!(stats.refreshes, 3, "{stats:?}");
+        // One connection in all: no reuse failed over to a new one. A loaded machine may still
+        // start a hedge that is cancelled before it connects (an attempt, not a connection).
         assert_eq!((stats.connections_opened, stats.connections_reused), (1, 2), "{stats:?}");
-        assert_eq!(stats.attempts, 3, "no reuse failed over to a new connection: {stats:?}");
         client.close().await;
     })
     .await;
