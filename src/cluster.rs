@@ -26,6 +26,7 @@ mod keeping;
 mod settle;
 pub use cause::RefreshCause;
 pub use event::ClusterEvent;
+pub use keeping::Drain;
 use keeping::KEPT_INLINE;
 
 /// A long-lived client's view of the cluster: cached metadata, single-flight refresh,

@@ -173,7 +173,7 @@ pub mod session;
 
 pub use brokers::{validate_address, BrokerBook, BrokerEntry, BrokerIdentity, BrokerIndex};
 pub use client_stats::ClientStats;
-pub use cluster::{Cluster, ClusterEvent, RefreshCause};
+pub use cluster::{Cluster, ClusterEvent, Drain, RefreshCause};
 pub use config::{
     knobs, parse_duration, Adaptive, Backoff, ClusterConfig, Fanout, Growth, HedgeBudget, Knob, KnobChoice, KnobKind,
     KnobScope, KnobValue, RefreshConfig, Stagger, Tuning,

@@ -8,9 +8,22 @@ use alloc::string::String;
 
 use smallvec::SmallVec;
 
-use super::{Cluster, ClusterEvent};
+use super::{Cluster, ClusterEvent, RefreshCause};
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::client_stats::ClientStats;
+use crate::refresh::{AttemptId, CancelReason};
+
+/// What a cancelled attempt's draining connection is offered as once its exchange ends
+/// ([`Cluster::drain_on_cancel`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Drain {
+    /// A loser's connection, kept as a spare ([`Cluster::keep_spare`]).
+    Spare,
+    /// A cold start's first choice, kept as the client's home
+    /// ([`Cluster::keep_first_choice`]).
+    FirstChoice,
+}
 
 /// Kept connections held without allocating: the winner's and
 /// [`ClusterConfig::MAX_SPARE_CONNECTIONS`](crate::ClusterConfig::MAX_SPARE_CONNECTIONS) spares.
@@ -52,6 +65,51 @@ impl Cluster {
     /// ([`Cluster::keep_spare`]) instead of closing it.
     pub fn wants_spare(&self, broker: BrokerIndex) -> bool {
         self.spare_room() > 0 && !self.book.recently_failed(broker, self.now) && self.may_keep(broker)
+    }
+
+    /// Whether the host lets a cancelled attempt's connection finish its exchange (for at most
+    /// `attempt_timeout`) rather than close it, and what to offer it as when its Metadata
+    /// answer comes ([`Cluster::keep_drained`]). The host asks only for a connection still
+    /// open with its exchange unfinished, says whether all it still owes is the Metadata
+    /// answer, and how many connections it is draining already. Two losers drain:
+    ///
+    /// | loser | drains when | kept as |
+    /// |---|---|---|
+    /// | a bootstrap's first attempt, its transport up, outrun (`Lost`, `Overtaken`) | fewer than `spare_connections` drain | [`Drain::FirstChoice`] |
+    /// | any other `Lost` attempt owing only its Metadata answer | fewer drain than [`Cluster::spare_room`] and [`Cluster::wants_spare`] | [`Drain::Spare`] |
+    ///
+    /// At a cold start a silent first choice is most likely its handshake queued behind every
+    /// other client's: the broker pays for the handshake either way, and finishing it keeps
+    /// the client where it chose ([`Cluster::keep_first_choice`]).
+    pub fn drain_on_cancel(
+        &self,
+        attempt: AttemptId,
+        reason: CancelReason,
+        owes_metadata: bool,
+        draining: usize,
+    ) -> Option<Drain> {
+        let epoch = attempt.epoch();
+        let refresh = self.current().or(self.last_refresh()).filter(|r| r.epoch() == epoch)?;
+        let info = refresh.attempt(attempt)?;
+        let first = refresh.attempts().next().is_some_and(|(a, _)| a == attempt);
+        let outrun = matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
+        if refresh.cause() == RefreshCause::Bootstrap && first && info.connected_at.is_some() && outrun {
+            return (draining < self.config.spare_connections as usize).then_some(Drain::FirstChoice);
+        }
+        let spare = reason == CancelReason::Lost
+            && owes_metadata
+            && draining < self.spare_room()
+            && self.wants_spare(info.broker);
+        spare.then_some(Drain::Spare)
+    }
+
+    /// A draining connection to `broker` read its Metadata answer: offers it as `drain` says
+    /// ([`Cluster::keep_first_choice`] or [`Cluster::keep_spare`]). `false`: close it.
+    pub fn keep_drained(&mut self, broker: BrokerIndex, drain: Drain) -> bool {
+        match drain {
+            Drain::FirstChoice => self.keep_first_choice(broker),
+            Drain::Spare => self.keep_spare(broker),
+        }
     }
 
     /// Whether `broker` is one the metadata lists and no connection is kept to yet.

@@ -4,7 +4,7 @@
 //! | `attempt` | `kafka` | state |
 //! |---|---|---|
 //! | `Some` | `Some` | running that attempt's exchange |
-//! | `None` | `Some` | draining: a loser finishing its exchange to be kept as a spare, until `drain_until` |
+//! | `None` | `Some` | draining: a loser finishing its exchange to be kept as a spare, until its deadline |
 //! | `None` | `None` | kept idle between refreshes |
 //!
 //! Its size is bounded by the attempts a refresh runs at once plus the kept and draining
@@ -15,6 +15,7 @@ use alloc::vec::Vec;
 
 use super::contract::ConnId;
 use crate::brokers::BrokerIndex;
+use crate::cluster::Drain;
 use crate::kafka::KafkaAttempt;
 use crate::refresh::AttemptId;
 use crate::time::Instant;
@@ -38,11 +39,9 @@ pub(super) struct Conn {
     pub(super) ended: bool,
     /// Whether the host reported it closed or failed (then no `Close` is owed).
     pub(super) gone: bool,
-    /// While draining: when it is closed if its Metadata answer has not come.
-    pub(super) drain_until: Option<Instant>,
-    /// Whether it drains as the client's cold-start first choice
-    /// ([`crate::Cluster::keep_first_choice`]) rather than as a plain spare.
-    pub(super) first_choice: bool,
+    /// While draining: what it is offered as once its Metadata answer comes
+    /// ([`crate::Cluster::keep_drained`]), and when it is closed if that answer has not come.
+    pub(super) draining: Option<(Drain, Instant)>,
 }
 
 /// See the module documentation.
@@ -72,8 +71,7 @@ impl Conns {
             waiting_token: false,
             ended: false,
             gone: false,
-            drain_until: None,
-            first_choice: false,
+            draining: None,
         });
         let last = self.list.len() - 1;
         &mut self.list[last]
@@ -96,19 +94,19 @@ impl Conns {
 
     /// How many connections are draining (each may become a spare).
     pub(super) fn draining(&self) -> usize {
-        self.list.iter().filter(|c| c.drain_until.is_some()).count()
+        self.list.iter().filter(|c| c.draining.is_some()).count()
     }
 
     /// When the first draining connection runs out of time, if one is draining.
     pub(super) fn next_drain_end(&self) -> Option<Instant> {
-        self.list.iter().filter_map(|c| c.drain_until).min()
+        self.list.iter().filter_map(|c| c.draining.map(|(_, until)| until)).min()
     }
 
     /// Forgets every draining connection whose time ran out by `now`, calling `close` with
     /// those still open.
     pub(super) fn end_drains(&mut self, now: Instant, mut close: impl FnMut(ConnId)) {
         self.list.retain(|c| {
-            let over = c.drain_until.is_some_and(|until| until <= now);
+            let over = c.draining.is_some_and(|(_, until)| until <= now);
             if over && !c.gone {
                 close(c.id);
             }

@@ -9,7 +9,7 @@ use super::observe::Observed;
 use super::Session;
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::cluster::ClusterEvent;
-use crate::cluster::RefreshCause;
+use crate::cluster::Drain;
 use crate::error::{AttemptError, ErrorKind};
 use crate::kafka::sasl::Sasl;
 use crate::kafka::KafkaAttempt;
@@ -133,7 +133,7 @@ impl Session {
             let Some(conn) = self.conns.get_mut(id) else { return };
             let Some(kafka) = conn.kafka.as_mut() else { return };
             let Some(input) = kafka.poll_input() else { return };
-            if conn.drain_until.is_some() {
+            if conn.draining.is_some() {
                 self.drained(id, &input);
                 continue;
             }
@@ -147,19 +147,20 @@ impl Session {
         }
     }
 
-    /// A draining connection's exchange moved: read to its Metadata answer, it is kept as a
-    /// spare if the cluster still wants one; failed, or not wanted, it is closed.
+    /// A draining connection's exchange moved: read to its Metadata answer, it is kept if the
+    /// cluster still wants it ([`crate::Cluster::keep_drained`]); failed, or not wanted, it
+    /// is closed.
     fn drained(&mut self, id: ConnId, input: &Input) {
         let Some(conn) = self.conns.get_mut(id) else { return };
+        let Some((drain, _)) = conn.draining else { return };
         let kept = match input {
-            Input::Response { .. } if conn.first_choice => self.cluster.keep_first_choice(conn.broker),
-            Input::Response { .. } => self.cluster.keep_spare(conn.broker),
+            Input::Response { .. } => self.cluster.keep_drained(conn.broker, drain),
             Input::Failed { .. } => false,
             Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => return,
         };
         if kept {
             conn.kafka = None;
-            conn.drain_until = None;
+            conn.draining = None;
         } else {
             let gone = conn.gone;
             self.conns.remove(id);
@@ -170,37 +171,16 @@ impl Session {
     }
 
     /// Whether (and as what) the cancelled `attempt`'s connection is read to its exchange's
-    /// end, to be kept (the cluster decides when it ends), rather than closed now. Two losers
-    /// are, in a long-lived session, while there is room:
-    ///
-    /// * one that lost a race owing only its Metadata answer, to a broker the cluster wants a
-    ///   spare of ([`Drain::Spare`]);
-    /// * a cold start's first attempt whose transport came up (`cold_and_up`: a bootstrap's
-    ///   first choice, the broker accepted) and that lost or was overtaken while its broker
-    ///   stayed silent. At
-    ///   a cold start that silence is most likely the handshake queued behind every other
-    ///   client's: finishing it costs the broker little more than abandoning it, and keeps
-    ///   the client on the broker it chose first rather than herding onto whichever broker's
-    ///   queue was shortest ([`Drain::FirstChoice`]). The winner takes one place, so
-    ///   `spare_connections` bounds these.
-    fn drains(&mut self, attempt: AttemptId, reason: CancelReason, cold_and_up: bool) -> Option<Drain> {
+    /// end rather than closed now: the cluster decides ([`crate::Cluster::drain_on_cancel`])
+    /// for an open connection with its exchange unfinished, in a long-lived session.
+    fn drains(&mut self, attempt: AttemptId, reason: CancelReason) -> Option<Drain> {
         if self.config.one_shot {
             return None;
         }
         let draining = self.conns.draining();
-        let spares = self.config.cluster.spare_connections as usize;
-        let cold = cold_and_up && matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
-        let room = self.cluster.spare_room();
         let conn = self.conns.by_attempt(attempt)?;
         let kafka = conn.kafka.as_ref().filter(|k| !conn.gone && !k.is_finished())?;
-        let (broker, owes_metadata) = (conn.broker, kafka.awaits_metadata());
-        if cold {
-            (draining < spares).then_some(Drain::FirstChoice)
-        } else {
-            let spare =
-                reason == CancelReason::Lost && owes_metadata && draining < room && self.cluster.wants_spare(broker);
-            spare.then_some(Drain::Spare)
-        }
+        self.cluster.drain_on_cancel(attempt, reason, kafka.awaits_metadata(), draining)
     }
 
     fn on_cluster_event(&mut self, event: ClusterEvent) {
@@ -235,23 +215,15 @@ impl Session {
             ClusterEvent::Cancel { attempt, reason } => {
                 let current = self.cluster.current().filter(|r| r.epoch() == attempt.epoch());
                 let refresh = current.or(self.cluster.last_refresh().filter(|r| r.epoch() == attempt.epoch()));
-                // A bootstrap's first attempt (the client's first choice) whose transport came
-                // up: its broker has the handshake in hand, likely queued behind every other
-                // client's at a cold start.
-                let cold_and_up = refresh.is_some_and(|r| {
-                    r.cause() == RefreshCause::Bootstrap
-                        && r.attempts().next().is_some_and(|(first, a)| first == attempt && a.connected_at.is_some())
-                });
                 self.notes.cancelled(attempt, reason, refresh);
                 self.observe_cancelled(attempt, reason);
                 let until = self.now.saturating_add(self.config.cluster.refresh.attempt_timeout);
-                let drain = self.drains(attempt, reason, cold_and_up);
+                let drain = self.drains(attempt, reason);
                 if let Some(conn) = self.conns.by_attempt(attempt) {
                     let (id, gone) = (conn.id, conn.gone);
                     if let Some(drain) = drain {
                         conn.attempt = None;
-                        conn.drain_until = Some(until);
-                        conn.first_choice = drain == Drain::FirstChoice;
+                        conn.draining = Some((drain, until));
                     } else {
                         self.conns.remove(id);
                         if !gone {
@@ -352,14 +324,4 @@ fn host(address: &str) -> &str {
         return rest.split(']').next().unwrap_or(rest);
     }
     address.rsplit_once(':').map_or(address, |(h, _)| h)
-}
-
-/// How a cancelled attempt's connection drains ([`Session::drains`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Drain {
-    /// To be kept as a spare ([`crate::Cluster::keep_spare`]).
-    Spare,
-    /// To be kept as the client's cold-start first choice
-    /// ([`crate::Cluster::keep_first_choice`]).
-    FirstChoice,
 }

@@ -250,8 +250,13 @@ fn a_bootstraps_first_choice_kept_late_leads_the_next_refresh() {
     assert_eq!(cluster.kept(), Some(other));
     assert!(cluster.book().recently_failed(home, ms(60)), "slower, though it started first");
     assert!(!cluster.wants_spare(home), "not as a plain spare: it failed just now");
+    // The host drains it (one place for it beside the winner's), owing more than Metadata.
+    let lost = crate::refresh::CancelReason::Lost;
+    assert_eq!(cluster.drain_on_cancel(first, lost, false, 0), Some(Drain::FirstChoice));
+    assert_eq!(cluster.drain_on_cancel(first, lost, false, 1), None, "spare_connections (1) drain already");
+    assert_eq!(cluster.drain_on_cancel(first, crate::refresh::CancelReason::TimedOut, false, 0), None, "not outrun");
     assert!(!cluster.keep_first_choice(other), "kept already");
-    assert!(cluster.keep_first_choice(home));
+    assert!(cluster.keep_drained(home, Drain::FirstChoice));
     assert_eq!(cluster.kept_brokers(), [home, other], "the first choice leads");
     assert!(!cluster.book().recently_failed(home, ms(61)), "it answered");
     cluster.request_refresh(ms(1_000));
@@ -262,6 +267,9 @@ fn a_bootstraps_first_choice_kept_late_leads_the_next_refresh() {
     // home still leads the refresh after.
     cluster.handle_input(ms(1_001), failed(attempt, ErrorKind::Closed));
     let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the next broker") };
+    let (lost, overtaken) = (crate::refresh::CancelReason::Lost, crate::refresh::CancelReason::Overtaken);
+    assert_eq!(cluster.drain_on_cancel(attempt, overtaken, false, 0), None, "a later refresh has no first choice");
+    assert_eq!(cluster.drain_on_cancel(attempt, lost, true, 0), None, "no spare while a refresh runs");
     let answer = metadata(Some("c1"), &[(1, "a"), (2, "b")]);
     cluster.handle_input(ms(1_002), Input::Response { attempt, metadata: answer });
     events(&mut cluster);

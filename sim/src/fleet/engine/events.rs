@@ -3,7 +3,7 @@
 
 use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Tally, MAX_EVENTS};
 use crate::fleet::math;
-use stagger::{AttemptError, AttemptId, CancelReason, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
+use stagger::{AttemptError, AttemptId, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
 
 /// Indices of [`Engine::latency_us`].
 const METADATA: usize = 0;
@@ -192,13 +192,9 @@ impl Engine {
     fn drained(&mut self, ci: usize, attempt: AttemptId) {
         let c = &mut self.clients[ci];
         let Some(i) = c.draining.iter().position(|&(a, ..)| a == attempt) else { return };
-        let (_, broker, until, first_choice) = c.draining.swap_remove(i);
+        let (_, broker, until, drain) = c.draining.swap_remove(i);
         if let Some(cluster) = c.cluster.as_mut().filter(|_| self.now <= until) {
-            if first_choice {
-                cluster.keep_first_choice(broker);
-            } else {
-                cluster.keep_spare(broker);
-            }
+            cluster.keep_drained(broker, drain);
         }
     }
 
@@ -427,36 +423,24 @@ impl Engine {
             ClusterEvent::Resolve { .. } => {}
             ClusterEvent::Cancel { attempt, reason } => {
                 let was_live = self.take_live(ci, attempt);
-                // The losers the session drains, drained alike: one owing only its Metadata
-                // answer, and a cold start's loser whose broker accepted it.
+                // The losers the session drains, drained alike (`Cluster::drain_on_cancel`): a
+                // live attempt's connection is open, its exchange unfinished.
                 let now = self.now;
                 let c = &mut self.clients[ci];
                 let owed = c.awaiting_metadata.iter().position(|&a| a == attempt);
-                let Some(cluster) = &c.cluster else { return };
-                c.draining.retain(|&(_, _, until, _)| now <= until);
-                let refresh = cluster.current().or(cluster.last_refresh()).filter(|r| r.epoch() == attempt.epoch());
-                let info = refresh.and_then(|r| r.attempt(attempt));
-                let until = now + cluster.config().refresh.attempt_timeout.as_micros() as u64;
-                let first = refresh.and_then(|r| r.attempts().next()).is_some_and(|(a, _)| a == attempt);
-                let cold = refresh.is_some_and(|r| r.cause() == RefreshCause::Bootstrap)
-                    && first
-                    && info.is_some_and(|a| a.connected_at.is_some())
-                    && matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
-                let spares = cluster.config().spare_connections as usize;
                 if let Some(i) = owed {
                     c.awaiting_metadata.swap_remove(i);
                 }
-                let Some(b) = info.map(|a| a.broker) else { return };
-                let drains = if cold {
-                    was_live && c.draining.len() < spares
-                } else {
-                    owed.is_some()
-                        && reason == CancelReason::Lost
-                        && c.draining.len() < cluster.spare_room()
-                        && cluster.wants_spare(b)
-                };
-                if drains {
-                    c.draining.push((attempt, b, until, cold));
+                let Some(cluster) = &c.cluster else { return };
+                c.draining.retain(|&(_, _, until, _)| now <= until);
+                let refresh = cluster.current().or(cluster.last_refresh()).filter(|r| r.epoch() == attempt.epoch());
+                let Some(broker) = refresh.and_then(|r| r.attempt(attempt)).map(|a| a.broker) else { return };
+                let drain = was_live
+                    .then(|| cluster.drain_on_cancel(attempt, reason, owed.is_some(), c.draining.len()))
+                    .flatten();
+                if let Some(drain) = drain {
+                    let until = now + cluster.config().refresh.attempt_timeout.as_micros() as u64;
+                    c.draining.push((attempt, broker, until, drain));
                 }
             }
             ClusterEvent::Refreshed { epoch, stats, .. } => {

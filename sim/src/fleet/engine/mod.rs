@@ -122,8 +122,8 @@ struct Measured {
     done: bool,
 }
 
-/// A loser draining: `(attempt, broker, until µs, first choice)`.
-type Drain = (AttemptId, BrokerIndex, u64, bool);
+/// A loser draining: `(attempt, broker, until µs, what it is kept as)`.
+type Draining = (AttemptId, BrokerIndex, u64, stagger::Drain);
 
 #[derive(Clone, Debug)]
 struct Client {
@@ -135,9 +135,8 @@ struct Client {
     awaiting_metadata: Vec<AttemptId>,
     /// Losers finishing their exchange to offer their connection to be kept, as the session
     /// drains them: with the broker (the book's index) each goes to, when the drain gives up
-    /// (µs), and whether it is the cold start's first choice
-    /// ([`Cluster::keep_first_choice`]) rather than a spare ([`Cluster::keep_spare`]).
-    draining: Vec<Drain>,
+    /// (µs), and what it is offered as when its answer comes ([`Cluster::keep_drained`]).
+    draining: Vec<Draining>,
     timer_at: Option<u64>,
     timer_gen: u32,
     warm_left: u32,
