@@ -26,6 +26,10 @@ pub struct ClientStats {
     pub spares_kept: u64,
     /// The broker whose connection is kept open for the next refresh, if any.
     pub kept: Option<String>,
+    /// Connections kept open now: the winner's (or the home's) and the spares. A refresh
+    /// past a broker that went away reuses another of them instead of opening one.
+    #[serde(default)]
+    pub kept_connections: u32,
     /// Times the view was rebuilt from the seeds ([`crate::ClusterEvent::Rebootstrapped`]):
     /// a broker answered REBOOTSTRAP_REQUIRED, or a refresh failed with every discovered
     /// broker it tried.

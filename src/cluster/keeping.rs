@@ -181,7 +181,7 @@ impl Cluster {
     /// asks).
     pub fn stats(&self) -> ClientStats {
         let kept = self.kept().and_then(|b| self.book.get(b)).map(|e| String::from(&*e.address));
-        ClientStats { kept, ..self.counters.clone() }
+        ClientStats { kept, kept_connections: self.kept.len() as u32, ..self.counters.clone() }
     }
 
     /// Asks the adapter to close every kept connection whose broker `drop` names.

@@ -133,6 +133,12 @@ pub struct FleetConfig {
     pub warmup_refreshes: u32,
     /// Mean time between a client's warm-up refreshes (default 5 s).
     pub warmup_spacing: Duration,
+    /// Share of clients given one spare connection after the warm-up, to a broker the core
+    /// would take one to ([`stagger::Cluster::keep_spare`]); default 0. A state taken from
+    /// a real run: there, at a cold start over SASL_SSL, clients' first choices were outrun
+    /// and kept beside the winner's connection, which this model's warm-up does not
+    /// reproduce (`docs/performance/fleet-vs-real.md` counts both).
+    pub warm_spares: f64,
     /// Quiet time between the warm-up and the scenario, so queues drain (default 30 s).
     pub settle: Duration,
     /// Window over which clients refresh in the healthy and hung scenarios (default 10 s).
@@ -159,6 +165,7 @@ impl Default for FleetConfig {
             latency: Latency::default(),
             warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),
+            warm_spares: 0.0,
             settle: Duration::from_secs(30),
             request_window: Duration::from_secs(10),
             storm_window: Duration::from_millis(10),

@@ -294,7 +294,8 @@ class RefreshRecord:
 @dataclass(frozen=True)
 class SessionStats:
     """What a session has done: refreshes, attempts, connections opened and reused, losers'
-    connections kept as spares, the kept connection's broker, rebootstraps."""
+    connections kept as spares, the kept connection's broker, the connections kept now,
+    rebootstraps."""
 
     refreshes: int = 0
     attempts: int = 0
@@ -302,6 +303,7 @@ class SessionStats:
     connections_reused: int = 0
     spares_kept: int = 0
     kept: Optional[str] = None
+    kept_connections: int = 0
     rebootstraps: int = 0
 
     @classmethod
@@ -313,6 +315,7 @@ class SessionStats:
             connections_reused=int(s.get("connections_reused", 0)),
             spares_kept=int(s.get("spares_kept", 0)),
             kept=s.get("kept"),
+            kept_connections=int(s.get("kept_connections", 0)),
             rebootstraps=int(s.get("rebootstraps", 0)),
         )
 

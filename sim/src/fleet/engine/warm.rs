@@ -9,7 +9,7 @@ use crate::fleet::stats::{cdf_points, peak_in_window, Percentiles};
 use crate::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy};
 use stagger::duration_micros;
 use stagger::test_util::numbered_seeds;
-use stagger::{BrokerBook, Cluster, ClusterConfig, Instant, RefreshCause, Rng};
+use stagger::{BrokerBook, BrokerIndex, Cluster, ClusterConfig, Instant, RefreshCause, Rng};
 
 impl WarmFleet {
     /// Builds `config.clients` clients running `strategy` and lets each refresh
@@ -33,6 +33,7 @@ impl WarmFleet {
             spacing.saturating_mul(warmup as u64 + 2).saturating_add(duration_micros(Duration::from_secs(3600)));
         engine.run();
         engine.heap.clear();
+        give_spares(&mut engine, config);
         for c in &mut engine.clients {
             c.timer_at = None;
             c.timer_gen = c.timer_gen.wrapping_add(1);
@@ -128,6 +129,27 @@ impl WarmFleet {
     /// estimators, books and budgets through it.
     pub fn clusters(&self) -> impl Iterator<Item = Option<&Cluster>> {
         self.engine.clients.iter().map(|c| c.cluster.as_ref())
+    }
+}
+
+/// Gives a share ([`FleetConfig::warm_spares`]) of the warmed clients one spare connection
+/// each, to the first broker from a random start that the core would take one to.
+fn give_spares(engine: &mut Engine, config: &FleetConfig) {
+    if config.warm_spares <= 0.0 {
+        return;
+    }
+    let mut pick = Rng::new(mix(config.seed, 0x5D));
+    for c in &mut engine.clients {
+        let Some(cluster) = &mut c.cluster else { continue };
+        let n = cluster.book().len();
+        let (given, start) = (pick.unit() < config.warm_spares, pick.below(n.max(1)));
+        if !given || n == 0 {
+            continue;
+        }
+        let spare = (0..n).map(|k| BrokerIndex(((start + k) % n) as u32)).find(|&b| cluster.wants_spare(b));
+        if let Some(b) = spare {
+            cluster.keep_spare(b);
+        }
     }
 }
 
