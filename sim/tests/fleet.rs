@@ -179,6 +179,26 @@ fn a_new_connection_costs_its_broker_and_a_kept_one_does_not() {
     assert!(warm_dear < warm_cheap + 1.0, "warm healthy: {warm_cheap} ms, with a 40 ms accept {warm_dear} ms");
 }
 
+/// Spares given after the warm-up (a state a fit takes from a real run) are held and spare a
+/// storm new connections: clients whose kept connection went with the dead broker reuse
+/// their spare instead.
+#[test]
+fn warm_spares_are_held_and_spare_a_storm_new_connections() {
+    let none = FleetConfig { clients: 90, brokers: 3, ..FleetConfig::default() };
+    let all = FleetConfig { warm_spares: 1.0, ..none.clone() };
+    let strategy = Policy::core("adaptive", RefreshConfig::adaptive());
+    let kept = |c: &FleetConfig| -> Vec<u32> {
+        WarmFleet::new(c, &strategy).clusters().flatten().map(|c| c.stats().kept_connections).collect()
+    };
+    assert!(kept(&none).iter().all(|&k| k == 1), "{:?}", kept(&none));
+    assert!(kept(&all).iter().all(|&k| k == 2), "{:?}", kept(&all));
+    let storm = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::FailoverStorm);
+    let (without, with) = (storm(&none), storm(&all));
+    check_books(&with, 90);
+    assert!(without.connections >= 20, "a third of 90 clients lose their kept connection: {without:?}");
+    assert!(with.connections < without.connections / 4, "{} against {}", with.connections, without.connections);
+}
+
 /// ApiVersions is charged at its own price: a dear one slows every new connection's
 /// refresh, and brokers count one per connection that reached them.
 #[test]
