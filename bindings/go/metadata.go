@@ -91,12 +91,13 @@ type Attempt struct {
 //     and every seed of GivenSeeds (as given), leaving out each address stagger saw failing
 //     in this refresh: an address with an attempt (Attempts, matched on Attempt.Broker
 //     exactly) that ended "failed", or "cancelled" before the broker answered anything
-//     (Answered < 0: a silent broker, hung or blackholed).
+//     (Answered < 0) though it started no later than the winning attempt: it had at least
+//     the winner's whole time and stayed silent (hung or blackholed).
 //
 // A broker whose attempt was cancelled after it answered (it was only slower than the one
-// that answered first) stays, and so does every broker and seed stagger did not try. A
-// healthy broker whose attempt started too shortly before the first answer to have answered
-// yet looks silent too, and is left out with the hung ones.
+// that answered first) stays, and so does every broker and seed stagger did not try. So does
+// a broker whose attempt started after the winning one: it had less time than the winner
+// took, so its silence says nothing of it.
 //
 // Why leave them out rather than put them last: Kafka's metadata still lists a hung broker
 // (a stopped process stays registered until its session times out), and franz-go, sarama and
@@ -104,9 +105,16 @@ type Attempt struct {
 // would still cost them a whole timeout now and then. The list is what stagger saw during
 // this one refresh: a broker it left out may be well again, and one it did not try may not be.
 func (m *ClusterMetadata) Seeds() []string {
+	won := time.Duration(-1)
+	for _, a := range m.Attempts {
+		if a.Outcome == "won" {
+			won = a.Started
+		}
+	}
 	failing := map[string]bool{}
 	for _, a := range m.Attempts {
-		if a.Outcome == "failed" || (a.Outcome == "cancelled" && a.Answered < 0) {
+		silent := a.Outcome == "cancelled" && a.Answered < 0 && (won < 0 || a.Started <= won)
+		if a.Outcome == "failed" || silent {
 			failing[a.Broker] = true
 		}
 	}

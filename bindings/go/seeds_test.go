@@ -40,6 +40,25 @@ func TestSeedsLeaveOutEveryBrokerSeenFailingOrSilentAndKeepTheSlowAndTheUntried(
 	}
 }
 
+func TestSeedsKeepABrokerWhoseAttemptStartedAfterTheWinningOne(t *testing.T) {
+	milli := time.Millisecond
+	hung := attempt("k1:9092", "cancelled", 1*milli, -1)
+	winner := attempt("k2:9092", "won", 51*milli, 52*milli)
+	winner.Started = 50 * milli
+	late := attempt("k3:9092", "cancelled", -1, -1) // started 1 ms after the winner
+	late.Started = 51 * milli
+	md := &ClusterMetadata{
+		Brokers: []Broker{
+			{NodeID: 1, Host: "k1", Port: 9092}, {NodeID: 2, Host: "k2", Port: 9092}, {NodeID: 3, Host: "k3", Port: 9092},
+		},
+		AnsweredBy: "k2:9092",
+		Attempts:   []Attempt{hung, winner, late},
+	}
+	if got, want := md.Seeds(), []string{"k2:9092", "k3:9092"}; !slices.Equal(got, want) {
+		t.Fatalf("Seeds() = %v, want %v (k1 silent from the start, k3 had 1 ms)", got, want)
+	}
+}
+
 func TestSeedsPutTheBrokerThatAnsweredFirstEvenAfterAnEarlierFailureOfIt(t *testing.T) {
 	md := &ClusterMetadata{
 		Brokers:    []Broker{{NodeID: 1, Host: "k1", Port: 9092}, {NodeID: 2, Host: "k2", Port: 9092}},

@@ -14,13 +14,19 @@ from conftest import closed_port
 from fakebroker import Cluster
 
 
-def row(broker: str, outcome: str, connected_ms: Optional[float], answered_ms: Optional[float]) -> AttemptReport:
+def row(
+    broker: str,
+    outcome: str,
+    connected_ms: Optional[float],
+    answered_ms: Optional[float],
+    started_ms: float = 0.0,
+) -> AttemptReport:
     """One report row as the core writes it (``None``: a step the attempt did not reach)."""
     return AttemptReport.from_json(
         {
             "attempt": 0,
             "broker": broker,
-            "started_ms": 0.0,
+            "started_ms": started_ms,
             "connected_ms": connected_ms,
             "answered_ms": answered_ms,
             "ended_ms": 30.0,
@@ -47,6 +53,21 @@ def test_every_broker_seen_failing_or_silent_is_left_out_the_slow_and_the_untrie
     # The winner; then the listed brokers in the metadata's order (k5 never tried, k3 only
     # slower), then the seeds the metadata does not list (k6 never tried).
     assert md.bootstrap_servers() == ["k4:9092", "k5:9092", "k3:9092", "k6:9092"]
+
+
+def test_a_broker_whose_attempt_started_after_the_winning_one_stays():
+    md = Metadata(
+        brokers=tuple(Broker(n, f"k{n}", 9092) for n in (1, 2, 3)),
+        topics=(),
+        answered_by="k2:9092",
+        seeds=(),
+        attempts=(
+            row("k1:9092", "cancelled", 1.0, None),  # silent from the start: hung
+            row("k2:9092", "won", 51.0, 52.0, started_ms=50.0),
+            row("k3:9092", "cancelled", None, None, started_ms=51.0),  # had 1 ms
+        ),
+    )
+    assert md.bootstrap_servers() == ["k2:9092", "k3:9092"]
 
 
 def test_the_broker_that_answered_comes_first_even_after_an_earlier_failure_of_it():

@@ -178,22 +178,25 @@ class Metadata:
         given), leaving out each address stagger saw failing in this refresh: one with an
         attempt (``attempts``, matched on the exact ``broker`` string) whose ``outcome`` is
         ``failed``, or ``cancelled`` before the broker answered anything (``answered_ms`` is
-        ``None``: a silent broker, hung or blackholed).
+        ``None``) though it started no later than the winning attempt: it had at least the
+        winner's whole time and stayed silent (hung or blackholed).
 
         A broker whose attempt was cancelled after it answered (it was only slower than the
         one that answered first) stays, and so does every broker and seed stagger did not try.
-        A healthy broker whose attempt started too shortly before the first answer to have
-        answered yet looks silent too, and is left out with the hung ones.
+        So does a broker whose attempt started after the winning one: it had less time than
+        the winner took, so its silence says nothing of it.
         The failing ones are left out rather than put last because Kafka's metadata still
         lists a hung broker (a stopped process stays registered until its session times out)
         and aiokafka (like franz-go and sarama) starts at a random seed of the list it is
         given: a hung broker anywhere in it would still cost it a whole timeout now and then.
         The list is what this one refresh saw; it does not follow a broker that comes back or
         fails later."""
+        won = [a.started_ms for a in self.attempts if a.outcome == "won"]
         failing = {
             a.broker
             for a in self.attempts
-            if a.outcome == "failed" or (a.outcome == "cancelled" and a.answered_ms is None)
+            if a.outcome == "failed"
+            or (a.outcome == "cancelled" and a.answered_ms is None and (not won or a.started_ms <= won[0]))
         }
         out: List[str] = []
         if self.answered_by:
