@@ -1,12 +1,14 @@
 //! Shared pieces of the measurement programs in `src/bin/`: a seed forwarder that counts what
-//! the cluster pays, a real cluster behind such forwarders, percentiles, and what the
-//! real-socket programs (`realsockets`, `realsockets_kafka`, `librdkafka_reference`) measure
-//! alike (one refresh's cost, the lower median).
+//! the cluster pays, a real cluster behind such forwarders, percentiles, what the real-socket
+//! programs (`realsockets`, `realsockets_kafka`, `librdkafka_reference`) measure alike (one
+//! refresh's cost, the lower median), and the JSON file `fleet_real` writes and `fleet_fit`
+//! reads, as typed structs (`fleet_file`).
 //!
 //! Programs here measure; they are not product code and nothing depends on them.
 
 pub mod bench;
 pub mod counting;
+pub mod fleet_file;
 pub mod measure;
 pub mod sample;
 pub mod stats;

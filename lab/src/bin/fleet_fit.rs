@@ -4,16 +4,18 @@
 //! `fleet_real` (`lab/src/bin/fleet_real/`) runs a few hundred real `stagger_tokio::Client`s
 //! on a real 3-broker Kafka cluster, measures what the brokers charge (round trip, broker time
 //! per Metadata and ApiVersions request at rest and saturated, a fresh connection's cost, and
-//! over SASL_SSL the TLS handshake and SASL exchange) and writes it as JSON. This program reads
-//! one or more of those files (`--real PATH`, repeatable; PLAINTEXT and SASL_SSL runs may be
-//! mixed, each listener gets its own section), builds the same fleet in the simulator —
-//! clients, brokers, warm-up, request and storm windows, the listener's security — once per
-//! fit (the prices at rest; saturated; and pipelined: the saturated price as work that holds
-//! the broker's queue, what rest adds above it as latency that does not), runs every strategy through `healthy`, `one_hung` and `failover_storm`, and prints
-//! Markdown: real against simulated p50, p99, attempts, new connections, ApiVersions and
-//! Metadata requests per refresh and the peak, with each cell's factor and whether the
-//! model is within the bounds the gentleness issue sets (×1.5 on p50 and p99, ×1.15 on
-//! attempts, connections and peak).
+//! over SASL_SSL the TLS handshake and SASL exchange) and writes it as JSON
+//! (`stagger_lab::fleet_file`). This program reads one or more of those files (`--real PATH`,
+//! repeatable; PLAINTEXT and SASL_SSL runs may be mixed, each listener gets its own section),
+//! builds the same fleet in the simulator — clients, brokers, warm-up, request and storm
+//! windows, the listener's security — once per fit (the prices at rest; saturated; and
+//! pipelined: the saturated price as work that holds the broker's queue, what rest adds above
+//! it as latency that does not), runs every strategy through `healthy`, `one_hung` and
+//! `failover_storm`, and prints Markdown: real against simulated p50, p99, attempts, new
+//! connections, ApiVersions and Metadata requests per refresh and the peak, with each cell's
+//! factor and whether the model is within the bounds the gentleness issue sets (×1.5 on p50
+//! and p99, ×1.15 on attempts, connections and peak). Beside them, not compared: the spare
+//! connections per client the warm-up left, the state each incident met.
 //!
 //! ```text
 //! R=docs/performance/real
@@ -35,8 +37,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use stagger::RefreshConfig;
+use stagger_lab::fleet_file::{self, FleetFile, Run};
 use stagger_sim::fleet::{FleetConfig, FleetScenario, Latency, ScenarioResult, Security, Strategy, WarmFleet};
 
 const SCENARIOS: [FleetScenario; 3] = [FleetScenario::Healthy, FleetScenario::OneHung, FleetScenario::FailoverStorm];
@@ -44,72 +46,6 @@ const SCENARIOS: [FleetScenario; 3] = [FleetScenario::Healthy, FleetScenario::On
 /// The bounds of the gentleness issue: a typical factor within these, per metric.
 const BOUND_TIME: f64 = 1.5;
 const BOUND_COUNT: f64 = 1.15;
-
-/// What `fleet_real` wrote, as far as the fit reads it.
-#[derive(Clone, Debug, Deserialize)]
-struct RealFile {
-    #[serde(default)]
-    machine: String,
-    #[serde(default)]
-    kafka_version: String,
-    #[serde(default = "plaintext")]
-    listener: String,
-    clients: u32,
-    brokers: u32,
-    warmup_refreshes: u32,
-    warmup_spacing_ms: f64,
-    settle_ms: f64,
-    request_window_ms: f64,
-    storm_window_ms: f64,
-    peak_window_ms: f64,
-    seed: u64,
-    fit: Prices,
-    runs: Vec<RealRun>,
-}
-
-fn plaintext() -> String {
-    "plaintext".into()
-}
-
-/// The prices `fleet_real` fitted (µs). Missing ones are `None` and the fit says so.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-struct Prices {
-    rtt_us: Option<f64>,
-    metadata_rest_us: Option<f64>,
-    api_versions_rest_us: Option<f64>,
-    metadata_saturated_us: Option<f64>,
-    api_versions_saturated_us: Option<f64>,
-    /// A fresh connection's broker-side cost beside its requests (over SASL_SSL including
-    /// the TLS handshake and the SASL exchange).
-    connection_saturated_us: Option<f64>,
-    /// Over SASL_SSL: the same cost measured over PLAINTEXT in the same run.
-    plaintext_connection_saturated_us: Option<f64>,
-    /// Over SASL_SSL: client-observed TLS handshake and SASL exchange at rest.
-    tls_rest_us: Option<f64>,
-    sasl_rest_us: Option<f64>,
-}
-
-/// One scenario × strategy of a real run.
-#[derive(Clone, Debug, Deserialize)]
-struct RealRun {
-    scenario: String,
-    strategy: String,
-    refreshes: u64,
-    #[serde(default)]
-    failed: u64,
-    p50_ms: Option<f64>,
-    p99_ms: Option<f64>,
-    attempts_per_refresh: f64,
-    requests_per_refresh: Option<f64>,
-    peak_requests: Option<f64>,
-    #[serde(default)]
-    connections_per_broker: Option<Vec<u64>>,
-    #[serde(default)]
-    api_versions_per_broker: Option<Vec<Option<u64>>>,
-    #[serde(default)]
-    cpu_busy: Option<f64>,
-}
 
 struct Args {
     real: Vec<PathBuf>,
@@ -170,6 +106,9 @@ struct Row {
     api_versions: Option<f64>,
     requests: Option<f64>,
     peak: Option<f64>,
+    /// Spare connections per client the warm-up left: the state the incident met, shown
+    /// beside the metrics but not one of them.
+    spares: f64,
     failed: u64,
 }
 
@@ -189,7 +128,7 @@ impl Row {
         [self.p50_ms, self.p99_ms, self.attempts, self.connections, self.api_versions, self.requests, self.peak]
     }
 
-    fn sim(source: &str, r: &ScenarioResult) -> Row {
+    fn sim(source: &str, r: &ScenarioResult, spares: f64) -> Row {
         let per = |x: u64| Some(x as f64 / r.refreshes.max(1) as f64);
         Row {
             source: source.into(),
@@ -200,27 +139,27 @@ impl Row {
             api_versions: per(r.api_versions),
             requests: Some(r.requests_per_refresh),
             peak: Some(r.peak_requests as f64),
+            spares,
             failed: r.failed as u64,
         }
     }
 
-    fn real(n: usize, v: &RealRun) -> Row {
-        let per = |x: u64| Some(x as f64 / v.refreshes.max(1) as f64);
-        let sum = |v: &[u64]| v.iter().sum::<u64>();
-        let api = v.api_versions_per_broker.as_ref().and_then(|b| b.iter().copied().sum::<Option<u64>>());
+    fn real(n: usize, v: &Run, clients: u32) -> Row {
+        let per = |x: usize| Some(x as f64 / v.refreshes.max(1) as f64);
         Row {
             source: match v.cpu_busy {
                 Some(busy) => format!("**real #{n}** (cores {:.0} % busy)", busy * 100.0),
                 None => format!("**real #{n}**"),
             },
-            p50_ms: v.p50_ms,
-            p99_ms: v.p99_ms,
+            p50_ms: v.time_to_metadata.p50_ms,
+            p99_ms: v.time_to_metadata.p99_ms,
             attempts: Some(v.attempts_per_refresh),
-            connections: v.connections_per_broker.as_deref().and_then(|c| per(sum(c))),
-            api_versions: api.and_then(per),
-            requests: v.requests_per_refresh,
-            peak: v.peak_requests,
-            failed: v.failed,
+            connections: per(v.connections_per_broker.iter().sum()),
+            api_versions: v.api_versions_per_broker.as_ref().and_then(|b| per(b.iter().sum())),
+            requests: Some(v.requests_per_refresh),
+            peak: Some(v.peak_requests as f64),
+            spares: v.spares_kept_before as f64 / clients.max(1) as f64,
+            failed: v.failed as u64,
         }
     }
 }
@@ -248,6 +187,7 @@ fn mean_row(rows: &[Row]) -> Option<Row> {
         api_versions: avg(|r| r.api_versions),
         requests: avg(|r| r.requests),
         peak: avg(|r| r.peak),
+        spares: rows.iter().map(|r| r.spares).sum::<f64>() / n,
         failed: rows.iter().map(|r| r.failed).sum(),
     })
 }
@@ -272,15 +212,14 @@ struct Fit {
 /// The fits of one listener's runs: broker prices at rest and saturated. (Brokers sharing
 /// this machine's 2 cores, `FleetConfig::shared_cores`, changed nothing at 3 brokers: the
 /// saturated prices were measured with the brokers sharing them already.)
-fn fits(files: &[RealFile]) -> Result<Vec<Fit>, String> {
+fn fits(files: &[FleetFile]) -> Vec<Fit> {
     let first = &files[0];
-    let avg = |f: fn(&Prices) -> Option<f64>| -> Option<f64> {
-        let v: Vec<f64> = files.iter().filter_map(|x| f(&x.fit)).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let need = |x: Option<f64>, what: &str| x.ok_or_else(|| format!("the real runs have no fitted {what}"));
-    let rtt = need(avg(|p| p.rtt_us), "rtt_us")?;
-    let connection = need(avg(|p| p.connection_saturated_us), "connection_saturated_us")?;
+    let avg = |f: fn(&fleet_file::Fit) -> Option<f64>| mean_price(files, f);
+    let secured = |f: fn(&fleet_file::SecuredFit) -> f64| mean_price(files, |p| p.secured.as_ref().map(f));
+    // The mean of a price every run has.
+    let mean = |f: fn(&fleet_file::Fit) -> f64| files.iter().map(|x| f(&x.fit)).sum::<f64>() / files.len() as f64;
+    let rtt = mean(|p| p.rtt_us);
+    let connection = mean(|p| p.connection_saturated_us);
     let sasl = first.listener == "sasl_ssl";
     let base = FleetConfig {
         clients: first.clients,
@@ -298,18 +237,19 @@ fn fits(files: &[RealFile]) -> Result<Vec<Fit>, String> {
     // A fresh connection's cost: over PLAINTEXT all of it is the accept; over SASL_SSL the
     // part above the same run's PLAINTEXT connection is the TLS handshake's and the SASL
     // exchange's, charged at the handshake.
-    let plain_connection = if sasl { avg(|p| p.plaintext_connection_saturated_us) } else { Some(connection) };
+    let plain_connection = if sasl { secured(|s| s.plaintext_connection_saturated_us) } else { Some(connection) };
     let accept = plain_connection.unwrap_or(connection.min(FleetConfig::default().accept_time.as_micros() as f64));
     let secure_saturated = sasl.then(|| Security::sasl_ssl_scram(micros(connection - accept), Duration::ZERO));
     let secure_rest = sasl.then(|| {
         // Client-observed at rest, less the round trips the model already charges.
-        let tls = avg(|p| p.tls_rest_us).map_or(0.0, |t| (t - rtt).max(0.0));
-        let sasl = avg(|p| p.sasl_rest_us).map_or(0.0, |t| (t - 3.0 * rtt).max(0.0));
+        let tls = secured(|s| s.tls_rest_us).map_or(0.0, |t| (t - rtt).max(0.0));
+        let sasl = secured(|s| s.sasl_rest_us).map_or(0.0, |t| (t - 3.0 * rtt).max(0.0));
         Security::sasl_ssl_scram(micros(tls), micros(sasl))
     });
     let mut out = Vec::new();
-    let rest = (avg(|p| p.metadata_rest_us), avg(|p| p.api_versions_rest_us));
-    if let (Some(meta), Some(api)) = rest {
+    // Over SASL_SSL the runs may have logged no ApiVersions at rest: then there is no rest fit.
+    let rest = avg(|p| p.api_versions_rest_us).map(|api| (mean(|p| p.metadata_rest_us), api));
+    if let Some((meta, api)) = rest {
         out.push(Fit {
             name: "sim (rest)".into(),
             how: "broker times of the calm warm-ups (forwarder-timed medians); TLS and SASL client-observed at rest"
@@ -323,26 +263,23 @@ fn fits(files: &[RealFile]) -> Result<Vec<Fit>, String> {
             },
         });
     }
-    let saturated = (avg(|p| p.metadata_saturated_us), avg(|p| p.api_versions_saturated_us));
-    if let (Some(meta), Some(api)) = saturated {
-        let config = FleetConfig {
-            service_time: micros(meta),
-            api_versions_time: micros(api),
+    let (meta_sat, api_sat) = (mean(|p| p.metadata_saturated_us), mean(|p| p.api_versions_saturated_us));
+    out.push(Fit {
+        name: "sim (saturated)".into(),
+        how: "1 / the answers per second of the storm's two survivors driven together; a fresh connection's \
+              cost from connect-to-close loops"
+            .into(),
+        config: FleetConfig {
+            service_time: micros(meta_sat),
+            api_versions_time: micros(api_sat),
             accept_time: micros(accept),
             security: secure_saturated.unwrap_or(Security::PLAINTEXT),
             ..base.clone()
-        };
-        out.push(Fit {
-            name: "sim (saturated)".into(),
-            how: "1 / the answers per second of the storm's two survivors driven together; a fresh connection's \
-                  cost from connect-to-close loops"
-                .into(),
-            config,
-        });
-    }
+        },
+    });
     // One price per request, valid in both regimes: the saturated price is the work that
     // holds the queue, and what rest adds above it is latency that does not.
-    if let (Some((meta_rest, api_rest)), Some((meta_sat, api_sat))) = (zip(rest), zip(saturated)) {
+    if let Some((meta_rest, api_rest)) = rest {
         let mut latency = Latency {
             metadata: micros((meta_rest - meta_sat).max(0.0)),
             api_versions: micros((api_rest - api_sat).max(0.0)),
@@ -370,15 +307,13 @@ fn fits(files: &[RealFile]) -> Result<Vec<Fit>, String> {
             },
         });
     }
-    if out.is_empty() {
-        return Err("the real runs have neither rest nor saturated broker times".into());
-    }
-    Ok(out)
+    out
 }
 
-/// Both prices of a pair, if both were measured.
-fn zip((a, b): (Option<f64>, Option<f64>)) -> Option<(f64, f64)> {
-    Some((a?, b?))
+/// The mean of a price over the runs that have it.
+fn mean_price(files: &[FleetFile], price: impl Fn(&fleet_file::Fit) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = files.iter().filter_map(|x| price(&x.fit)).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 fn fmt_ms(ms: Option<f64>) -> String {
@@ -414,10 +349,9 @@ fn main() {
 fn real_main() -> Result<(), String> {
     let args = parse_args()?;
     let started = Instant::now();
-    let mut groups: Vec<(String, Vec<RealFile>)> = Vec::new();
+    let mut groups: Vec<(String, Vec<FleetFile>)> = Vec::new();
     for path in &args.real {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let file: RealFile = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = FleetFile::read(path)?;
         match groups.iter_mut().find(|(l, _)| *l == file.listener) {
             Some((_, files)) => {
                 let a = &files[0];
@@ -440,14 +374,18 @@ fn real_main() -> Result<(), String> {
     header(&mut md, &groups);
     let mut summary = Vec::new();
     for (listener, files) in &groups {
-        let fits = fits(files)?;
-        let mut results: Vec<Vec<Vec<ScenarioResult>>> = Vec::new();
+        let fits = fits(files);
+        let mut results: Vec<Vec<Simulated>> = Vec::new();
         for f in &fits {
             let mut per_strategy = Vec::new();
             for name in &args.strategies {
                 let t = Instant::now();
                 let warm = WarmFleet::new(&f.config, &strategy(name)?);
-                per_strategy.push(SCENARIOS.iter().map(|&s| warm.run(s)).collect::<Vec<_>>());
+                let spares: u64 = warm.clusters().flatten().map(|c| c.stats().spares_kept).sum();
+                per_strategy.push(Simulated {
+                    scenarios: SCENARIOS.iter().map(|&s| warm.run(s)).collect(),
+                    spares_per_client: spares as f64 / f.config.clients.max(1) as f64,
+                });
                 eprintln!("fleet_fit: {listener} {:<32} {:<12} {:.1} s", f.name, name, t.elapsed().as_secs_f64());
             }
             results.push(per_strategy);
@@ -464,7 +402,15 @@ fn real_main() -> Result<(), String> {
     Ok(())
 }
 
-fn header(md: &mut String, groups: &[(String, Vec<RealFile>)]) {
+/// One fit's simulated fleet under one strategy.
+struct Simulated {
+    /// Each of `SCENARIOS`, run on a copy of the warm fleet.
+    scenarios: Vec<ScenarioResult>,
+    /// Spare connections the warm-up left, per client (`ClientStats::spares_kept`).
+    spares_per_client: f64,
+}
+
+fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
     let first = &groups[0].1[0];
     let _ = writeln!(md, "# The fleet model against a real cluster\n");
     let _ = writeln!(
@@ -487,6 +433,9 @@ fn header(md: &mut String, groups: &[(String, Vec<RealFile>)]) {
          Real counts: time to metadata from `Client::refresh_because` to its return; attempts from `Client::stats`; \
          connections accepted by the counting forwarders; ApiVersions and Metadata from the forwarders over PLAINTEXT \
          and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —). \
+         *Warm spares / client* is the warm fleet's state before the incident, not a compared metric: the connections \
+         a client kept beside the winner's during the warm-up (`ClientStats::spares_kept`), which a storm's refresh \
+         reuses instead of opening a new connection. \
          Factors are simulated ÷ real; the bounds are ×{BOUND_TIME} on p50 and p99 and ×{BOUND_COUNT} on the counts.\n"
     );
 }
@@ -500,9 +449,9 @@ struct Summary {
 fn section(
     md: &mut String,
     listener: &str,
-    files: &[RealFile],
+    files: &[FleetFile],
     fits: &[Fit],
-    results: &[Vec<Vec<ScenarioResult>>],
+    results: &[Vec<Simulated>],
     strategies: &[String],
 ) -> Summary {
     let _ = writeln!(md, "## {}\n", listener.to_uppercase());
@@ -550,9 +499,9 @@ fn section(
         let _ = writeln!(md, "### {}\n", scenario.title());
         let _ = writeln!(
             md,
-            "| strategy | source | p50 | p99 | attempts | connections | ApiVersions | Metadata | peak / 100 ms | gave up | factors (p50, p99, attempts, connections, ApiVersions, Metadata, peak) |"
+            "| strategy | source | p50 | p99 | attempts | connections | ApiVersions | Metadata | peak / 100 ms | warm spares / client | gave up | factors (p50, p99, attempts, connections, ApiVersions, Metadata, peak) |"
         );
-        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
         for (k, name) in strategies.iter().enumerate() {
             let reals: Vec<Row> = files
                 .iter()
@@ -561,14 +510,14 @@ fn section(
                     f.runs
                         .iter()
                         .find(|r| r.scenario == scenario.name() && r.strategy == *name)
-                        .map(|r| Row::real(n + 1, r))
+                        .map(|r| Row::real(n + 1, r, f.clients))
                 })
                 .collect();
             let mean = mean_row(&reals);
             let mut line = |row: &Row, factors: Option<[Option<f64>; 7]>| {
                 let _ = writeln!(
                     md,
-                    "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     row.source,
                     fmt_ms(row.p50_ms),
                     fmt_ms(row.p99_ms),
@@ -577,6 +526,7 @@ fn section(
                     fmt_count(row.api_versions),
                     fmt_count(row.requests),
                     fmt_count(row.peak),
+                    fmt_count(Some(row.spares)),
                     row.failed,
                     factors.map_or(String::new(), |f| f.iter().map(|x| fmt_ratio(*x)).collect::<Vec<_>>().join(" · "))
                 );
@@ -596,7 +546,8 @@ fn section(
                 line(m, None);
             }
             for (fi, f) in fits.iter().enumerate() {
-                let row = Row::sim(&f.name, &results[fi][k][si]);
+                let simulated = &results[fi][k];
+                let row = Row::sim(&f.name, &simulated.scenarios[si], simulated.spares_per_client);
                 let factors = mean.as_ref().map(|m| ratios(&row, m));
                 if let Some(factors) = factors {
                     for (m, x) in factors.iter().enumerate() {

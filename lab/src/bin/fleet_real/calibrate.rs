@@ -11,9 +11,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use stagger::kafka::{ExchangeConfig, KafkaAttempt};
 use stagger::{AttemptId, Input};
+use stagger_lab::fleet_file::{Burst, Idle, Spread};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
@@ -94,46 +94,6 @@ async fn round_trip(tcp: &mut TcpStream, frame: &[u8], buf: &mut Vec<u8>) -> Res
     Ok(())
 }
 
-/// Summary of a set of durations (µs).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Spread {
-    pub n: usize,
-    pub mean_us: f64,
-    /// The mean of the values up to the 99th percentile (a stalled thread's outliers cut).
-    pub trimmed_mean_us: f64,
-    pub p50_us: f64,
-    pub p90_us: f64,
-    pub p99_us: f64,
-}
-
-impl Spread {
-    pub fn of(mut v: Vec<f64>) -> Spread {
-        if v.is_empty() {
-            return Spread::default();
-        }
-        v.sort_by(f64::total_cmp);
-        let q = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-        let p99 = q(0.99);
-        let kept: Vec<f64> = v.iter().copied().filter(|&x| x <= p99).collect();
-        Spread {
-            n: v.len(),
-            mean_us: v.iter().sum::<f64>() / v.len() as f64,
-            trimmed_mean_us: kept.iter().sum::<f64>() / kept.len().max(1) as f64,
-            p50_us: q(0.5),
-            p90_us: q(0.9),
-            p99_us: p99,
-        }
-    }
-}
-
-/// Round trips measured one at a time on one connection, `gap` apart (a broker at rest).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Idle {
-    pub connect: Spread,
-    pub api_versions: Spread,
-    pub metadata: Spread,
-}
-
 /// `count` TCP connects and `count` ApiVersions + Metadata round trips to `target`.
 pub async fn idle(target: SocketAddr, frames: &Frames, count: usize, gap: Duration) -> Res<Idle> {
     let mut connect = Vec::with_capacity(count);
@@ -159,22 +119,6 @@ pub async fn idle(target: SocketAddr, frames: &Frames, count: usize, gap: Durati
         tokio::time::sleep(gap).await;
     }
     Ok(Idle { connect: Spread::of(connect), api_versions: Spread::of(api), metadata: Spread::of(meta) })
-}
-
-/// Requests answered per second by each target, all driven at once, each by `connections`
-/// closed-loop connections with one request outstanding each.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Burst {
-    pub targets: Vec<String>,
-    pub api: &'static str,
-    pub connections: usize,
-    pub requests_per_target: usize,
-    /// Answers per second, per target (the median over the repetitions).
-    pub per_second: Vec<f64>,
-    /// Every repetition's answers per second, per target.
-    pub repetitions: Vec<Vec<f64>>,
-    /// 1 / answers per second, in µs (the mean time per request of a saturated server).
-    pub service_us: Vec<f64>,
 }
 
 /// [`burst_once`] `reps` times; the median per target.
@@ -234,7 +178,7 @@ async fn burst_once(
     }
     Ok(Burst {
         targets: targets.iter().map(ToString::to_string).collect(),
-        api,
+        api: api.into(),
         connections,
         requests_per_target: per_conn * connections,
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
@@ -282,7 +226,7 @@ pub async fn churn(
     let per_second = median_per_target(&repetitions, targets.len());
     Ok(Burst {
         targets: targets.iter().map(ToString::to_string).collect(),
-        api: "connect+api_versions+metadata",
+        api: "connect+api_versions+metadata".into(),
         connections,
         requests_per_target: per_loop * connections,
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),

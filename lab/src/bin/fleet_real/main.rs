@@ -35,8 +35,9 @@
 //!    100 ms buckets are recorded too).
 //!
 //! Writes everything (every refresh's time, every broker's requests per 100 ms, the
-//! calibration and the fitted simulator parameters) as JSON to `--out` (default
-//! `target/fleet-real.json` under `CARGO_TARGET_DIR`, or `/tmp/fleet-real.json`), which
+//! calibration and the fitted simulator parameters) as JSON (`stagger_lab::fleet_file`) to
+//! `--out` (default `target/fleet-real.json` under `CARGO_TARGET_DIR`, or
+//! `/tmp/fleet-real.json`), which
 //! `cargo run --release -p stagger-lab --bin fleet_fit -- --real PATH...` reads to run the
 //! simulator with the same fleet and the fitted times. About 6 minutes with the defaults
 //! (cluster start ~1 min, calibration ~1 min, six runs); the cluster is stopped at the end,
@@ -131,15 +132,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::{json, Value};
 use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng, Stagger};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
+use stagger_lab::fleet_file::{
+    Calibration, Fit, FleetFile, Fresh, Idle, RefreshEntry, Run, SecuredCalibration, SecuredCounts, SecuredFit, Spread,
+};
 use stagger_tokio::{Client, ClientOptions, ExchangeConfig, RefreshOptions, TlsOptions};
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
-use calibrate::{Burst, Frames, Idle, Spread};
+use calibrate::Frames;
 use forwarder::{Forwarder, Framing, Log, API_VERSIONS, METADATA};
 use request_log::RequestLog;
 
@@ -487,9 +490,9 @@ fn main() -> Res<()> {
     eprintln!("fleet_real: cluster {} up after {:.1} s", lab.cluster.cluster_id(), started.elapsed().as_secs_f64());
 
     let mut calibration = calibrate(&lab)?;
-    calibration["loadavg_after"] = json!(loadavg());
+    calibration.loadavg_after = loadavg();
     let mut fit = fit(&calibration, args.listener);
-    eprintln!("fleet_real: calibrated {}", fit);
+    eprintln!("fleet_real: calibrated {}", serde_json::to_string(&fit)?);
 
     let mut runs = Vec::new();
     for &scenario in &args.scenarios {
@@ -497,50 +500,50 @@ fn main() -> Res<()> {
             let t = Instant::now();
             let run = run(&lab, name, scenario)?;
             eprintln!(
-                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {}  kept before {}  spares {}  reused {}  peak {:>4}  ({:.0} s)",
+                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {:?}  kept before {:?}  spares {}  reused {}  peak {:>4}  ({:.0} s)",
                 scenario.name(),
                 name,
-                fmt_ms(&run["p50_ms"]),
-                fmt_ms(&run["p99_ms"]),
-                run["attempts_per_refresh"].as_f64().unwrap_or(0.0),
-                run["requests_per_refresh"].as_f64().unwrap_or(0.0),
-                run["connections_per_broker"],
-                run["kept_before_per_broker"],
-                run["spares_kept_before"],
-                run["connections_reused_during"],
-                run["peak_requests"],
+                fmt_ms(run.time_to_metadata.p50_ms),
+                fmt_ms(run.time_to_metadata.p99_ms),
+                run.attempts_per_refresh,
+                run.requests_per_refresh,
+                run.connections_per_broker,
+                run.kept_before_per_broker,
+                run.spares_kept_before,
+                run.connections_reused_during,
+                run.peak_requests,
                 t.elapsed().as_secs_f64()
             );
             runs.push(run);
         }
     }
     fit_rest(&mut fit, &runs, args.listener);
-    eprintln!("fleet_real: fitted {}", fit);
-    let mut report = json!({
-        "listener": args.listener.name(),
-        "machine": machine(),
-        "kafka_version": lab.cluster.version(),
-        "brokers": BROKERS,
-        "clients": args.clients,
-        "warmup_refreshes": args.warmup,
-        "warmup_spacing_ms": args.warmup_spacing.as_secs_f64() * 1e3,
-        "settle_ms": args.settle.as_secs_f64() * 1e3,
-        "request_window_ms": args.window.as_secs_f64() * 1e3,
-        "storm_window_ms": args.storm.as_secs_f64() * 1e3,
-        "peak_window_ms": PEAK_WINDOW_US as f64 / 1e3,
-        "seed": args.seed,
-        "failed_node": args.node,
-        "calibration": calibration,
-        "fit": fit,
-        "runs": runs,
-        "took_s": started.elapsed().as_secs_f64(),
+    eprintln!("fleet_real: fitted {}", serde_json::to_string(&fit)?);
+    let requests_counted_by = (args.listener == Listener::SaslSsl).then(|| {
+        "the brokers' request logs (Metadata of client fleet-real on SASL_SSL; the requests the SASL \
+         authenticator answers before authentication are not logged); connections and TLS handshakes by the forwarders"
+            .to_owned()
     });
-    if args.listener == Listener::SaslSsl {
-        report["requests_counted_by"] = json!(
-            "the brokers' request logs (Metadata of client fleet-real on SASL_SSL; the requests the SASL \
-             authenticator answers before authentication are not logged); connections and TLS handshakes by the forwarders"
-        );
-    }
+    let report = FleetFile {
+        listener: args.listener.name().into(),
+        machine: machine(),
+        kafka_version: lab.cluster.version().into(),
+        brokers: BROKERS as u32,
+        clients: args.clients as u32,
+        warmup_refreshes: args.warmup,
+        warmup_spacing_ms: args.warmup_spacing.as_secs_f64() * 1e3,
+        settle_ms: args.settle.as_secs_f64() * 1e3,
+        request_window_ms: args.window.as_secs_f64() * 1e3,
+        storm_window_ms: args.storm.as_secs_f64() * 1e3,
+        peak_window_ms: PEAK_WINDOW_US as f64 / 1e3,
+        seed: args.seed,
+        failed_node: args.node,
+        requests_counted_by,
+        calibration,
+        fit,
+        runs,
+        took_s: started.elapsed().as_secs_f64(),
+    };
     if let Some(dir) = args.out.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -559,8 +562,8 @@ fn main() -> Res<()> {
     Ok(())
 }
 
-fn fmt_ms(v: &Value) -> String {
-    match v.as_f64() {
+fn fmt_ms(ms: Option<f64>) -> String {
+    match ms {
         Some(ms) if ms >= 1000.0 => format!("{:.2} s", ms / 1000.0),
         Some(ms) => format!("{ms:.2} ms"),
         None => "gave up".into(),
@@ -579,13 +582,13 @@ fn machine() -> String {
 // ---------------------------------------------------------------------------------------
 // Calibration and the fit.
 
-fn calibrate(lab: &Lab) -> Res<Value> {
+fn calibrate(lab: &Lab) -> Res<Calibration> {
     let fwd: Vec<SocketAddr> = lab.plain_forwarders().iter().map(Forwarder::address).collect();
     let direct = lab.direct.clone();
     let node = lab.args.node as usize - 1;
     let survivors: Vec<SocketAddr> = (0..BROKERS).filter(|&i| i != node).map(|i| direct[i]).collect();
     let survivors_fwd: Vec<SocketAddr> = (0..BROKERS).filter(|&i| i != node).map(|i| fwd[i]).collect();
-    let mut value = lab.rt.block_on(async {
+    let mut calibration = lab.rt.block_on(async {
         let frames: Frames = calibrate::capture(direct[0], PROBE_ID).await?;
         eprintln!(
             "fleet_real: calibrating (ApiVersions request {} B, Metadata request {} B, response {} B)",
@@ -615,38 +618,36 @@ fn calibrate(lab: &Lab) -> Res<Value> {
         let api_two_fwd =
             calibrate::burst(&survivors_fwd, &frames.api_versions, "api_versions", conns, n, reps).await?;
         let churn_two_fwd = calibrate::churn(&survivors_fwd, &frames, 16, 600, reps).await?;
-        let value: Value = json!({
-            "api_versions_request_bytes": frames.api_versions.len(),
-            "metadata_request_bytes": frames.metadata.len(),
-            "metadata_response_bytes": frames.metadata_response,
-            "idle_gap_ms": gap.as_secs_f64() * 1e3,
-            "idle_direct": idle_direct,
-            "idle_forwarded": idle_fwd,
-            "burst_metadata_alone": alone,
-            "burst_metadata_all": all,
-            "burst_metadata_two": two,
-            "burst_metadata_all_forwarded": all_fwd,
-            "burst_metadata_two_forwarded": two_fwd,
-            "burst_api_versions_all": api_all,
-            "burst_api_versions_two_forwarded": api_two_fwd,
-            "churn_two_forwarded": churn_two_fwd,
-        });
-        Ok::<Value, Box<dyn std::error::Error + Send + Sync>>(value)
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Calibration {
+            api_versions_request_bytes: frames.api_versions.len(),
+            metadata_request_bytes: frames.metadata.len(),
+            metadata_response_bytes: frames.metadata_response,
+            idle_gap_ms: gap.as_secs_f64() * 1e3,
+            idle_direct,
+            idle_forwarded: idle_fwd,
+            burst_metadata_alone: alone,
+            burst_metadata_all: all,
+            burst_metadata_two: two,
+            burst_metadata_all_forwarded: all_fwd,
+            burst_metadata_two_forwarded: two_fwd,
+            burst_api_versions_all: api_all,
+            burst_api_versions_two_forwarded: api_two_fwd,
+            churn_two_forwarded: churn_two_fwd,
+            secured: None,
+            loadavg_after: None,
+        })
     })?;
     if lab.args.listener == Listener::SaslSsl {
-        let secured = lab.rt.block_on(calibrate_secured(lab))?;
-        if let (Some(value), Value::Object(secured)) = (value.as_object_mut(), secured) {
-            value.extend(secured);
-        }
+        calibration.secured = Some(lab.rt.block_on(calibrate_secured(lab))?);
     }
     // The calibration's requests are not the fleet's; forget them.
     lab.take_logs()?;
-    Ok(value)
+    Ok(calibration)
 }
 
 /// What TLS and SASL cost a fresh connection (`secured.rs`), at rest and saturated, beside
 /// the same over PLAINTEXT, through both listeners' forwarders.
-async fn calibrate_secured(lab: &Lab) -> Res<Value> {
+async fn calibrate_secured(lab: &Lab) -> Res<SecuredCalibration> {
     let sasl_seeds = lab.seeds();
     let plain_seeds: Vec<String> = lab.plain_forwarders().iter().map(|f| f.address().to_string()).collect();
     let sasl = lab.refresh_options(Listener::SaslSsl, PROBE_ID)?;
@@ -661,7 +662,7 @@ async fn calibrate_secured(lab: &Lab) -> Res<Value> {
     let (mut rest_sasl, mut rest_plain, mut handshakes) = (Vec::new(), Vec::new(), Vec::new());
     for b in 0..BROKERS {
         rest_sasl.push(secured::at_rest(&sasl_seeds[b], &sasl, count, gap).await?);
-        handshakes.push(secured::HandshakeTimes::of(&lab.forwarders[b].take().handshakes));
+        handshakes.push(secured::handshake_times(&lab.forwarders[b].take().handshakes));
         rest_plain.push(secured::at_rest(&plain_seeds[b], &plain, count, gap).await?);
     }
     eprintln!(
@@ -683,15 +684,15 @@ async fn calibrate_secured(lab: &Lab) -> Res<Value> {
     for forwarder in &lab.forwarders {
         forwarder.take();
     }
-    Ok(json!({
-        "fresh_rest_count": count,
-        "fresh_rest_gap_ms": gap.as_secs_f64() * 1e3,
-        "fresh_rest_sasl_ssl": rest_sasl,
-        "fresh_rest_plaintext": rest_plain,
-        "tls_handshakes_rest": handshakes,
-        "churn_refresh_sasl_ssl_two_forwarded": churn_sasl,
-        "churn_refresh_plaintext_two_forwarded": churn_plain,
-    }))
+    Ok(SecuredCalibration {
+        fresh_rest_count: count,
+        fresh_rest_gap_ms: gap.as_secs_f64() * 1e3,
+        fresh_rest_sasl_ssl: rest_sasl,
+        fresh_rest_plaintext: rest_plain,
+        tls_handshakes_rest: handshakes,
+        churn_refresh_sasl_ssl_two_forwarded: churn_sasl,
+        churn_refresh_plaintext_two_forwarded: churn_plain,
+    })
 }
 
 /// The mean of `v` (0 for none).
@@ -721,49 +722,40 @@ fn avg(v: &[f64]) -> f64 {
 ///   (`api_ratio_*`). The fits therefore put the broker's whole work per attempt into the
 ///   one knob: `service_time · (1 + 1/20) = ApiVersions + Metadata`, so a simulated attempt
 ///   keeps a broker busy as long as a real one does (`service_rest_us`, `service_saturated_us`).
-fn fit(c: &Value, listener: Listener) -> Value {
-    let spreads = |key: &str, field: &str, stat: &str| -> Vec<f64> {
-        c[key].as_array().map_or(Vec::new(), |a| a.iter().filter_map(|i| i[field][stat].as_f64()).collect())
-    };
-    let avg = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
-    let connect = avg(&spreads("idle_direct", "connect", "p50_us"));
-    let meta_direct_p50 = avg(&spreads("idle_direct", "metadata", "p50_us"));
-    let meta_fwd_p50 = avg(&spreads("idle_forwarded", "metadata", "p50_us"));
-    let meta_rest = (avg(&spreads("idle_direct", "metadata", "trimmed_mean_us")) - connect).max(1.0);
-    let api_rest = (avg(&spreads("idle_direct", "api_versions", "trimmed_mean_us")) - connect).max(1.0);
-    let service_of = |key: &str| -> f64 {
-        let v: Vec<f64> =
-            c[key]["service_us"].as_array().map_or(Vec::new(), |a| a.iter().filter_map(Value::as_f64).collect());
-        avg(&v)
-    };
+fn fit(c: &Calibration, listener: Listener) -> Fit {
+    let idle = |of: &[Idle], stat: fn(&Idle) -> f64| -> f64 { avg(&of.iter().map(stat).collect::<Vec<_>>()) };
+    let connect = idle(&c.idle_direct, |i| i.connect.p50_us);
+    let meta_direct_p50 = idle(&c.idle_direct, |i| i.metadata.p50_us);
+    let meta_fwd_p50 = idle(&c.idle_forwarded, |i| i.metadata.p50_us);
+    let meta_rest = (idle(&c.idle_direct, |i| i.metadata.trimmed_mean_us) - connect).max(1.0);
+    let api_rest = (idle(&c.idle_direct, |i| i.api_versions.trimmed_mean_us) - connect).max(1.0);
     let relay = (meta_fwd_p50 - meta_direct_p50).max(0.0);
     let rtt = connect + relay;
-    let meta_sat = service_of("burst_metadata_two_forwarded");
-    let api_sat = service_of("burst_api_versions_two_forwarded");
-    let alone: Vec<f64> = c["burst_metadata_alone"]
-        .as_array()
-        .map_or(Vec::new(), |a| a.iter().filter_map(|b| b["service_us"][0].as_f64()).collect());
-    let alone = avg(&alone);
+    let meta_sat = avg(&c.burst_metadata_two_forwarded.service_us);
+    let api_sat = avg(&c.burst_api_versions_two_forwarded.service_us);
+    let alone = avg(&c.burst_metadata_alone.iter().filter_map(|b| b.service_us.first().copied()).collect::<Vec<_>>());
     let round = |x: f64| (x * 1000.0).round() / 1000.0;
-    let churn = service_of("churn_two_forwarded");
-    let mut fit = json!({
-        "fresh_attempt_saturated_us": churn.round(),
-        "connection_saturated_us": (churn - meta_sat - api_sat).round(),
-        "rtt_us": rtt.round(),
-        "loopback_connect_us": connect.round(),
-        "forwarder_relay_us": relay.round(),
-        "metadata_probe_rest_us": meta_rest.round(),
-        "api_versions_probe_rest_us": api_rest.round(),
-        "metadata_saturated_us": meta_sat.round(),
-        "api_versions_saturated_us": api_sat.round(),
-        "metadata_saturated_alone_direct_us": alone.round(),
-        "metadata_saturated_all_direct_us": service_of("burst_metadata_all").round(),
-        "api_ratio_probe_rest": round(api_rest / meta_rest),
-        "api_ratio_saturated": if meta_sat > 0.0 { round(api_sat / meta_sat) } else { 0.0 },
-        "service_saturated_us": ((meta_sat + api_sat) / 1.05).round(),
-    });
-    if listener == Listener::SaslSsl {
-        fit_secured(&mut fit, c, meta_sat + api_sat);
+    let churn = avg(&c.churn_two_forwarded.service_us);
+    let mut fit = Fit {
+        fresh_attempt_saturated_us: churn.round(),
+        connection_saturated_us: (churn - meta_sat - api_sat).round(),
+        rtt_us: rtt.round(),
+        loopback_connect_us: connect.round(),
+        forwarder_relay_us: relay.round(),
+        metadata_probe_rest_us: meta_rest.round(),
+        api_versions_probe_rest_us: api_rest.round(),
+        metadata_saturated_us: meta_sat.round(),
+        api_versions_saturated_us: api_sat.round(),
+        metadata_saturated_alone_direct_us: alone.round(),
+        metadata_saturated_all_direct_us: avg(&c.burst_metadata_all.service_us).round(),
+        api_ratio_probe_rest: round(api_rest / meta_rest),
+        api_ratio_saturated: if meta_sat > 0.0 { round(api_sat / meta_sat) } else { 0.0 },
+        service_saturated_us: ((meta_sat + api_sat) / 1.05).round(),
+        // The prices at rest come from the runs' warm-ups (`fit_rest`).
+        ..Fit::default()
+    };
+    if let (Listener::SaslSsl, Some(secured)) = (listener, &c.secured) {
+        fit_secured(&mut fit, secured, meta_sat + api_sat);
     }
     fit
 }
@@ -803,32 +795,30 @@ const SASL_ROUND_TRIPS: u32 = 3;
 ///   exchange takes beyond a plaintext one's ApiVersions + Metadata (SaslHandshake and two
 ///   SaslAuthenticate, with the client's PBKDF2), measured the same way.
 /// * `tls_round_trips`, `sasl_round_trips`: the constants above.
-fn fit_secured(fit: &mut Value, c: &Value, requests_saturated_us: f64) {
-    let p50 = |key: &str, phase: &str| -> f64 {
-        avg(&c[key].as_array().map_or(Vec::new(), |a| a.iter().filter_map(|f| f[phase]["p50_us"].as_f64()).collect()))
-    };
-    let field = |key: &str, field: &str| -> f64 {
-        avg(&c[key][field].as_array().map_or(Vec::new(), |a| a.iter().filter_map(Value::as_f64).collect()))
-    };
-    let churn = field("churn_refresh_sasl_ssl_two_forwarded", "service_us");
-    let churn_plain = field("churn_refresh_plaintext_two_forwarded", "service_us");
-    let cpu = field("churn_refresh_sasl_ssl_two_forwarded", "broker_cpu_us");
-    let cpu_plain = field("churn_refresh_plaintext_two_forwarded", "broker_cpu_us");
-    fit["fresh_attempt_raw_plaintext_saturated_us"] = fit["fresh_attempt_saturated_us"].clone();
-    fit["connection_raw_plaintext_saturated_us"] = fit["connection_saturated_us"].clone();
-    fit["fresh_attempt_saturated_us"] = json!(churn.round());
-    fit["connection_saturated_us"] = json!((churn - requests_saturated_us).round());
-    fit["fresh_refresh_plaintext_saturated_us"] = json!(churn_plain.round());
-    fit["plaintext_connection_saturated_us"] = json!((churn_plain - requests_saturated_us).round());
-    fit["tls_sasl_saturated_us"] = json!((churn - churn_plain).round());
-    fit["fresh_refresh_broker_cpu_us"] = json!(cpu.round());
-    fit["fresh_refresh_plaintext_broker_cpu_us"] = json!(cpu_plain.round());
-    fit["tls_sasl_broker_cpu_us"] = json!((cpu - cpu_plain).round());
-    fit["tls_rest_us"] = json!(p50("fresh_rest_sasl_ssl", "first_answer").round());
-    fit["sasl_rest_us"] =
-        json!((p50("fresh_rest_sasl_ssl", "after_first_answer") - p50("fresh_rest_plaintext", "exchange")).round());
-    fit["tls_round_trips"] = json!(TLS_ROUND_TRIPS);
-    fit["sasl_round_trips"] = json!(SASL_ROUND_TRIPS);
+fn fit_secured(fit: &mut Fit, c: &SecuredCalibration, requests_saturated_us: f64) {
+    let p50 = |of: &[Fresh], phase: fn(&Fresh) -> &Spread| avg(&of.iter().map(|f| phase(f).p50_us).collect::<Vec<_>>());
+    let churn = avg(&c.churn_refresh_sasl_ssl_two_forwarded.rate.service_us);
+    let churn_plain = avg(&c.churn_refresh_plaintext_two_forwarded.rate.service_us);
+    let cpu = avg(&c.churn_refresh_sasl_ssl_two_forwarded.broker_cpu_us);
+    let cpu_plain = avg(&c.churn_refresh_plaintext_two_forwarded.broker_cpu_us);
+    fit.secured = Some(SecuredFit {
+        fresh_attempt_raw_plaintext_saturated_us: fit.fresh_attempt_saturated_us,
+        connection_raw_plaintext_saturated_us: fit.connection_saturated_us,
+        fresh_refresh_plaintext_saturated_us: churn_plain.round(),
+        plaintext_connection_saturated_us: (churn_plain - requests_saturated_us).round(),
+        tls_sasl_saturated_us: (churn - churn_plain).round(),
+        fresh_refresh_broker_cpu_us: cpu.round(),
+        fresh_refresh_plaintext_broker_cpu_us: cpu_plain.round(),
+        tls_sasl_broker_cpu_us: (cpu - cpu_plain).round(),
+        tls_rest_us: p50(&c.fresh_rest_sasl_ssl, |f| &f.first_answer).round(),
+        sasl_rest_us: (p50(&c.fresh_rest_sasl_ssl, |f| &f.after_first_answer)
+            - p50(&c.fresh_rest_plaintext, |f| &f.exchange))
+        .round(),
+        tls_round_trips: TLS_ROUND_TRIPS,
+        sasl_round_trips: SASL_ROUND_TRIPS,
+    });
+    fit.fresh_attempt_saturated_us = churn.round();
+    fit.connection_saturated_us = (churn - requests_saturated_us).round();
 }
 
 /// The broker's time per request at rest, from the forwarders' timing of the fleet's own
@@ -844,7 +834,7 @@ fn fit_secured(fit: &mut Value, c: &Value, requests_saturated_us: f64) {
 /// fresh connection's is answered by the SASL authenticator, which logs nothing); with none
 /// logged (every warm-up refresh on a fresh connection) `api_versions_rest_us`, its mean,
 /// the ratio and `service_rest_us` are null.
-fn fit_rest(fit: &mut Value, runs: &[Value], listener: Listener) {
+fn fit_rest(fit: &mut Fit, runs: &[Run], listener: Listener) {
     fn median(mut v: Vec<f64>) -> f64 {
         if v.is_empty() {
             return 0.0;
@@ -852,37 +842,26 @@ fn fit_rest(fit: &mut Value, runs: &[Value], listener: Listener) {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     }
-    let per_run = |key: &str, stat: &str| -> f64 {
+    let per_run = |times: fn(&Run) -> &[Spread], stat: fn(&Spread) -> f64| -> f64 {
         median(
             runs.iter()
-                .map(|run| {
-                    median(
-                        run[key]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter(|b| b["n"].as_u64().unwrap_or(0) > 0)
-                            .filter_map(|b| b[stat].as_f64())
-                            .collect(),
-                    )
-                })
+                .map(|run| median(times(run).iter().filter(|b| b.n > 0).map(stat).collect()))
                 .filter(|&x| x > 0.0)
                 .collect(),
         )
     };
-    let meta = per_run("warmup_broker_metadata_time", "p50_us");
-    let api = per_run("warmup_broker_api_versions_time", "p50_us");
-    fit["metadata_rest_us"] = json!(meta.round());
-    fit["api_versions_rest_us"] = json!(api.round());
-    fit["metadata_rest_mean_us"] = json!(per_run("warmup_broker_metadata_time", "mean_us").round());
-    fit["api_versions_rest_mean_us"] = json!(per_run("warmup_broker_api_versions_time", "mean_us").round());
-    fit["api_ratio_rest"] = json!(if meta > 0.0 { (api / meta * 1000.0).round() / 1000.0 } else { 0.0 });
-    fit["service_rest_us"] = json!(((meta + api) / 1.05).round());
-    if listener == Listener::SaslSsl && api == 0.0 {
-        for key in ["api_versions_rest_us", "api_versions_rest_mean_us", "api_ratio_rest", "service_rest_us"] {
-            fit[key] = Value::Null;
-        }
-    }
+    let meta_times: fn(&Run) -> &[Spread] = |r| &r.warmup_broker_metadata_time;
+    let api_times: fn(&Run) -> &[Spread] = |r| &r.warmup_broker_api_versions_time;
+    let meta = per_run(meta_times, |b| b.p50_us);
+    let api = per_run(api_times, |b| b.p50_us);
+    fit.metadata_rest_us = meta.round();
+    fit.metadata_rest_mean_us = per_run(meta_times, |b| b.mean_us).round();
+    // Over SASL_SSL with no ApiVersions logged, its price is unknown, not zero.
+    let api_known = listener != Listener::SaslSsl || api != 0.0;
+    fit.api_versions_rest_us = api_known.then(|| api.round());
+    fit.api_versions_rest_mean_us = api_known.then(|| per_run(api_times, |b| b.mean_us).round());
+    fit.api_ratio_rest = api_known.then(|| if meta > 0.0 { (api / meta * 1000.0).round() / 1000.0 } else { 0.0 });
+    fit.service_rest_us = api_known.then(|| ((meta + api) / 1.05).round());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -899,7 +878,7 @@ struct Refresh {
     error: Option<String>,
 }
 
-fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
+fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let args = &lab.args;
     if scenario == Scenario::FailoverStorm {
         // Every strategy's storm kills a node restarted just before its clients start, so
@@ -1054,7 +1033,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     wait_healthy(lab)?;
 
     refreshes.sort_by_key(|r| r.client);
-    let mut value = summarise(
+    let mut run = summarise(
         lab,
         name,
         scenario,
@@ -1074,13 +1053,13 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Value> {
     let seeds = lab.seeds();
     let kept_per_broker: Vec<usize> =
         seeds.iter().map(|s| kept_before.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect();
-    value["kept_before_per_broker"] = json!(kept_per_broker);
-    value["spares_kept_before"] = json!(spares_before);
-    value["connections_reused_during"] = json!(reused_during);
-    value["loadavg_before"] = json!(load_before);
-    value["loadavg_after"] = json!(load_after);
-    value["cpu_busy"] = json!(busy);
-    Ok(value)
+    run.kept_before_per_broker = kept_per_broker;
+    run.spares_kept_before = spares_before;
+    run.connections_reused_during = reused_during;
+    run.loadavg_before = load_before;
+    run.loadavg_after = load_after;
+    run.cpu_busy = busy;
+    Ok(run)
 }
 
 /// Restarts `node` and warms it: a restarted broker's JIT is cold, and its start kept the
@@ -1197,7 +1176,7 @@ fn summarise(
     end_us: u64,
     warm_latency: Vec<Spread>,
     warm_api_latency: Vec<Spread>,
-) -> Value {
+) -> Run {
     let n = refreshes.len().max(1) as f64;
     let mut times: Vec<u64> = refreshes.iter().map(|r| r.took_us.unwrap_or(u64::MAX)).collect();
     times.sort_unstable();
@@ -1236,59 +1215,52 @@ fn summarise(
         conns_per_broker.push(log.accepted_us.iter().filter(|&&a| in_run(a)).count());
     }
     let requests: usize = per_broker.iter().sum();
-    let errors: Vec<&str> = refreshes.iter().filter_map(|r| r.error.as_deref()).take(5).collect();
-    let percentiles = stagger_sim::fleet::Percentiles::of_sorted(&times);
-    let mut value = json!({
-        "scenario": scenario.name(),
-        "strategy": name,
-        "window_ms": window.as_secs_f64() * 1e3,
-        "warmup_refreshes": warmup,
-        "warmup_failed": warm_failed,
-        "refreshes": refreshes.len(),
-        "failed": failed,
-        "errors": errors,
-        "p50_ms": percentiles.p50_ms,
-        "p99_ms": percentiles.p99_ms,
-        "p999_ms": percentiles.p999_ms,
-        "max_ms": percentiles.max_ms,
-        "attempts": attempts,
-        "attempts_per_refresh": attempts as f64 / n,
-        "requests": requests,
-        "requests_per_refresh": requests as f64 / n,
-        "peak_requests": peak,
-        "peak_broker": peak_broker,
-        "peak_requests_fixed_buckets": peak_fixed,
-        "requests_per_broker": per_broker,
-        "api_versions_per_broker": api_per_broker,
-        "connections_per_broker": conns_per_broker,
-        "unanswered_requests_per_broker": unanswered,
-        "broker_metadata_time": broker_latency(logs, METADATA, t0_us, end_us),
-        "broker_api_versions_time": broker_latency(logs, API_VERSIONS, t0_us, end_us),
-        "warmup_broker_metadata_time": warm_latency,
-        "warmup_broker_api_versions_time": warm_api_latency,
-        "metadata_per_100ms": buckets_all,
-        "refresh_list": refreshes.iter().map(|r| json!([r.client, r.asked_us, r.took_us, r.attempts])).collect::<Vec<_>>(),
-    });
-    if lab.args.listener == Listener::SaslSsl {
-        // Not in the brokers' request logs (see the module docs): unknown, not zero.
-        for key in ["api_versions_per_broker", "unanswered_requests_per_broker"] {
-            value[key] = Value::Null;
-        }
-        // The TLS handshakes whose ClientHello passed within the run, per broker.
-        let count = |pick: fn(&forwarder::Handshake) -> bool| -> Vec<usize> {
-            logs.iter().map(|log| log.handshakes.iter().filter(|h| in_run(h.hello_us) && pick(h)).count()).collect()
-        };
-        value["api_versions_logged_per_broker"] = json!(logs
-            .iter()
-            .map(|log| log.requests.iter().filter(|r| r.api == API_VERSIONS && in_run(r.at_us)).count())
-            .collect::<Vec<_>>());
-        value["tls_handshakes_per_broker"] = json!(count(|h| h.answered_us.is_some()));
-        value["tls_established_per_broker"] = json!(count(|h| h.established_us.is_some()));
-        value["tls_unanswered_per_broker"] = json!(count(|h| h.answered_us.is_none()));
+    let sasl_ssl = lab.args.listener == Listener::SaslSsl;
+    // The TLS handshakes whose ClientHello passed within the run, per broker.
+    let handshakes = |pick: fn(&forwarder::Handshake) -> bool| -> Vec<usize> {
+        logs.iter().map(|log| log.handshakes.iter().filter(|h| in_run(h.hello_us) && pick(h)).count()).collect()
+    };
+    Run {
+        scenario: scenario.name().into(),
+        strategy: name.into(),
+        window_ms: window.as_secs_f64() * 1e3,
+        warmup_refreshes: warmup,
+        warmup_failed: warm_failed,
+        refreshes: refreshes.len(),
+        failed,
+        errors: refreshes.iter().filter_map(|r| r.error.clone()).take(5).collect(),
+        time_to_metadata: stagger_sim::fleet::Percentiles::of_sorted(&times),
+        attempts,
+        attempts_per_refresh: attempts as f64 / n,
+        requests,
+        requests_per_refresh: requests as f64 / n,
+        peak_requests: peak,
+        peak_broker,
+        peak_requests_fixed_buckets: peak_fixed,
+        requests_per_broker: per_broker,
+        // Not in the brokers' request logs over SASL_SSL (see the module docs): unknown, not zero.
+        api_versions_per_broker: (!sasl_ssl).then_some(api_per_broker),
+        connections_per_broker: conns_per_broker,
+        unanswered_requests_per_broker: (!sasl_ssl).then_some(unanswered),
+        broker_metadata_time: broker_latency(logs, METADATA, t0_us, end_us),
+        broker_api_versions_time: broker_latency(logs, API_VERSIONS, t0_us, end_us),
+        warmup_broker_metadata_time: warm_latency,
+        warmup_broker_api_versions_time: warm_api_latency,
+        metadata_per_100ms: buckets_all,
+        refresh_list: refreshes.iter().map(|r| RefreshEntry(r.client, r.asked_us, r.took_us, r.attempts)).collect(),
+        secured: sasl_ssl.then(|| SecuredCounts {
+            api_versions_logged_per_broker: logs
+                .iter()
+                .map(|log| log.requests.iter().filter(|r| r.api == API_VERSIONS && in_run(r.at_us)).count())
+                .collect(),
+            tls_handshakes_per_broker: handshakes(|h| h.answered_us.is_some()),
+            tls_established_per_broker: handshakes(|h| h.established_us.is_some()),
+            tls_unanswered_per_broker: handshakes(|h| h.answered_us.is_none()),
+        }),
+        // Set by `run`, which saw the clients before the incident and the machine around it.
+        ..Run::default()
     }
-    value
 }
 
-// Keep the calibration types in the JSON's shape (they derive Serialize).
-#[allow(dead_code)]
-fn _types(_: Idle, _: Burst) {}
+#[cfg(test)]
+mod tests;

@@ -26,32 +26,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use stagger_lab::fleet_file::{Burst, Churn, Fresh, HandshakeTimes, Spread};
 use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions};
 use tokio::task::JoinSet;
 
-use crate::calibrate::{by_target, median_per_target, steady_rate, Burst, Spread};
+use crate::calibrate::{by_target, median_per_target, steady_rate};
 use crate::forwarder::Handshake;
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
-
-/// The phases of fresh one-shot refreshes to one broker at rest (µs).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Fresh {
-    pub target: String,
-    /// The refresh's start until its TCP connection was up.
-    pub connect: Spread,
-    /// TCP up until the broker's first answer: over TLS the handshake done, over plaintext
-    /// the ApiVersions answer.
-    pub first_answer: Spread,
-    /// The first answer until the Metadata answer: over SASL_SSL ApiVersions, SaslHandshake,
-    /// SaslAuthenticate twice and Metadata; over plaintext Metadata.
-    pub after_first_answer: Spread,
-    /// TCP up until the Metadata answer (everything but the TCP handshake).
-    pub exchange: Spread,
-    /// The refresh's start until its win.
-    pub total: Spread,
-}
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
@@ -88,55 +70,19 @@ pub async fn at_rest(target: &str, options: &RefreshOptions, count: usize, gap: 
     })
 }
 
-/// The TLS handshakes a forwarder saw, timed from each ClientHello passing it (µs).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct HandshakeTimes {
-    /// ClientHellos.
-    pub n: usize,
-    /// Handshakes the broker answered, and those established.
-    pub answered: usize,
-    pub established: usize,
-    /// Until the broker's ServerHello passed back: the forwarder's hop to the broker and
-    /// back, and the broker's work up to its ServerHello (its key share).
-    pub server_hello: Spread,
-    /// Until the client's Finished passed: the broker's whole first flight (certificate,
-    /// signature, Finished) and the client's checking it.
-    pub client_finished: Spread,
-    /// Until the broker sent something after the client's Finished.
-    pub established_after: Spread,
-}
-
-impl HandshakeTimes {
-    pub fn of(handshakes: &[Handshake]) -> HandshakeTimes {
-        let since = |at: fn(&Handshake) -> Option<u64>| -> Vec<f64> {
-            handshakes.iter().filter_map(|h| at(h).map(|t| t.saturating_sub(h.hello_us) as f64)).collect()
-        };
-        HandshakeTimes {
-            n: handshakes.len(),
-            answered: handshakes.iter().filter(|h| h.answered_us.is_some()).count(),
-            established: handshakes.iter().filter(|h| h.established_us.is_some()).count(),
-            server_hello: Spread::of(since(|h| h.answered_us)),
-            client_finished: Spread::of(since(|h| h.finished_us)),
-            established_after: Spread::of(since(|h| h.established_us)),
-        }
+/// The TLS handshakes a forwarder saw, timed from each ClientHello passing it.
+pub fn handshake_times(handshakes: &[Handshake]) -> HandshakeTimes {
+    let since = |at: fn(&Handshake) -> Option<u64>| -> Vec<f64> {
+        handshakes.iter().filter_map(|h| at(h).map(|t| t.saturating_sub(h.hello_us) as f64)).collect()
+    };
+    HandshakeTimes {
+        n: handshakes.len(),
+        answered: handshakes.iter().filter(|h| h.answered_us.is_some()).count(),
+        established: handshakes.iter().filter(|h| h.established_us.is_some()).count(),
+        server_hello: Spread::of(since(|h| h.answered_us)),
+        client_finished: Spread::of(since(|h| h.finished_us)),
+        established_after: Spread::of(since(|h| h.established_us)),
     }
-}
-
-/// Fresh-connection refreshes in closed loops, saturated.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Churn {
-    /// Refreshes answered per second per target, and 1 / that (`service_us`).
-    #[serde(flatten)]
-    pub rate: Burst,
-    /// CPU time (user + system) each target broker's process used per refresh it answered
-    /// (µs; the median over the repetitions). Includes the broker's background work
-    /// (replication, the controller), a small share at these rates.
-    pub broker_cpu_us: Vec<f64>,
-    /// CPU time this process used per refresh (µs): the clients' TLS, PBKDF2 and driver, and
-    /// the forwarders' relaying.
-    pub client_cpu_us: f64,
-    /// Refreshes that failed (not counted in the rates).
-    pub failed: usize,
 }
 
 /// `loops` closed loops per target, `per_target` refreshes per target in all, `reps` times;
@@ -202,7 +148,7 @@ pub async fn churn(
     Ok(Churn {
         rate: Burst {
             targets: targets.to_vec(),
-            api: label,
+            api: label.into(),
             connections: loops,
             requests_per_target: per_loop * loops,
             service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),

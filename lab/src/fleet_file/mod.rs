@@ -1,0 +1,197 @@
+//! The JSON file `fleet_real` writes and `fleet_fit` reads: one real fleet's settings, the
+//! cluster's calibration, the prices fitted from it, and every scenario × strategy run.
+//!
+//! Field names are the file's keys. What only SASL_SSL runs measure is in the `secured` parts
+//! (their keys sit beside the others and are absent over PLAINTEXT); a count a SASL_SSL run
+//! cannot make is `null` (`None`). The committed runs in `docs/performance/real/` are parsed
+//! by this module's tests.
+
+mod calibration;
+mod fit;
+
+pub use calibration::{Burst, Calibration, Churn, Fresh, HandshakeTimes, Idle, SecuredCalibration, Spread};
+pub use fit::{Fit, SecuredFit};
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use stagger_sim::fleet::Percentiles;
+
+/// Everything one `fleet_real` invocation measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FleetFile {
+    /// The listener the fleet connected through: `plaintext` or `sasl_ssl`.
+    #[serde(default = "plaintext")]
+    pub listener: String,
+    /// The machine: cores and memory, e.g. `2 cores, 24 GiB`.
+    #[serde(default)]
+    pub machine: String,
+    /// The Apache Kafka version the cluster ran.
+    #[serde(default)]
+    pub kafka_version: String,
+    /// Brokers in the cluster.
+    pub brokers: u32,
+    /// Clients in the fleet.
+    pub clients: u32,
+    /// Calm refreshes per client before each scenario (a fixed stagger uses at most 2).
+    pub warmup_refreshes: u32,
+    /// Mean time between a client's warm-up refreshes (ms).
+    pub warmup_spacing_ms: f64,
+    /// Pause between the warm-up and the incident (ms).
+    pub settle_ms: f64,
+    /// Window the `healthy` and `one_hung` refreshes are spread over (ms).
+    pub request_window_ms: f64,
+    /// Window the `failover_storm` refreshes are spread over (ms).
+    pub storm_window_ms: f64,
+    /// Sliding window of the peak request count (ms).
+    pub peak_window_ms: f64,
+    /// Seed of the clients' randomness and the schedules.
+    pub seed: u64,
+    /// The broker (node id, from 1) hung or killed.
+    pub failed_node: u32,
+    /// Over SASL_SSL: what counted the requests and connections (a sentence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_counted_by: Option<String>,
+    /// What the calibration measured before the runs.
+    pub calibration: Calibration,
+    /// The simulator's prices fitted from the calibration and the runs' warm-ups.
+    pub fit: Fit,
+    /// One per scenario × strategy, in the order they ran.
+    pub runs: Vec<Run>,
+    /// The whole invocation's time, cluster start included (s).
+    pub took_s: f64,
+}
+
+fn plaintext() -> String {
+    "plaintext".into()
+}
+
+impl FleetFile {
+    /// Reads and parses the file at `path`.
+    pub fn read(path: &Path) -> Result<FleetFile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The `fleet_real` files kept in `docs/performance/real/`, sorted by name (for the tests of
+/// the programs that write and read them).
+pub fn committed() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/performance/real");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// One scenario under one strategy: a fresh fleet's warm-up, the incident, every client's
+/// refresh, and what the brokers received.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// `healthy`, `one_hung` or `failover_storm`.
+    pub scenario: String,
+    /// The refresh strategy, e.g. `adaptive` or `sequential`.
+    pub strategy: String,
+    /// Window the measured refreshes were spread over (ms).
+    pub window_ms: f64,
+    /// Calm refreshes per client before the incident.
+    pub warmup_refreshes: u32,
+    /// Warm-up refreshes that failed or gave up, over all clients.
+    pub warmup_failed: u32,
+    /// Measured refreshes (one per client).
+    pub refreshes: usize,
+    /// Measured refreshes that failed or gave up (after 90 s).
+    pub failed: usize,
+    /// The first few failures' messages.
+    pub errors: Vec<String>,
+    /// Time to metadata, from the call to its return (ms; `None` where a percentile lands
+    /// on a refresh that failed).
+    #[serde(flatten)]
+    pub time_to_metadata: Percentiles,
+    /// Attempts of the measured refreshes (`Client::stats`), over all clients.
+    pub attempts: u64,
+    /// `attempts` per refresh.
+    pub attempts_per_refresh: f64,
+    /// The fleet's Metadata requests the brokers received during the run.
+    pub requests: usize,
+    /// `requests` per refresh.
+    pub requests_per_refresh: f64,
+    /// The most Metadata requests one broker received within any 100 ms (sliding).
+    pub peak_requests: usize,
+    /// The broker (node id, from 1) that received `peak_requests`; 0 if none did.
+    pub peak_broker: usize,
+    /// The most Metadata requests one broker received within a fixed 100 ms bucket.
+    pub peak_requests_fixed_buckets: u32,
+    /// The fleet's Metadata requests per broker (node order).
+    pub requests_per_broker: Vec<usize>,
+    /// The fleet's ApiVersions requests per broker; `None` over SASL_SSL, where the
+    /// pre-authentication ones are not logged.
+    pub api_versions_per_broker: Option<Vec<usize>>,
+    /// Connections the forwarders accepted per broker.
+    pub connections_per_broker: Vec<usize>,
+    /// Requests never answered per broker (a hung broker's); `None` over SASL_SSL, where a
+    /// broker logs only what it answered.
+    pub unanswered_requests_per_broker: Option<Vec<usize>>,
+    /// Each broker's time per Metadata request of the fleet during the run (µs).
+    pub broker_metadata_time: Vec<Spread>,
+    /// Each broker's time per ApiVersions request of the fleet during the run (µs).
+    pub broker_api_versions_time: Vec<Spread>,
+    /// Each broker's time per Metadata request of the fleet during the calm warm-up (µs).
+    pub warmup_broker_metadata_time: Vec<Spread>,
+    /// Each broker's time per ApiVersions request of the fleet during the calm warm-up (µs).
+    pub warmup_broker_api_versions_time: Vec<Spread>,
+    /// Per broker, the fleet's Metadata requests in each fixed 100 ms bucket from the start.
+    pub metadata_per_100ms: Vec<Vec<u32>>,
+    /// Every measured refresh, by client.
+    pub refresh_list: Vec<RefreshEntry>,
+    /// Over SASL_SSL: what the forwarders saw of TLS and the request logs of ApiVersions.
+    #[serde(flatten)]
+    pub secured: Option<SecuredCounts>,
+    /// Per broker, the clients whose kept connection was to it when the incident came.
+    pub kept_before_per_broker: Vec<usize>,
+    /// Spare connections the warm-up left, over all clients (`ClientStats::spares_kept`):
+    /// connections of losing attempts kept beside the winner's.
+    pub spares_kept_before: u64,
+    /// Attempts that reused a kept connection during the run (`ClientStats::connections_reused`).
+    pub connections_reused_during: u64,
+    /// The machine's 1-minute load average before the refreshes.
+    pub loadavg_before: Option<f64>,
+    /// The machine's 1-minute load average after the refreshes.
+    pub loadavg_after: Option<f64>,
+    /// Share of the machine's cores busy during the refreshes (0 to 1; everyone's work).
+    pub cpu_busy: Option<f64>,
+}
+
+/// One measured refresh: `[client, asked_us, took_us, attempts]` in the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RefreshEntry(
+    /// The client's index in the fleet.
+    pub usize,
+    /// When the application asked, after the measurement's start (µs).
+    pub u64,
+    /// Time to metadata (µs); `None` if the refresh failed or gave up.
+    pub Option<u64>,
+    /// Attempts the refresh started.
+    pub u64,
+);
+
+/// Per broker, over SASL_SSL: TLS handshakes as the forwarders saw them, and the ApiVersions
+/// the request logs show.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecuredCounts {
+    /// ApiVersions requests in the broker's request log: those of kept connections, not the
+    /// pre-authentication one of each fresh connection.
+    pub api_versions_logged_per_broker: Vec<usize>,
+    /// ClientHellos the broker answered (it did the key exchange).
+    pub tls_handshakes_per_broker: Vec<usize>,
+    /// Handshakes established (the broker sent something after the client's Finished).
+    pub tls_established_per_broker: Vec<usize>,
+    /// ClientHellos the broker never answered (a stopped broker's).
+    pub tls_unanswered_per_broker: Vec<usize>,
+}
+
+#[cfg(test)]
+mod tests;
