@@ -155,6 +155,11 @@ pub struct Run {
     /// Spare connections the warm-up left, over all clients (`ClientStats::spares_kept`):
     /// connections of losing attempts kept beside the winner's.
     pub spares_kept_before: u64,
+    /// Connections every client held when the incident came, over all clients
+    /// (`ClientStats::kept_connections`: the lead's and the spares); absent in files written
+    /// before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_connections_before: Option<u64>,
     /// Attempts that reused a kept connection during the run (`ClientStats::connections_reused`).
     pub connections_reused_during: u64,
     /// The machine's 1-minute load average before the refreshes.

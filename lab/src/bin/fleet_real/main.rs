@@ -941,6 +941,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let kept_before: Vec<Option<String>> = clients.iter().map(|c| c.stats().kept).collect();
     // Spare connections the warm-up left (losers drained and kept), and reuses so far.
     let spares_before: u64 = clients.iter().map(|c| c.stats().spares_kept).sum();
+    let held_before: u64 = clients.iter().map(|c| u64::from(c.stats().kept_connections)).sum();
     let reused_before: u64 = clients.iter().map(|c| c.stats().connections_reused).sum();
     // The incident.
     let node = args.node;
@@ -1055,6 +1056,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         seeds.iter().map(|s| kept_before.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect();
     run.kept_before_per_broker = kept_per_broker;
     run.spares_kept_before = spares_before;
+    run.kept_connections_before = Some(held_before);
     run.connections_reused_during = reused_during;
     run.loadavg_before = load_before;
     run.loadavg_after = load_after;
