@@ -280,3 +280,23 @@ fn latency_delays_answers_without_holding_the_queue() {
     let p99 = |r: &ScenarioResult| r.times_us[r.times_us.len() * 99 / 100];
     assert!(p99(&w) - p99(&b) > 5 * extra.as_micros() as u64, "work queues: {} vs {}", p99(&w), p99(&b));
 }
+
+/// Host pauses strike a share of answers and hold no queue: a calm fleet's p99 grows by
+/// about the pause, its median barely, and without pauses every draw is what it was.
+#[test]
+fn host_pauses_move_the_tail_not_the_median() {
+    use stagger_sim::fleet::HostDelay;
+    let base = FleetConfig { clients: 400, brokers: 3, seed: 3, ..FleetConfig::default() };
+    let pause = Duration::from_millis(20);
+    let paused = FleetConfig { host_delay: HostDelay { share: 0.05, mean: pause }, ..base.clone() };
+    let none = FleetConfig { host_delay: HostDelay { share: 0.0, mean: pause }, ..base.clone() };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let run = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::Healthy);
+    let (b, p, n) = (run(&base), run(&paused), run(&none));
+    assert_eq!(b.times_us, n.times_us, "a zero share draws nothing");
+    let (b50, p50) = (b.time_to_metadata.p50_ms.unwrap(), p.time_to_metadata.p50_ms.unwrap());
+    let (b99, p99) = (b.time_to_metadata.p99_ms.unwrap(), p.time_to_metadata.p99_ms.unwrap());
+    assert!(p50 < b50 + 1.0, "median {b50} -> {p50} ms");
+    assert!(p99 > b99 + 10.0, "p99 {b99} -> {p99} ms");
+    assert_eq!((p.attempts, p.connections), (b.attempts, b.connections), "nothing queues, nothing more is asked");
+}

@@ -127,6 +127,9 @@ pub struct FleetConfig {
     /// Broker time per request that does not hold the broker's queue (default none): the
     /// hand-offs between a real broker's network and request threads ([`Latency`]).
     pub latency: Latency,
+    /// Hiccups of the machine the clients and brokers run on (default none), delaying a
+    /// Metadata answer without holding any queue ([`HostDelay`]).
+    pub host_delay: HostDelay,
     /// Calm refreshes per client before the scenario (default 64, the adaptive window).
     /// Strategies with a fixed stagger read no window and use at most 2 (see
     /// [`FleetConfig::warmup_for`]); the measurement is the same, the run is faster.
@@ -163,6 +166,7 @@ impl Default for FleetConfig {
             storm_causes: true,
             shared_cores: 0,
             latency: Latency::default(),
+            host_delay: HostDelay::default(),
             warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),
             warm_spares: 0.0,
@@ -192,6 +196,22 @@ pub struct Latency {
     pub tls: Duration,
     /// Beside [`Security::sasl_time`].
     pub sasl: Duration,
+}
+
+/// A share of Metadata answers delayed by a pause of the machine, exponentially distributed:
+/// what a calm real cluster shows beside its brokers' work (a JVM safepoint, a thread not
+/// scheduled on a busy core), which sets the tail of a calm refresh's time.
+///
+/// Why apart from [`Latency`]: it strikes a few answers hard rather than every answer a
+/// little, so it moves p99 and leaves p50 where the broker's work puts it. `fleet_fit`
+/// measures it from the real calm runs (`docs/performance/fleet-vs-real.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostDelay {
+    /// Share of answers delayed (0 to 1).
+    pub share: f64,
+    /// Mean delay of those answers.
+    pub mean: Duration,
 }
 
 /// What a listener adds to a new connection before its Metadata request.

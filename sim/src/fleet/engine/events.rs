@@ -17,8 +17,8 @@ impl Engine {
         self.seq += 1;
     }
 
-    /// The next attempt's round trip (`rtt · [0.8, 1.2]`) and service time (exponential,
-    /// mean `service_time`).
+    /// The next attempt's round trip (`rtt · [0.8, 1.2]`), service time (exponential, mean
+    /// `service_time`) and host pause ([`crate::fleet::HostDelay`]).
     ///
     /// During a measurement the `k`-th attempt of client `i` draws from a stream of its own
     /// (common random numbers): under every strategy, client `i`'s first attempt meets the
@@ -35,7 +35,11 @@ impl Engine {
         };
         let rtt = (self.rtt_us * (0.8 + 0.4 * rng.unit())) as u64;
         let service = -math::ln(1.0 - rng.unit()) * self.service_us;
-        Draw { rtt: rtt.clamp(1, u32::MAX as u64) as u32, service: (service as u64).min(u32::MAX as u64) as u32 }
+        // Drawn only when configured, so fleets without it draw what they always drew.
+        let (share, mean) = self.host_delay;
+        let host = if share > 0.0 && rng.unit() < share { -math::ln(1.0 - rng.unit()) * mean } else { 0.0 };
+        let micros = |x: f64| (x as u64).min(u32::MAX as u64) as u32;
+        Draw { rtt: rtt.clamp(1, u32::MAX as u64) as u32, service: micros(service), host: micros(host) }
     }
 
     pub(super) fn run(&mut self) {
@@ -135,7 +139,7 @@ impl Engine {
                         t.arrivals[b].push(now.saturating_sub(t.t0).min(u32::MAX as u64) as u32);
                     }
                     if let Some(done) = self.serve(b, draw.service) {
-                        let at = done + self.latency_us[METADATA] + (draw.rtt / 2) as u64;
+                        let at = done + self.latency_us[METADATA] + (draw.rtt / 2) as u64 + draw.host as u64;
                         self.push(at, Ev::Response { client, attempt });
                     }
                 }

@@ -88,6 +88,8 @@ enum Ev {
 struct Draw {
     rtt: u32,
     service: u32,
+    /// The machine's pause before the client reads the Metadata answer (µs; mostly 0).
+    host: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -191,6 +193,8 @@ struct Engine {
     sasl_us: u32,
     /// Latencies beside the work (µs): Metadata, ApiVersions, TLS, SASL ([`Latency`](super::Latency)).
     latency_us: [u64; 4],
+    /// [`crate::fleet::HostDelay`]: the share of answers delayed and their mean delay (µs).
+    host_delay: (f64, f64),
     /// When each of the brokers' shared cores is next free (µs); empty when every broker
     /// has cores of its own.
     cores: Vec<u64>,

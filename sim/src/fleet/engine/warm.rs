@@ -211,6 +211,7 @@ impl Engine {
             sasl_us: micros_u32(config.security.sasl_time),
             latency_us: [config.latency.metadata, config.latency.api_versions, config.latency.tls, config.latency.sasl]
                 .map(|d| micros_u32(d) as u64),
+            host_delay: (config.host_delay.share.clamp(0.0, 1.0), duration_micros(config.host_delay.mean) as f64),
             cores: alloc::vec![0; config.shared_cores.min(1024) as usize],
             warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
             tally: None,
