@@ -262,7 +262,9 @@ pub struct Tuning {
     /// getting past a silent broker costs one connection, as in a one-at-a-time client. A
     /// network is fast when two handshakes of the attempt just suspected fit in that share;
     /// on a slower one the partner could not be saved and waiting would only delay it, so
-    /// the tick starts all at once. The next tick counts from the tick's first attempt
+    /// the tick starts all at once — unless its first attempt went out on a kept
+    /// connection, which answers in a kept connection's time whatever the network: then the
+    /// rest wait their share for it. The next tick counts from the tick's first attempt
     /// either way.
     #[doc(hidden)]
     pub spread_ticks: bool,

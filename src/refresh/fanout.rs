@@ -134,11 +134,12 @@ impl Refresh {
         };
         // A gentle refresh (a failover: every client refreshing at once) adds one at a time.
         let want = if self.cause.storm_likely() { 1 } else { want };
-        let gap = self.spread_gap_for_tick(want);
+        let mut gap = self.spread_gap_for_tick(want);
+        let share = self.spread_share(want).map(|(share, _)| share);
         // Attempts from this tick are not suspects yet: never supersede them.
         let suspects = self.attempts.len();
         let mut started = 0;
-        for _ in 0..if gap.is_some() { 1 } else { want } {
+        while started < want && (started == 0 || gap.is_none()) {
             let Some(step) = self.tick_step() else { break };
             if !self.take_step(now, step, suspects) {
                 break;
@@ -147,10 +148,16 @@ impl Refresh {
             if step == TickStep::ReplaceInPlace {
                 break;
             }
+            // One that went out on a kept connection (established, authenticated) answers
+            // in about a kept connection's answer time: the rest wait a share of the delay
+            // for it rather than open connections beside it.
+            if started < want && self.attempts.info(self.attempts.len() - 1).reused_connection {
+                gap = gap.or(share);
+            }
         }
         self.arm_stagger();
-        if let (Some(gap), true) = (gap, started > 0) {
-            self.ticks.spread_left = want - 1;
+        if let (Some(gap), true) = (gap, started > 0 && started < want) {
+            self.ticks.spread_left = want - started;
             self.ticks.spread_gap = gap;
             self.ticks.spread_suspects = suspects;
             self.timers.set(TimerKind::Spread, Some(now.saturating_add(gap)));
@@ -177,6 +184,16 @@ impl Refresh {
     /// is the best guess of this network's. Otherwise (a slow network) waiting would only
     /// delay the partner: the tick starts all at once.
     fn spread_gap_for_tick(&self, want: u32) -> Option<Duration> {
+        let (gap, handshake) = self.spread_share(want)?;
+        let fired = self.stagger_basis(self.ticks.leader?).1;
+        (handshake.saturating_mul(2) < fired / want).then_some(gap)
+    }
+
+    /// A spread tick's gap — the share of the delay that ran out, but never less than the
+    /// adaptive floor: by its definition no broker's first answer is reliably faster, so a
+    /// partner due sooner would often go out while the leader's answer is on its way — and
+    /// the handshake this network shows. `None` when ticks are not spread.
+    fn spread_share(&self, want: u32) -> Option<(Duration, Duration)> {
         if !self.config.fanout.tuning.spread_ticks || want < 2 {
             return None;
         }
@@ -189,18 +206,11 @@ impl Refresh {
             Some(at) => self.handshake_of(info, at),
             None => self.handshake_hint.unwrap_or(Duration::ZERO),
         };
-        let fired = self.stagger_basis(n).1;
-        if handshake.saturating_mul(2) >= fired / want {
-            return None;
-        }
-        // The share of the delay, but never less than the adaptive floor: by its definition
-        // no broker's first answer is reliably faster, so a partner due sooner would often
-        // go out while the leader's answer is on its way.
         let floor = match self.config.fanout.stagger {
             Stagger::Adaptive(a) => a.floor,
             Stagger::Fixed(_) => Duration::ZERO,
         };
-        Some((fired / want).max(floor))
+        Some(((self.stagger_basis(n).1 / want).max(floor), handshake))
     }
 
     /// The next attempt of a spread tick: started unless a broker answered meanwhile

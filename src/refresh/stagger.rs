@@ -87,12 +87,15 @@ impl Refresh {
         }
     }
 
-    /// The handshake time that stands for attempt `info`'s round trip: its own, or the
-    /// cluster's recent one for a kept connection (whose "handshake" measures nothing).
+    /// The handshake time that stands for attempt `info`'s round trip: its own, or for a
+    /// kept connection (whose "handshake" measures nothing) the cluster's recent one — no
+    /// more than a kept connection's first answer takes. That answer is one round trip plus
+    /// the broker's work, seen at every refresh, while a long-lived client sees handshakes
+    /// mostly at its cold start, when every client's queued.
     pub(super) fn handshake_of(&self, info: &AttemptInfo, connected_at: Instant) -> Duration {
         let measured = connected_at.saturating_since(info.started_at);
         match (info.reused_connection, self.handshake_hint) {
-            (true, Some(hint)) => hint,
+            (true, Some(hint)) => self.kept_answer_hint.map_or(hint, |kept| hint.min(kept)),
             (false, Some(hint)) if measured.is_zero() => hint,
             _ => measured,
         }

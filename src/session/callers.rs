@@ -13,6 +13,17 @@ use crate::time::Instant;
 /// What the callers of a refresh are answered: the metadata, shared, or why there is none.
 pub type Answer = Result<Arc<Metadata>, ClientError>;
 
+/// What a long-lived client's handles send the driver that owns its session: a caller who
+/// wants fresh metadata (`R` answers it), or the client closing.
+#[derive(Debug)]
+pub enum ClientRequest<R> {
+    /// Fresh metadata for the caller `R`, why, and the `host:port` of the broker the trouble
+    /// came from (for [`Callers::request`]).
+    Refresh(R, RefreshCause, Option<alloc::string::String>),
+    /// Close every connection and stop.
+    Close,
+}
+
 /// Callers waiting for refreshes, by epoch; `R` is how a host answers one (a channel's
 /// sender). Several callers share a refresh (single-flight): each gets the same answer.
 #[derive(Debug)]

@@ -116,9 +116,11 @@ mod contract;
 mod drive;
 mod notes;
 mod observe;
+mod published;
 
-pub use callers::{Answer, Callers};
+pub use callers::{Answer, Callers, ClientRequest};
 pub use contract::{Action, AttemptNote, CloseKind, ConnId, Event, SessionConfig};
+pub use published::Published;
 
 /// One client's whole conversation with a Kafka cluster (see the module documentation).
 ///

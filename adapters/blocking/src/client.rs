@@ -7,12 +7,13 @@
 //! or dropping the client stops that thread, and returns once every socket is closed.
 
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mio::Waker;
-use stagger::session::{Callers, SessionConfig};
+use stagger::report::AttemptReport;
+use stagger::session::{Callers, ClientRequest, Published, SessionConfig};
 use stagger::{ClientStats, ClusterConfig, Metadata, RefreshCause};
 
 use crate::host::{Host, Io};
@@ -41,25 +42,14 @@ pub struct ClientOptions {
 pub struct Client {
     requests: Sender<Request>,
     waker: Arc<Waker>,
-    shared: Arc<Shared>,
+    shared: Arc<Published<std::time::Instant>>,
     max_age: Duration,
     thread: Option<JoinHandle<()>>,
 }
 
 type Reply = Sender<Result<Arc<Metadata>, Error>>;
 
-#[derive(Debug)]
-enum Request {
-    /// Fresh metadata, why, and the `host:port` of the broker the trouble came from.
-    Refresh(Reply, RefreshCause, Option<String>),
-    Close,
-}
-
-#[derive(Debug, Default)]
-struct Shared {
-    cache: Mutex<Option<(Arc<Metadata>, std::time::Instant)>>,
-    stats: Mutex<ClientStats>,
-}
+type Request = ClientRequest<Reply>;
 
 impl Client {
     /// Starts a client over `seeds` (`host:port`) and its background thread; no broker is
@@ -79,7 +69,7 @@ impl Client {
             io,
         )?;
         let waker = host.waker();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Published::default());
         let background = Background { host, callers: Callers::default(), shared: shared.clone() };
         let (requests, inbox) = mpsc::channel();
         let thread = std::thread::Builder::new().name("stagger-client".into()).spawn(move || background.run(inbox))?;
@@ -89,16 +79,15 @@ impl Client {
     /// The cluster metadata: the cached copy while it is younger than the refresh interval
     /// (Kafka's `metadata.max.age.ms`), otherwise a fresh one (blocking until it comes).
     pub fn metadata(&self) -> Result<Arc<Metadata>, Error> {
-        let cached = lock(&self.shared.cache).clone();
-        match cached {
-            Some((metadata, at)) if at.elapsed() < self.max_age => Ok(metadata),
-            _ => self.refresh(),
+        match self.shared.fresh(|at| at.elapsed() < self.max_age) {
+            Some(metadata) => Ok(metadata),
+            None => self.refresh(),
         }
     }
 
     /// The cached metadata, however old, without contacting anyone.
     pub fn cached(&self) -> Option<Arc<Metadata>> {
-        lock(&self.shared.cache).as_ref().map(|(m, _)| m.clone())
+        self.shared.cached()
     }
 
     /// Fresh metadata now, blocking until it comes. Concurrent callers (on other threads)
@@ -114,13 +103,20 @@ impl Client {
     /// running refresh as [`Client::refresh`] does.
     pub fn refresh_because(&self, cause: RefreshCause, broker: Option<&str>) -> Result<Arc<Metadata>, Error> {
         let (reply, answer) = mpsc::channel();
-        self.send(Request::Refresh(reply, cause, broker.map(str::to_owned)))?;
+        self.send(ClientRequest::Refresh(reply, cause, broker.map(str::to_owned)))?;
         answer.recv().unwrap_or(Err(Error::Closed))
     }
 
     /// What the client has done so far.
     pub fn stats(&self) -> ClientStats {
-        lock(&self.shared.stats).clone()
+        self.shared.stats()
+    }
+
+    /// Every attempt of the refresh that finished last, in start order, with what became of
+    /// it (empty before the first): why a refresh took as long as it did, or opened the
+    /// connections it did.
+    pub fn last_refresh(&self) -> Vec<AttemptReport> {
+        self.shared.last_refresh()
     }
 
     /// Stops the background thread and returns once every connection is closed (dropping
@@ -135,22 +131,18 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        let _ = self.send(Request::Close);
+        let _ = self.send(ClientRequest::Close);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The background thread: the session's host, and the callers waiting for a refresh.
 struct Background {
     host: Host,
     callers: Callers<Reply>,
-    shared: Arc<Shared>,
+    shared: Arc<Published<std::time::Instant>>,
 }
 
 impl Background {
@@ -159,12 +151,10 @@ impl Background {
             self.host.settle();
             // Stats and cache are published before callers are answered, so what a caller
             // reads next is up to date.
-            *lock(&self.shared.stats) = self.host.session.stats();
+            self.shared.stats_of(&self.host.session);
             while let Some(done) = self.host.take_done() {
                 let Some((answer, replies)) = self.callers.answer(&self.host.session, &done) else { continue };
-                if let Ok(metadata) = &answer {
-                    *lock(&self.shared.cache) = Some((metadata.clone(), std::time::Instant::now()));
-                }
+                self.shared.refreshed(&self.host.session, &answer, std::time::Instant::now());
                 for reply in replies {
                     let _ = reply.send(answer.clone());
                 }
@@ -179,7 +169,7 @@ impl Background {
             }
             loop {
                 match inbox.try_recv() {
-                    Ok(Request::Refresh(reply, cause, broker)) => {
+                    Ok(ClientRequest::Refresh(reply, cause, broker)) => {
                         let (session, now) = (&mut self.host.session, self.host.clock.now());
                         if let Err((reply, error)) = self.callers.request(session, now, cause, broker.as_deref(), reply)
                         {
@@ -187,7 +177,7 @@ impl Background {
                         }
                     }
                     // Dropping the host closes every socket.
-                    Ok(Request::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
+                    Ok(ClientRequest::Close) | Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
             }

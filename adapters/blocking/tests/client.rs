@@ -49,6 +49,10 @@ fn concurrent_refreshes_share_one_refresh_then_the_cache_and_the_kept_connection
         assert_eq!(a.brokers.len(), 5);
         let kept = stats.kept.clone().expect("a kept connection");
         assert_ne!(kept, mock.address(1), "not the hung broker: {stats:?}");
+        // The last refresh's attempts say why: the hung broker 1 did not win, the kept one did.
+        let attempts = client.last_refresh();
+        assert!(attempts.iter().any(|a| a.broker == kept && a.outcome.name() == "won"), "{attempts:#?}");
+        assert!(attempts.iter().all(|a| a.broker != mock.address(1) || a.outcome.name() != "won"));
 
         // Fresh metadata comes from the cache: no new refresh.
         let cached = client.metadata().expect("metadata");

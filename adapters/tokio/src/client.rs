@@ -7,10 +7,11 @@
 //! [`Host`]; [`Client`] handles talk to it over a channel. Closing or dropping the client
 //! stops that task, which closes every socket.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use stagger::session::{Callers, SessionConfig};
+use stagger::report::AttemptReport;
+use stagger::session::{Callers, ClientRequest, Published, SessionConfig};
 use stagger::{ClientStats, ClusterConfig, ConfigError, Metadata, RefreshCause};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -42,25 +43,14 @@ pub struct ClientOptions {
 #[derive(Debug)]
 pub struct Client {
     requests: mpsc::UnboundedSender<Request>,
-    shared: Arc<Shared>,
+    shared: Arc<Published<tokio::time::Instant>>,
     max_age: Duration,
     task: Option<JoinHandle<()>>,
 }
 
 type Reply = oneshot::Sender<Result<Arc<Metadata>, Error>>;
 
-#[derive(Debug)]
-enum Request {
-    /// Fresh metadata, why, and the `host:port` of the broker the trouble came from.
-    Refresh(Reply, RefreshCause, Option<String>),
-    Close,
-}
-
-#[derive(Debug, Default)]
-struct Shared {
-    cache: Mutex<Option<(Arc<Metadata>, tokio::time::Instant)>>,
-    stats: Mutex<ClientStats>,
-}
+type Request = ClientRequest<Reply>;
 
 impl Client {
     /// Starts a client over `seeds` (`host:port`); no broker is contacted until the first
@@ -77,7 +67,7 @@ impl Client {
         };
         let session = SessionConfig { cluster: config, exchange: options.exchange, ..SessionConfig::default() };
         let host = Host::start(seeds, session, io)?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Published::default());
         let (requests, inbox) = mpsc::unbounded_channel();
         let background = Background { host, callers: Callers::default(), shared: shared.clone() };
         let task = runtime.spawn(background.run(inbox));
@@ -87,16 +77,15 @@ impl Client {
     /// The cluster metadata: the cached copy while it is younger than the refresh
     /// interval (Kafka's `metadata.max.age.ms`), otherwise a fresh one.
     pub async fn metadata(&self) -> Result<Arc<Metadata>, Error> {
-        let cached = lock(&self.shared.cache).clone();
-        match cached {
-            Some((metadata, at)) if at.elapsed() < self.max_age => Ok(metadata),
-            _ => self.refresh().await,
+        match self.shared.fresh(|at| at.elapsed() < self.max_age) {
+            Some(metadata) => Ok(metadata),
+            None => self.refresh().await,
         }
     }
 
     /// The cached metadata, however old, without contacting anyone.
     pub fn cached(&self) -> Option<Arc<Metadata>> {
-        lock(&self.shared.cache).as_ref().map(|(m, _)| m.clone())
+        self.shared.cached()
     }
 
     /// Fresh metadata now. Concurrent callers share one refresh (the core coalesces them),
@@ -112,21 +101,28 @@ impl Client {
     /// running refresh as [`Client::refresh`] does.
     pub async fn refresh_because(&self, cause: RefreshCause, broker: Option<&str>) -> Result<Arc<Metadata>, Error> {
         let (reply, answer) = oneshot::channel();
-        let request = Request::Refresh(reply, cause, broker.map(str::to_owned));
+        let request = ClientRequest::Refresh(reply, cause, broker.map(str::to_owned));
         self.requests.send(request).map_err(|_| Error::Closed)?;
         answer.await.unwrap_or(Err(Error::Closed))
     }
 
     /// What the client has done so far.
     pub fn stats(&self) -> ClientStats {
-        lock(&self.shared.stats).clone()
+        self.shared.stats()
+    }
+
+    /// Every attempt of the refresh that finished last, in start order, with what became of
+    /// it (empty before the first): why a refresh took as long as it did, or opened the
+    /// connections it did.
+    pub fn last_refresh(&self) -> Vec<AttemptReport> {
+        self.shared.last_refresh()
     }
 
     /// Stops the background task and waits until every connection is closed.
     ///
     /// Dropping the client also stops it, but without waiting.
     pub async fn close(mut self) {
-        let _ = self.requests.send(Request::Close);
+        let _ = self.requests.send(ClientRequest::Close);
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
@@ -141,15 +137,11 @@ impl Drop for Client {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The task that owns the host, and the callers waiting on its refreshes.
 struct Background {
     host: Host,
     callers: Callers<Reply>,
-    shared: Arc<Shared>,
+    shared: Arc<Published<tokio::time::Instant>>,
 }
 
 impl Background {
@@ -157,12 +149,10 @@ impl Background {
         loop {
             // Stats and cache are published before callers are answered, so what a caller
             // reads next is up to date.
-            *lock(&self.shared.stats) = self.host.session.stats();
+            self.shared.stats_of(&self.host.session);
             while let Some(done) = self.host.take_done() {
                 let Some((answer, replies)) = self.callers.answer(&self.host.session, &done) else { continue };
-                if let Ok(metadata) = &answer {
-                    *lock(&self.shared.cache) = Some((metadata.clone(), tokio::time::Instant::now()));
-                }
+                self.shared.refreshed(&self.host.session, &answer, tokio::time::Instant::now());
                 for reply in replies {
                     let _ = reply.send(answer.clone());
                 }
@@ -170,14 +160,14 @@ impl Background {
             // Dropping the host (on return) closes every socket.
             match self.host.wait(inbox.recv()).await {
                 None => {}
-                Some(Some(Request::Refresh(reply, cause, broker))) => {
+                Some(Some(ClientRequest::Refresh(reply, cause, broker))) => {
                     let (session, now) = (&mut self.host.session, self.host.clock.now());
                     if let Err((reply, error)) = self.callers.request(session, now, cause, broker.as_deref(), reply) {
                         let _ = reply.send(Err(error));
                     }
                     self.host.carry_out();
                 }
-                Some(Some(Request::Close) | None) => return,
+                Some(Some(ClientRequest::Close) | None) => return,
             }
         }
     }

@@ -42,6 +42,11 @@ async fn concurrent_refreshes_share_one_refresh_then_the_cache_and_the_kept_conn
         // The hung broker 1 was tried first and was overtaken by broker 2, whose connection
         // is kept.
         assert_eq!(stats.kept.as_deref(), Some(mock.address(2).as_str()), "{stats:?}");
+        // The last refresh's attempts say why: broker 1 stayed silent, broker 2 won.
+        let attempts = client.last_refresh();
+        let outcomes: Vec<_> = attempts.iter().map(|a| (a.broker.as_str(), a.outcome.name())).collect();
+        assert_eq!(outcomes[0], (mock.address(1).as_str(), "cancelled"), "{attempts:#?}");
+        assert!(outcomes.contains(&(mock.address(2).as_str(), "won")), "{attempts:#?}");
 
         // Fresh metadata comes from the cache: no new refresh.
         let cached = client.metadata().await.expect("metadata");

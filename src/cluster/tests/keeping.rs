@@ -297,3 +297,80 @@ fn a_first_choice_displaces_a_plain_spare_not_the_winner() {
     let (mut cluster, _) = discovered(ClusterConfig { spare_connections: 0, ..config() });
     assert!(!cluster.keep_first_choice(broker(&cluster, "b:9092")), "no room for any spare");
 }
+
+/// A hedge past a silent kept connection goes to a spare first, and a tick that would start
+/// two waits on the spare's answer before it opens a new connection: an established,
+/// authenticated broker answers in a kept connection's time, and over TLS a new connection
+/// costs the broker a handshake (and a SASL exchange) it would pay for nothing.
+#[test]
+fn a_tick_that_reuses_a_spare_opens_no_connection_beside_it() {
+    let mut cluster = Cluster::new(ClusterConfig::default(), BrokerBook::new(["a:9092"]).unwrap(), ms(0)).unwrap();
+    cluster.request_refresh(ms(0));
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    // A cold start's slow handshake (30 ms) is what the cluster learns of this network:
+    // ticks spread only where a handshake fits twice in their share.
+    cluster.handle_input(ms(30), Input::Connected { attempt, tls: true });
+    cluster.handle_input(ms(31), Input::FirstFrame { attempt });
+    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b"), (3, "c")]);
+    cluster.handle_input(ms(32), Input::Response { attempt, metadata: answer.clone() });
+    events(&mut cluster);
+    let (a, b) = (broker(&cluster, "a:9092"), broker(&cluster, "b:9092"));
+    assert!(cluster.keep_spare(b));
+    assert_eq!(cluster.kept_brokers(), [a, b]);
+
+    // `a` went silent: its kept connection is suspected, the tick reuses the spare on `b`.
+    let opened = cluster.stats().connections_opened;
+    cluster.request_refresh(ms(1_000));
+    let [(silent, lead)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+    assert_eq!(lead, a);
+    cluster.handle_input(ms(1_000), Input::Connected { attempt: silent, tls: false });
+    let tick = cluster.poll_timeout().expect("the stagger timer");
+    cluster.handle_timeout(tick);
+    let ev = events(&mut cluster);
+    let [ClusterEvent::Reuse { attempt: spare, broker }] = ev[..] else { panic!("only the spare: {ev:?}") };
+    assert_eq!(broker, b);
+    // The spare answers before the tick's partner is due: no new connection at all.
+    cluster.handle_input(tick, Input::Connected { attempt: spare, tls: false });
+    cluster.handle_input(tick.saturating_add(Duration::from_millis(1)), Input::FirstFrame { attempt: spare });
+    cluster.handle_input(
+        tick.saturating_add(Duration::from_millis(2)),
+        Input::Response { attempt: spare, metadata: answer },
+    );
+    let ev = events(&mut cluster);
+    assert!(!ev.iter().any(|e| matches!(e, ClusterEvent::Connect { .. })), "{ev:?}");
+    assert!(ev.iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })), "{ev:?}");
+    assert_eq!(cluster.stats().connections_opened, opened);
+}
+
+/// A kept connection silent past what kept connections' answers take is suspected on their
+/// pace, not on the handshakes of the client's cold start (slow when every client's queued):
+/// a long-lived client sees handshakes mostly then, and its kept answers at every refresh.
+#[test]
+fn a_silent_kept_connection_is_suspected_on_kept_answers_not_on_a_slow_cold_start() {
+    let mut cluster = Cluster::new(ClusterConfig::default(), BrokerBook::new(["a:9092"]).unwrap(), ms(0)).unwrap();
+    cluster.request_refresh(ms(0));
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    cluster.handle_input(ms(30), Input::Connected { attempt, tls: true });
+    cluster.handle_input(ms(31), Input::FirstFrame { attempt });
+    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b"), (3, "c")]);
+    cluster.handle_input(ms(32), Input::Response { attempt, metadata: answer.clone() });
+    events(&mut cluster);
+    // Calm refreshes on the kept connection: first answers after 1 ms.
+    for k in 1..=4u64 {
+        let at = ms(k * 1_000);
+        cluster.request_refresh(at);
+        let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+        cluster.handle_input(at, Input::Connected { attempt, tls: false });
+        cluster.handle_input(ms(k * 1_000 + 1), Input::FirstFrame { attempt });
+        cluster.handle_input(ms(k * 1_000 + 2), Input::Response { attempt, metadata: answer.clone() });
+        events(&mut cluster);
+    }
+    let start = ms(10_000);
+    cluster.request_refresh(start);
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+    cluster.handle_input(start, Input::Connected { attempt, tls: false });
+    let wait = cluster.poll_timeout().expect("the stagger timer").saturating_since(start);
+    // The floor (10 ms), jittered; twice the cold start's handshake would be 60 ms, capped
+    // at `cold` (40 ms).
+    assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
+}

@@ -44,8 +44,7 @@
 //! and by its watchdog if this process dies. Two runs show the machine's run-to-run noise:
 //!
 //! ```text
-//! for i in 1 2; do CARGO_TARGET_DIR=/work/target-fleetreal cargo run --release -p stagger-lab \
-//!     --bin fleet_real -- --out /tmp/fleet-real-$i.json; done
+//! for i in 1 2; do cargo run --release -p stagger-lab --bin fleet_real -- --out /tmp/fleet-real-$i.json; done
 //! ```
 //!
 //! Options: `--clients N` (300), `--warmup N` (16 calm refreshes per adaptive client; a
@@ -53,7 +52,9 @@
 //! `--window-ms X` (10000), `--storm-ms X` (10), `--settle-ms X` (2000), `--seed N` (1),
 //! `--strategies adaptive,sequential`, `--scenarios healthy,one_hung,failover_storm`,
 //! `--node N` (2: the broker hung or killed), `--no-causes` (the storm's refreshes do not
-//! say why: plain `Client::refresh`), `--listener plaintext|sasl_ssl` (below), `--out PATH`.
+//! say why: plain `Client::refresh`), `--listener plaintext|sasl_ssl` (below), `--out PATH`,
+//! `--show-attempts K` (print every attempt of each measured refresh that started K or more:
+//! `Client::last_refresh`, to see where extra connections came from).
 //!
 //! In the storm each client says why it refreshes, as a real one would know
 //! (`Client::refresh_because`): a client whose kept connection was to the dead broker
@@ -63,7 +64,7 @@
 //! # Over TLS and SASL: `--listener sasl_ssl`
 //!
 //! ```text
-//! CARGO_TARGET_DIR=/work/target-fleetreal cargo run --release -p stagger-lab --bin fleet_real -- \
+//! cargo run --release -p stagger-lab --bin fleet_real -- \
 //!     --listener sasl_ssl --out /tmp/fleet-real-sasl_ssl.json
 //! ```
 //!
@@ -235,6 +236,8 @@ struct Args {
     node: u32,
     /// Whether the storm's refreshes say why (`Client::refresh_because`).
     causes: bool,
+    /// Print the attempts of measured refreshes that started at least this many.
+    show_attempts: Option<u64>,
     listener: Listener,
     out: PathBuf,
 }
@@ -265,6 +268,7 @@ fn parse_args() -> Res<Args> {
         scenarios: vec![Scenario::Healthy, Scenario::OneHung, Scenario::FailoverStorm],
         node: 2,
         causes: true,
+        show_attempts: None,
         listener: Listener::Plaintext,
         out: PathBuf::new(),
     };
@@ -293,11 +297,12 @@ fn parse_args() -> Res<Args> {
             "--listener" => args.listener = Listener::parse(&value()?)?,
             "--out" => out = Some(PathBuf::from(value()?)),
             "--no-causes" => args.causes = false,
+            "--show-attempts" => args.show_attempts = Some(value()?.parse()?),
             "-h" | "--help" => {
                 println!(
                     "usage: fleet_real [--clients N] [--warmup N] [--warmup-spacing-ms X] [--window-ms X] \
                      [--storm-ms X] [--settle-ms X] [--seed N] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] \
-                     [--listener plaintext|sasl_ssl] [--out PATH]"
+                     [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K]"
                 );
                 std::process::exit(0);
             }
@@ -982,6 +987,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                 }
                 _ => (RefreshCause::Requested, None),
             };
+            let show = args.show_attempts;
             set.spawn(async move {
                 tokio::time::sleep_until(at).await;
                 let before = client.stats().attempts;
@@ -989,6 +995,18 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                 let result = tokio::time::timeout(GIVE_UP, client.refresh_because(cause.0, cause.1.as_deref())).await;
                 let took = asked.elapsed();
                 let attempts = client.stats().attempts - before;
+                if show.is_some_and(|k| attempts >= k) {
+                    let ms = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.1}", d.as_secs_f64() * 1e3));
+                    let rows: Vec<String> = client
+                        .last_refresh()
+                        .iter()
+                        .map(|a| {
+                            let times = [Some(a.started), a.connected, a.answered, a.ended].map(ms).join("/");
+                            format!("{} {} {times} ms", a.broker, a.outcome.name())
+                        })
+                        .collect();
+                    eprintln!("fleet_real: client {i} took {took:.1?}: {}", rows.join(" | "));
+                }
                 let asked_us = asked.saturating_duration_since(t0).as_micros() as u64;
                 match result {
                     Ok(Ok(_)) => {
