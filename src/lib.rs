@@ -166,7 +166,6 @@ mod trace;
 
 #[cfg(feature = "kafka")]
 pub mod kafka;
-#[cfg(feature = "kafka")]
 pub mod report;
 #[cfg(feature = "kafka")]
 pub mod session;

@@ -2,30 +2,40 @@
 //! ([`Session::poll_event`](crate::session::Session::poll_event)) and one [`AttemptReport`]
 //! per attempt when it ends ([`Session::reports`](crate::session::Session::reports)).
 //!
-//! The tokio, blocking and browser adapters, the CLI's live view and `--json`, and the web
-//! demo read these types; none keeps a ledger of its own. Times are offsets from the start
-//! of the refresh, taken from the instants the policy was given, so a report agrees exactly
-//! with the policy's decisions (an attempt started because another failed has the same
-//! offset as that failure).
+//! The tokio, blocking and browser adapters, the CLI's live view and `--json`, the simulator
+//! and the web demo read these types; none keeps a ledger of its own. Times are offsets from
+//! the start of the refresh, taken from the instants the policy was given, so a report
+//! agrees exactly with the policy's decisions (an attempt started because another failed has
+//! the same offset as that failure).
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::net::SocketAddr;
 use core::time::Duration;
 
+use serde::de::Deserializer;
 use serde::ser::{SerializeStruct, Serializer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::error::{AttemptError, ErrorKind};
-use crate::refresh::{AttemptId, AttemptInfo, AttemptPhase, AttemptState, CancelReason, TimerKind};
+#[cfg(feature = "std")]
+use crate::error::ErrorKind;
+use crate::error::{AttemptError, GiveUpReason};
+use crate::refresh::{AttemptId, AttemptPhase, CancelReason, TimerKind};
+#[cfg(feature = "kafka")]
+use crate::refresh::{AttemptInfo, AttemptState};
+#[cfg(feature = "kafka")]
 use crate::session::AttemptNote;
 
 /// Something that happened during a refresh, for live views (a terminal progress display,
-/// a log line per attempt), in the order it happened.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// a log line per attempt) and the simulator's reports, in the order it happened.
+///
+/// Deserialises too, so a report that carries events (the simulator's) reads back from its
+/// JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
-    /// Time since the refresh started.
-    #[serde(rename = "elapsed_ms", serialize_with = "millis")]
+    /// Time since the refresh started (in a record of a long-lived cluster's many refreshes,
+    /// such as the simulator's, since the cluster started).
+    #[serde(rename = "elapsed_ms", serialize_with = "millis", deserialize_with = "from_millis")]
     pub elapsed: Duration,
     /// What happened.
     #[serde(flatten)]
@@ -33,7 +43,7 @@ pub struct Event {
 }
 
 /// The kinds of [`Event`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     /// The policy started an attempt against `broker` (a connection, a kept connection, or
@@ -104,6 +114,25 @@ pub enum EventKind {
         /// Which timer.
         timer: TimerKind,
     },
+    /// The refresh gave up: its last event, as `Won` is a successful one's. Without it a view
+    /// could only guess that the refresh ended from the last attempt's failure.
+    GaveUp {
+        /// Why.
+        reason: GiveUpReason,
+    },
+    /// The application asked a long-lived [`Cluster`](crate::Cluster) for fresh metadata:
+    /// says which refresh answers whom (requests made while one runs share it).
+    Requested {
+        /// The epoch of the refresh that answers (the running one, when coalesced).
+        epoch: u32,
+    },
+    /// A long-lived [`Cluster`](crate::Cluster)'s periodic-refresh timer fired: the refresh
+    /// that follows is one nobody asked for. Not one of the policy's timers, so not a
+    /// `Timer`.
+    RefreshDue,
+    /// A long-lived [`Cluster`](crate::Cluster) forgot the brokers it had discovered and went
+    /// back to its seeds: why the next refresh tries brokers the last one never did.
+    Rebootstrapped,
 }
 
 /// How an attempt ended.
@@ -205,6 +234,7 @@ impl AttemptReport {
 
     /// The report of `attempt` from the policy's record (`info`, in a refresh that started
     /// at `origin`) and the session's note, for the broker at `broker`.
+    #[cfg(feature = "kafka")]
     pub fn new(
         attempt: AttemptId,
         info: &AttemptInfo,
@@ -242,6 +272,7 @@ impl AttemptReport {
 }
 
 /// A failure the session has no words for (it always has: this is a fallback, not a path).
+#[cfg(feature = "kafka")]
 fn unexplained(_: &AttemptInfo) -> AttemptError {
     AttemptError::with_detail(ErrorKind::Protocol, "the session noted no reason")
 }
@@ -291,6 +322,13 @@ fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(ms(*d))
 }
 
+/// The inverse of [`millis`], to the microsecond (a negative or NaN count reads as zero).
+fn from_millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let ms = f64::deserialize(d)?;
+    // `as` saturates; `+ 0.5` rounds to the nearest µs without `f64::round` (std only).
+    Ok(Duration::from_micros((ms * 1000.0 + 0.5) as u64))
+}
+
 fn opt_millis<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => s.serialize_some(&ms(*d)),
@@ -331,6 +369,7 @@ impl RefreshOutcome {
 
 /// Why a refresh (or a long-lived client's call) produced no metadata: the error every
 /// adapter's API returns, so a caller matches one type whichever runtime runs it.
+#[cfg(feature = "std")]
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum ClientError {
@@ -356,6 +395,7 @@ pub enum ClientError {
     Closed,
 }
 
+#[cfg(feature = "std")]
 impl ClientError {
     /// The attempts of a refresh that gave up (empty for other errors).
     pub fn attempts(&self) -> &[AttemptReport] {
@@ -380,6 +420,7 @@ impl ClientError {
     }
 }
 
+#[cfg(feature = "std")]
 impl core::fmt::Display for ClientError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -391,6 +432,7 @@ impl core::fmt::Display for ClientError {
     }
 }
 
+#[cfg(feature = "std")]
 impl std::error::Error for ClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -402,12 +444,14 @@ impl std::error::Error for ClientError {
     }
 }
 
+#[cfg(feature = "std")]
 impl From<crate::ConfigError> for ClientError {
     fn from(e: crate::ConfigError) -> Self {
         ClientError::Config(e)
     }
 }
 
+#[cfg(feature = "std")]
 impl From<std::io::Error> for ClientError {
     fn from(e: std::io::Error) -> Self {
         ClientError::Io(alloc::sync::Arc::new(e))
@@ -416,6 +460,7 @@ impl From<std::io::Error> for ClientError {
 
 /// An attempt's error from a failed TCP connect to `addr`: refused means nothing listens
 /// (a definite, fast "no", which the policy acts on at once).
+#[cfg(feature = "std")]
 pub fn connect_error(addr: SocketAddr, e: &std::io::Error) -> AttemptError {
     let kind = match e.kind() {
         std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
@@ -427,6 +472,7 @@ pub fn connect_error(addr: SocketAddr, e: &std::io::Error) -> AttemptError {
 
 /// An attempt's error from a failed read or write on an established connection; `tls`
 /// says the TLS layer failed (or was still handshaking).
+#[cfg(feature = "std")]
 pub fn io_error(e: &std::io::Error, tls: bool) -> AttemptError {
     use std::io::ErrorKind as Io;
     let kind = match e.kind() {

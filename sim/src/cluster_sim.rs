@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::render::fmt_instant;
 use super::world::World;
-use super::{Lane, Scenario, SimError, SimEvent, MAX_STEPS};
+use super::{Lane, Scenario, SimError, MAX_STEPS};
+use stagger::report::{Event, EventKind};
 use stagger::{
     AttemptId, BrokerBook, BrokerIndex, Cluster, ClusterConfig, ClusterEvent, Instant, RefreshError, RefreshStats,
 };
@@ -96,8 +97,11 @@ pub struct ClusterReport {
     pub ended_at: Instant,
     /// One lane per broker of the cluster's book, with the spans of every refresh.
     pub lanes: Vec<Lane>,
-    /// Every event, in order.
-    pub events: Vec<SimEvent>,
+    /// What happened, in order, in the core's vocabulary, timed from the simulation's start
+    /// (the cluster's creation, [`Instant::ZERO`]): a record of many refreshes, each named by
+    /// its attempts' epoch. Requests, periodic-refresh timers and rebootstraps are among
+    /// them.
+    pub events: Vec<Event>,
 }
 
 impl ClusterReport {
@@ -193,19 +197,22 @@ pub fn run_cluster(config: &ClusterConfig, scenario: &Scenario, requests: &[Dura
         };
         now = now.max(t);
         if timer == Some(t) {
-            let kind = cluster.current().and_then(|r| r.next_timer()).filter(|&(at, _)| at <= t).map(|(_, k)| k);
-            world.events.push(SimEvent::Timer { at: now, kind });
+            let due = cluster.current().and_then(|r| r.next_timer()).filter(|&(at, _)| at <= t);
+            // No refresh timer due: the cluster's own, the periodic refresh.
+            world.record(now, due.map_or(EventKind::RefreshDue, |(_, timer)| EventKind::Timer { timer }));
             cluster.handle_timeout(now);
             drain(&mut cluster, &mut world, &mut report, now);
         } else if event == Some(t) {
-            if let Some((_, input)) = world.pop_input() {
-                cluster.handle_input(now, input);
+            if let Some((_, input, delivery)) = world.pop_input() {
+                if cluster.handle_input(now, input).is_applied() {
+                    world.delivered(delivery);
+                }
             }
             drain(&mut cluster, &mut world, &mut report, now);
         } else {
             next += 1;
             let epoch = cluster.request_refresh(now);
-            world.events.push(SimEvent::Request { at: now, epoch });
+            world.record(now, EventKind::Requested { epoch });
             report.requests.push(RequestRecord { at: now, epoch });
             drain(&mut cluster, &mut world, &mut report, now);
             if let Some(r) = report.refreshes.iter_mut().find(|r| r.epoch == epoch) {
@@ -239,20 +246,20 @@ fn drain(cluster: &mut Cluster, world: &mut World<'_>, report: &mut ClusterRepor
             // The simulated connections hold nothing to keep or close.
             ClusterEvent::Keep { .. } | ClusterEvent::Release { .. } => {}
             ClusterEvent::Refreshed { epoch, attempt, broker, stats } => {
-                world.won(now, attempt, broker);
+                world.won(now, attempt);
                 let r = record(report, epoch, now);
                 r.end = Some(now);
                 r.outcome = RefreshOutcome::Refreshed { winner: broker, attempt };
                 r.stats = Some(stats);
             }
             ClusterEvent::RefreshFailed { epoch, error } => {
-                world.events.push(SimEvent::GiveUp { at: now, reason: error.reason });
+                world.record(now, EventKind::GaveUp { reason: error.reason });
                 let r = record(report, epoch, now);
                 r.end = Some(now);
                 r.outcome = RefreshOutcome::Failed { error };
             }
             ClusterEvent::Rebootstrapped => {
-                world.events.push(SimEvent::Rebootstrapped { at: now });
+                world.record(now, EventKind::Rebootstrapped);
                 report.rebootstraps += 1;
             }
         }

@@ -51,7 +51,7 @@ use stagger::test_util::numbered_seeds;
 use stagger::{BrokerMetadata, ConfigError, Instant, Metadata, PartitionMetadata, TopicMetadata};
 
 pub use cluster_sim::{run_cluster, ClusterReport, RefreshOutcome, RefreshRecord, RequestRecord};
-pub use refresh_sim::{run_refresh, Lane, Outcome, Report, SimEvent, Span, SpanOutcome};
+pub use refresh_sim::{cancel_ending, run_refresh, Lane, Outcome, Report, Span, SpanOutcome};
 
 /// Upper bound on simulation steps (timer firings, delivered inputs, requests).
 ///

@@ -1,16 +1,18 @@
 //! One [`Refresh`](stagger::Refresh) against a simulated cluster, in virtual time, and the
-//! [`Report`] it produces: outcome, counters, per-broker lanes, an event log and a trace.
+//! [`Report`] it produces: outcome, counters, per-broker lanes, the core's events and a
+//! trace.
 
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::world::World;
 use super::{Scenario, SimBroker, SimError, MAX_STEPS, RECORDER};
+use stagger::report::{Event, EventKind};
 use stagger::{
-    AttemptError, AttemptId, BrokerBook, BrokerIndex, CancelReason, Command, ErrorKind, GiveUpReason, Instant,
-    RefreshConfig, RefreshError, RefreshStats, TimerKind,
+    AttemptError, AttemptId, BrokerBook, BrokerIndex, CancelReason, Command, ErrorKind, Instant, RefreshConfig,
+    RefreshError, RefreshStats,
 };
 use stagger::{Recorder, Trace};
 
@@ -74,6 +76,29 @@ pub enum SpanOutcome {
     },
 }
 
+/// How an attempt the core cancelled for `reason` ends, on its lane and in the log. A
+/// timed-out or rejected one failed (the core counts it so, and a live view says so): with
+/// `timed_out` (the timeout of the phase it was in) or why its answer cannot win
+/// (`rejection`; a protocol error if unknown). Any other was cancelled.
+///
+/// Why public: the web demo's replay ends its spans and logs its events the same way, so a
+/// replayed run draws and reads as the simulated one did.
+pub fn cancel_ending(
+    attempt: AttemptId,
+    broker: String,
+    reason: CancelReason,
+    timed_out: AttemptError,
+    rejection: Option<AttemptError>,
+) -> (SpanOutcome, EventKind) {
+    let error = match reason {
+        CancelReason::TimedOut => timed_out,
+        CancelReason::Rejected => rejection.unwrap_or_else(|| AttemptError::new(ErrorKind::Protocol)),
+        reason => return (SpanOutcome::Cancelled { reason }, EventKind::Cancelled { attempt, broker, reason }),
+    };
+    let outcome = SpanOutcome::Failed { reason: error.to_string(), kind: error.kind };
+    (outcome, EventKind::Failed { attempt, broker, error })
+}
+
 /// One attempt on a broker's lane: when it started, connected and ended, and how.
 ///
 /// Why spans: they are what a timeline view draws — one bar per attempt, a tick where the
@@ -115,128 +140,6 @@ pub struct Lane {
     pub spans: Vec<Span>,
 }
 
-/// One thing that happened, in chronological order: what a visualiser animates.
-///
-/// Why not just the trace: the trace is for exact replay and carries whole metadata; these
-/// are small, flat and name the broker of every attempt, so a page can draw them directly.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum SimEvent {
-    /// Command: start `attempt` against `broker`.
-    Connect {
-        /// When.
-        at: Instant,
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Which broker.
-        broker: BrokerIndex,
-    },
-    /// Command: abandon `attempt`; its pending broker events are dropped.
-    Cancel {
-        /// When.
-        at: Instant,
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Its broker.
-        broker: BrokerIndex,
-        /// Why.
-        reason: CancelReason,
-    },
-    /// Command: `attempt`'s answer won.
-    Done {
-        /// When.
-        at: Instant,
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Its broker.
-        broker: BrokerIndex,
-    },
-    /// Command: the refresh gave up.
-    GiveUp {
-        /// When.
-        at: Instant,
-        /// Why.
-        reason: GiveUpReason,
-    },
-    /// Input: the attempt's transport came up.
-    Connected {
-        /// When.
-        at: Instant,
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Its broker.
-        broker: BrokerIndex,
-    },
-    /// Input: the broker sent its first answer (ApiVersions): it is alive.
-    Answered {
-        /// When.
-        at: Instant,
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Its broker.
-        broker: BrokerIndex,
-    },
-    /// Input: the broker answered with metadata.
-    Response {
-        /// When.
-        at: Instant,
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Its broker.
-        broker: BrokerIndex,
-    },
-    /// Input: the attempt failed.
-    Failed {
-        /// When.
-        at: Instant,
-        /// Which attempt.
-        attempt: AttemptId,
-        /// Its broker.
-        broker: BrokerIndex,
-        /// What went wrong.
-        error: AttemptError,
-    },
-    /// A timer fired. `kind` is what the core said it was waiting for (`next_timer()`);
-    /// `None` is a [`Cluster`](stagger::Cluster)'s periodic-refresh timer.
-    Timer {
-        /// When.
-        at: Instant,
-        /// Which timer.
-        kind: Option<TimerKind>,
-    },
-    /// The application asked a [`Cluster`](stagger::Cluster) for fresh metadata.
-    Request {
-        /// When.
-        at: Instant,
-        /// The refresh that will answer (a running one, when coalesced).
-        epoch: u32,
-    },
-    /// A [`Cluster`](stagger::Cluster) forgot its discovered brokers and fell back to the seeds.
-    Rebootstrapped {
-        /// When.
-        at: Instant,
-    },
-}
-
-impl SimEvent {
-    /// When the event happened.
-    pub fn at(&self) -> Instant {
-        match self {
-            SimEvent::Connect { at, .. }
-            | SimEvent::Cancel { at, .. }
-            | SimEvent::Done { at, .. }
-            | SimEvent::GiveUp { at, .. }
-            | SimEvent::Connected { at, .. }
-            | SimEvent::Answered { at, .. }
-            | SimEvent::Response { at, .. }
-            | SimEvent::Failed { at, .. }
-            | SimEvent::Timer { at, .. }
-            | SimEvent::Request { at, .. }
-            | SimEvent::Rebootstrapped { at } => *at,
-        }
-    }
-}
-
 /// Everything one simulated refresh did.
 ///
 /// Why so much: the summary numbers compare presets (time to metadata against load), the
@@ -267,8 +170,10 @@ pub struct Report {
     pub dropped_events: u32,
     /// One lane per broker, in broker-book order.
     pub lanes: Vec<Lane>,
-    /// Every command, input and timer firing, in order.
-    pub events: Vec<SimEvent>,
+    /// What happened, in order, in the core's vocabulary (the one a live view of a real
+    /// refresh reads), timed from the refresh's start; each names its broker by the
+    /// address of its lane.
+    pub events: Vec<Event>,
     /// The recorded trace (`None` if the refresh could not even start).
     pub trace: Option<Trace>,
 }
@@ -370,13 +275,15 @@ pub fn run_refresh(config: &RefreshConfig, scenario: &Scenario) -> Report {
         match (timer, event_at) {
             (Some((at, kind)), e) if e.is_none_or(|e| at <= e) => {
                 now = now.max(at);
-                world.events.push(SimEvent::Timer { at: now, kind: Some(kind) });
+                world.record(now, EventKind::Timer { timer: kind });
                 rec.handle_timeout(now);
             }
             (_, Some(_)) => {
-                let Some((at, input)) = world.pop_input() else { continue };
+                let Some((at, input, delivery)) = world.pop_input() else { continue };
                 now = now.max(at);
-                rec.handle_input(now, input);
+                if rec.handle_input(now, input).is_applied() {
+                    world.delivered(delivery);
+                }
             }
             _ => {
                 // Unreachable while the core keeps its deadline timer; reported, not panicked.
@@ -415,12 +322,12 @@ fn drain(rec: &mut Recorder, world: &mut World<'_>, book: &BrokerBook, now: Inst
             Command::Resolve { .. } => {}
             Command::Cancel { attempt, reason } => world.cancel(now, attempt, reason),
             Command::Done { attempt, broker, .. } => {
-                world.won(now, attempt, broker);
+                world.won(now, attempt);
                 let time_to_metadata = now.saturating_since(rec.refresh().started_at());
                 outcome = Some(Outcome::Done { winner: broker, attempt, time_to_metadata });
             }
             Command::GiveUp(error) => {
-                world.events.push(SimEvent::GiveUp { at: now, reason: error.reason });
+                world.record(now, EventKind::GaveUp { reason: error.reason });
                 outcome = Some(Outcome::GiveUp { error, at: now });
             }
         }

@@ -7,8 +7,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::refresh_sim::{Lane, SimEvent, Span, SpanOutcome};
+use super::refresh_sim::{cancel_ending, Lane, Span, SpanOutcome};
 use super::{BrokerBehavior, Scenario};
+use stagger::report::{Event, EventKind};
 use stagger::{
     AttemptError, AttemptId, BrokerBook, BrokerIndex, CancelReason, ErrorKind, Input, Instant, Metadata, Rng,
 };
@@ -25,7 +26,15 @@ enum Pending {
 #[derive(Clone, Debug)]
 struct Scheduled {
     attempt: AttemptId,
-    broker: BrokerIndex,
+    what: Pending,
+}
+
+/// A broker's word the core was just told (by [`World::pop_input`]): what its span and the
+/// event log show once the core applied it ([`World::delivered`]), as a live view shows only
+/// what the policy applied.
+pub(super) struct Delivery {
+    at: Instant,
+    attempt: AttemptId,
     what: Pending,
 }
 
@@ -59,18 +68,19 @@ impl EventQueue {
     }
 }
 
-/// The simulated cluster while a driver runs it: pending events, spans, the event log.
+/// The simulated cluster while a driver runs it: pending events, spans, the event log (the
+/// core's [`Event`]s, timed from the simulation's start, when the first refresh starts).
 pub(super) struct World<'a> {
     scenario: &'a Scenario,
     metadata: Metadata,
     queue: EventQueue,
-    /// Attempts so far in start order, with their spans.
-    spans: Vec<(BrokerIndex, Span)>,
+    /// Attempts so far in start order, with their broker, its address and their spans.
+    spans: Vec<(BrokerIndex, String, Span)>,
     /// Attempt id → position in `spans`.
     index: BTreeMap<AttemptId, usize>,
     /// Attempts started per simulated broker: picks each attempt's random stream.
     per_broker: BTreeMap<BrokerIndex, u64>,
-    pub(super) events: Vec<SimEvent>,
+    pub(super) events: Vec<Event>,
     pub(super) dropped: u32,
 }
 
@@ -86,6 +96,11 @@ impl<'a> World<'a> {
             events: Vec::new(),
             dropped: 0,
         }
+    }
+
+    /// Logs `kind` as happening at `at`.
+    pub(super) fn record(&mut self, at: Instant, kind: EventKind) {
+        self.events.push(Event { elapsed: at.saturating_since(Instant::ZERO), kind });
     }
 
     /// When the next broker event is due.
@@ -105,10 +120,11 @@ impl<'a> World<'a> {
         address: &str,
         reused: bool,
     ) {
-        self.events.push(SimEvent::Connect { at: now, attempt, broker });
+        self.record(now, EventKind::Started { attempt, broker: address.to_string() });
         self.index.insert(attempt, self.spans.len());
         self.spans.push((
             broker,
+            address.to_string(),
             Span {
                 attempt,
                 start: now,
@@ -133,12 +149,12 @@ impl<'a> World<'a> {
         let scenario = self.scenario;
         let Some(sim) = scenario.broker_for_address(address).map(|i| &scenario.brokers[i]) else {
             let error = AttemptError::with_detail(ErrorKind::Dns, "simulated: no such broker");
-            self.queue.push(now, Scheduled { attempt, broker, what: Pending::Failed(error) });
+            self.queue.push(now, Scheduled { attempt, what: Pending::Failed(error) });
             return;
         };
         let handshake = if reused { Duration::ZERO } else { sim.handshake };
         let connected = now.saturating_add(handshake);
-        let mut push = |at: Instant, what: Pending| self.queue.push(at, Scheduled { attempt, broker, what });
+        let mut push = |at: Instant, what: Pending| self.queue.push(at, Scheduled { attempt, what });
         // A live broker's first answer (ApiVersions) comes one round trip after the
         // handshake (which took one round trip too, or none on a kept connection), and
         // never after its last word.
@@ -195,73 +211,73 @@ impl<'a> World<'a> {
     }
 
     /// A `Cancel` came out of the core: drop the attempt's pending events and close its span.
+    /// A timed-out or rejected attempt failed, in the core's count and in the log, with the
+    /// error a live view gives it.
     pub(super) fn cancel(&mut self, now: Instant, attempt: AttemptId, reason: CancelReason) {
         self.dropped += self.queue.cancel(attempt);
-        let broker = self.broker_of(attempt);
-        self.events.push(SimEvent::Cancel { at: now, attempt, broker, reason });
-        let rejection = self.metadata.rejection();
-        let Some(span) = self.span_mut(attempt) else { return };
-        if span.end.is_some() {
-            return;
+        let broker = self.address_of(attempt);
+        let connected = self.span_mut(attempt).is_some_and(|s| s.connected_at.is_some());
+        // The simulator's brokers are addresses: no attempt resolves a name.
+        let timed_out = AttemptError::timed_out(false, connected);
+        let (outcome, kind) = cancel_ending(attempt, broker, reason, timed_out, self.metadata.rejection());
+        self.record(now, kind);
+        if let Some(span) = self.span_mut(attempt).filter(|s| s.end.is_none()) {
+            span.end = Some(now);
+            span.outcome = outcome;
         }
-        span.end = Some(now);
-        span.outcome = match reason {
-            // The core counts these as failures of the attempt, not as cancellations.
-            CancelReason::TimedOut => {
-                let kind =
-                    if span.connected_at.is_some() { ErrorKind::ResponseTimeout } else { ErrorKind::ConnectTimeout };
-                SpanOutcome::Failed { reason: kind.to_string(), kind }
-            }
-            CancelReason::Rejected => {
-                let error = rejection.unwrap_or_else(|| AttemptError::new(ErrorKind::Protocol));
-                SpanOutcome::Failed { reason: error.to_string(), kind: error.kind }
-            }
-            reason => SpanOutcome::Cancelled { reason },
-        };
     }
 
     /// The core declared `attempt` the winner.
-    pub(super) fn won(&mut self, now: Instant, attempt: AttemptId, broker: BrokerIndex) {
-        self.events.push(SimEvent::Done { at: now, attempt, broker });
+    pub(super) fn won(&mut self, now: Instant, attempt: AttemptId) {
+        let broker = self.address_of(attempt);
+        self.record(now, EventKind::Won { attempt, broker });
         if let Some(span) = self.span_mut(attempt) {
             span.end = Some(now);
             span.outcome = SpanOutcome::Won;
         }
     }
 
-    /// Takes the next due broker event and turns it into the core's [`Input`], updating the
-    /// span (connected, failed) and the event log.
-    pub(super) fn pop_input(&mut self) -> Option<(Instant, Input)> {
-        let (at, Scheduled { attempt, broker, what }) = self.queue.pop()?;
-        let input = match what {
+    /// Takes the next due broker event: when, the core's [`Input`] for it, and what to show
+    /// once the core applied it ([`World::delivered`]).
+    pub(super) fn pop_input(&mut self) -> Option<(Instant, Input, Delivery)> {
+        let (at, Scheduled { attempt, what }) = self.queue.pop()?;
+        let input = match &what {
+            Pending::Connected => Input::Connected { attempt, tls: false },
+            Pending::Answered => Input::FirstFrame { attempt },
+            Pending::Response => Input::Response { attempt, metadata: self.metadata.clone() },
+            Pending::Failed(error) => Input::Failed { attempt, error: error.clone() },
+        };
+        Some((at, input, Delivery { at, attempt, what }))
+    }
+
+    /// The core applied `delivery`'s input: its span moves on and the log says so (an answer
+    /// says nothing: the core's `Won`, or its rejection, follows).
+    pub(super) fn delivered(&mut self, delivery: Delivery) {
+        let Delivery { at, attempt, what } = delivery;
+        let broker = self.address_of(attempt);
+        let kind = match what {
             Pending::Connected => {
-                self.events.push(SimEvent::Connected { at, attempt, broker });
                 if let Some(span) = self.span_mut(attempt) {
                     span.connected_at = Some(at);
                 }
-                Input::Connected { attempt, tls: false }
+                EventKind::Connected { attempt, broker }
             }
             Pending::Answered => {
-                self.events.push(SimEvent::Answered { at, attempt, broker });
                 if let Some(span) = self.span_mut(attempt) {
                     span.first_frame_at = Some(at);
                 }
-                Input::FirstFrame { attempt }
+                EventKind::Answered { attempt, broker }
             }
-            Pending::Response => {
-                self.events.push(SimEvent::Response { at, attempt, broker });
-                Input::Response { attempt, metadata: self.metadata.clone() }
-            }
+            Pending::Response => return,
             Pending::Failed(error) => {
-                self.events.push(SimEvent::Failed { at, attempt, broker, error: error.clone() });
                 if let Some(span) = self.span_mut(attempt) {
                     span.end = Some(at);
                     span.outcome = SpanOutcome::Failed { reason: error.to_string(), kind: error.kind };
                 }
-                Input::Failed { attempt, error }
+                EventKind::Failed { attempt, broker, error }
             }
         };
-        Some((at, input))
+        self.record(at, kind);
     }
 
     /// Copies what the core knows about an attempt (pass, hedge, partner) into its span.
@@ -275,17 +291,17 @@ impl<'a> World<'a> {
 
     /// Every span so far, in start order.
     pub(super) fn spans(&self) -> impl Iterator<Item = &Span> {
-        self.spans.iter().map(|(_, s)| s)
+        self.spans.iter().map(|(_, _, s)| s)
     }
 
-    /// The broker an attempt went to (`BrokerIndex(u32::MAX)` if the attempt is unknown).
-    fn broker_of(&self, attempt: AttemptId) -> BrokerIndex {
-        self.index.get(&attempt).map_or(BrokerIndex(u32::MAX), |&i| self.spans[i].0)
+    /// The address of the broker an attempt went to (empty if the attempt is unknown).
+    fn address_of(&self, attempt: AttemptId) -> String {
+        self.index.get(&attempt).map_or_else(String::new, |&i| self.spans[i].1.clone())
     }
 
     fn span_mut(&mut self, attempt: AttemptId) -> Option<&mut Span> {
         let i = *self.index.get(&attempt)?;
-        Some(&mut self.spans[i].1)
+        Some(&mut self.spans[i].2)
     }
 
     /// One lane per broker of `book`, each with its spans in start order.
@@ -295,7 +311,7 @@ impl<'a> World<'a> {
                 broker,
                 address: String::from(&*entry.address),
                 behavior: self.scenario.broker_for_address(&entry.address).map(|i| self.scenario.brokers[i].clone()),
-                spans: self.spans.iter().filter(|(b, _)| *b == broker).map(|(_, s)| s.clone()).collect(),
+                spans: self.spans.iter().filter(|(b, _, _)| *b == broker).map(|(_, _, s)| s.clone()).collect(),
             })
             .collect()
     }

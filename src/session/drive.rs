@@ -264,6 +264,7 @@ impl Session {
                 self.actions.push_back(Action::Refreshed { epoch, broker, stats })
             }
             ClusterEvent::RefreshFailed { epoch, error } => {
+                self.observe_gave_up(epoch, error.reason);
                 self.notes.finish();
                 self.close_ended();
                 self.actions.push_back(Action::RefreshFailed { epoch, error })

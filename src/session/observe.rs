@@ -123,6 +123,13 @@ impl Session {
         }
     }
 
+    /// The refresh of `epoch` gave up for `reason`.
+    pub(super) fn observe_gave_up(&mut self, epoch: u32, reason: crate::error::GiveUpReason) {
+        if self.config.observe {
+            self.observe(epoch, EventKind::GaveUp { reason });
+        }
+    }
+
     /// A timer of the running refresh is due at the session's time: say which, before the
     /// policy acts on it.
     pub(super) fn observe_timer(&mut self) {

@@ -15,7 +15,7 @@ export function presets() {
   return JSON.parse(wasm.presets());
 }
 
-/** Runs one refresh in virtual time; `{report, summary, timeline, give_up, event_text}` or `{error}`. */
+/** Runs one refresh in virtual time; `{report, summary, timeline, give_up}` or `{error}`. */
 export function simulate(scenario, config) {
   return JSON.parse(wasm.simulate(JSON.stringify(scenario), JSON.stringify(config)));
 }
@@ -64,6 +64,13 @@ export function vocabulary() {
 export function describe(what, value) {
   const answer = JSON.parse(wasm.describe(what, JSON.stringify(value)));
   return typeof answer === "string" ? answer : JSON.stringify(value);
+}
+
+/** The core's events (`stagger::report::Event`, any mode's) in words, one line each; `addresses`
+ *  are the lanes', which name the brokers. */
+export function describeEvents(events, addresses) {
+  const answer = JSON.parse(wasm.describe_events(JSON.stringify(events), JSON.stringify(addresses)));
+  return Array.isArray(answer) ? answer : events.map((e) => e.event);
 }
 
 let defaultConfig = null;

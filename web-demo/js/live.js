@@ -10,7 +10,7 @@
 import * as engine from "./engine.js";
 import { drawTimeline, domainFor } from "./timeline.js";
 import { bridgeAddress, runFromEvents, runFromReport } from "./run.js";
-import { errorText, progressText, renderLog, renderSummary, updateLog } from "./panels.js";
+import { progressText, renderLog, renderSummary, updateLog } from "./panels.js";
 import { describeConfig } from "./replay.js";
 
 const ADAPTER = "../browser/stagger_web.js";
@@ -61,7 +61,7 @@ export function initLive(app) {
     if (s.dirty) {
       s.dirty = false;
       if (!s.answer) {
-        s.run = runFromEvents(s.events, s.addresses, s.config, { subs: subs(s), errorText });
+        s.run = runFromEvents(s.events, s.addresses, s.config, { subs: subs(s) });
         renderLog($("live-log"), s.run, null);
       }
     }
@@ -82,7 +82,7 @@ export function initLive(app) {
       return;
     }
     s.answer = answer;
-    s.run = runFromReport(answer.report, answer.config, { eventText: answer.event_text, subs: subs(s) });
+    s.run = runFromReport(answer.report, answer.config, { subs: subs(s) });
     renderLog($("live-log"), s.run, null);
   }
 

@@ -2,7 +2,7 @@
 
 import { describe } from "./engine.js";
 import { fmtUs } from "./model.js";
-import { countsAt } from "./run.js";
+import { countsAt, eventAt } from "./run.js";
 
 function esc(s) {
   return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
@@ -54,16 +54,11 @@ export function renderSummary(el, run, { giveUp = null, pending = false, note = 
     </dl>${details}`;
 }
 
-/** An `AttemptError` as the core's Display words it. */
-export function errorText(e) {
-  return describe("attempt_error", e);
-}
-
 /** A log of every event; `updateLog` then marks what has happened by time t. */
 export function renderLog(el, run, onSeek) {
   el.innerHTML = run.events
-    .map((e, i) => `<li data-at="${e.at}" class="ev ev-${esc(e.type)}${e.kind ? ` ev-${esc(e.kind)}` : ""}">
-      <button type="button" tabindex="-1"><time>${fmtUs(e.at)}</time> <span>${esc(run.eventText[i] ?? e.type)}</span></button></li>`)
+    .map((e, i) => `<li data-at="${eventAt(e)}" class="ev ev-${esc(e.event)}${e.timer ? ` ev-${esc(e.timer)}` : ""}">
+      <button type="button" tabindex="-1"><time>${fmtUs(eventAt(e))}</time> <span>${esc(run.eventText[i] ?? e.event)}</span></button></li>`)
     .join("");
   el._items = [...el.children].map((li) => [Number(li.dataset.at), li]);
   if (!el._wired) {

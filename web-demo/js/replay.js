@@ -73,7 +73,7 @@ export function initReplay(app) {
     }
     $("rp-info").textContent = `Recorded by ${answer.recorder} · ${answer.report.lanes.length} brokers · `
       + `${answer.recorded_events} recorded events · ${describeConfig(answer.config)}`;
-    const r = runFromReport(answer.report, answer.config, { eventText: answer.event_text });
+    const r = runFromReport(answer.report, answer.config);
     if (answer.divergence && answer.divergence.at != null) r.divergenceAt = answer.divergence.at;
     run = r;
     $("rp-body").hidden = false;

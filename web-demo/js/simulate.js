@@ -266,7 +266,6 @@ export function initSimulate(app) {
     run = runFromReport(result.report, cfg, {
       subs: app.state.brokers.map(brokerLabel),
       kinds: app.state.brokers.map((b) => b.kind),
-      eventText: result.event_text,
     });
     $("sim-caption").textContent = `· ${app.state.brokers.length} brokers · ${$("sim-preset-state").textContent} · seed ${app.state.seed}`;
     renderSummary($("sim-summary"), run, { giveUp: result.give_up });

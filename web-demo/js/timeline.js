@@ -1,12 +1,13 @@
 // The timeline: one lane per broker on a shared time axis, drawn as SVG up to a cursor.
 //
-// Input is a "run": lanes of spans (attempts) plus the chronological events, all times in
+// Input is a "run": lanes of spans (attempts) plus the core's events in order, all times in
 // µs from the start of the refresh. Simulate, Replay and Live all build one (see run.js), so
 // the three modes look and read the same. Everything after the cursor is hidden, which is
 // what makes play, step and scrub work: the picture at time t is the run as it stood at t.
 
 import { vocabulary } from "./engine.js";
 import { fmtUs } from "./model.js";
+import { eventAt } from "./run.js";
 
 const NS = "http://www.w3.org/2000/svg";
 
@@ -49,7 +50,7 @@ function esc(s) {
  * `axis` is "fit" or "deadline".
  */
 export function domainFor(run, axis) {
-  const last = Math.max(run.endedAt || 0, ...run.events.map((e) => e.at), 1);
+  const last = Math.max(run.endedAt || 0, ...run.events.map(eventAt), 1);
   if (axis === "deadline" && run.deadline) return Math.max(run.deadline * 1.03, last * 1.05);
   return last * 1.1 + 50;
 }
@@ -118,19 +119,20 @@ export function drawTimeline(el, run, t, opts = {}) {
   // Backoff windows: from the end of a pass to the backoff timer, across every lane.
   const events = run.events;
   events.forEach((e, j) => {
-    if (e.type !== "timer" || e.kind !== "backoff") return;
-    let start = e.at;
+    if (e.event !== "timer" || e.timer !== "backoff") return;
+    const at = eventAt(e);
+    let start = at;
     for (let k = j - 1; k >= 0; k--) {
-      if (events[k].type !== "timer" || events[k].kind === "attempt_timeout") {
-        start = events[k].at;
+      if (events[k].event !== "timer" || events[k].timer === "attempt_timeout") {
+        start = eventAt(events[k]);
         break;
       }
     }
     if (start > t) return;
-    const end = Math.min(e.at, t);
-    push(`<g class="backoff" data-start="${start}" data-end="${e.at}"><rect x="${x(start)}" y="${AXIS}" width="${Math.max(1, x(end) - x(start))}" height="${BOTTOM - AXIS}" fill="url(#${id}-backoff)" class="backoff-band"/>`);
-    if (x(e.at) - x(start) >= 46) push(`<text x="${x(start) + 3}" y="${AXIS + 29}" class="marker-text backoff-text">backoff</text>`);
-    push(`<title>backoff between passes: ${fmtUs(start)} → ${fmtUs(e.at)}</title></g>`);
+    const end = Math.min(at, t);
+    push(`<g class="backoff" data-start="${start}" data-end="${at}"><rect x="${x(start)}" y="${AXIS}" width="${Math.max(1, x(end) - x(start))}" height="${BOTTOM - AXIS}" fill="url(#${id}-backoff)" class="backoff-band"/>`);
+    if (x(at) - x(start) >= 46) push(`<text x="${x(start) + 3}" y="${AXIS + 29}" class="marker-text backoff-text">backoff</text>`);
+    push(`<title>backoff between passes: ${fmtUs(start)} → ${fmtUs(at)}</title></g>`);
   });
 
   // Deadline: a line if it is on the axis, a note at the edge otherwise.
@@ -145,15 +147,16 @@ export function drawTimeline(el, run, t, opts = {}) {
 
   // Timers that fired: stagger ticks (with a guide through the lanes) and attempt timeouts.
   for (const e of events) {
-    if (e.type !== "timer" || e.at > t) continue;
-    const xv = x(e.at);
-    if (e.kind === "stagger") {
-      push(`<g class="tick-stagger" data-at="${e.at}"><line x1="${xv}" y1="${AXIS + 12}" x2="${xv}" y2="${BOTTOM}" class="stagger-guide"/>`);
+    const at = eventAt(e);
+    if (e.event !== "timer" || at > t) continue;
+    const xv = x(at);
+    if (e.timer === "stagger") {
+      push(`<g class="tick-stagger" data-at="${at}"><line x1="${xv}" y1="${AXIS + 12}" x2="${xv}" y2="${BOTTOM}" class="stagger-guide"/>`);
       push(`<path d="M${xv - 5},${AXIS + 3} L${xv + 5},${AXIS + 3} L${xv},${AXIS + 12} Z" class="stagger-mark"/>`);
-      push(`<title>stagger delay elapsed at ${fmtUs(e.at)}: start the next attempt</title></g>`);
-    } else if (e.kind === "attempt_timeout") {
-      push(`<g class="tick-timeout" data-at="${e.at}"><circle cx="${xv}" cy="${AXIS + 8}" r="4.5" class="timeout-mark"/>`);
-      push(`<line x1="${xv}" y1="${AXIS + 8}" x2="${xv}" y2="${AXIS + 5}" class="timeout-hand"/><title>attempt timeout at ${fmtUs(e.at)}</title></g>`);
+      push(`<title>stagger delay elapsed at ${fmtUs(at)}: start the next attempt</title></g>`);
+    } else if (e.timer === "attempt_timeout") {
+      push(`<g class="tick-timeout" data-at="${at}"><circle cx="${xv}" cy="${AXIS + 8}" r="4.5" class="timeout-mark"/>`);
+      push(`<line x1="${xv}" y1="${AXIS + 8}" x2="${xv}" y2="${AXIS + 5}" class="timeout-hand"/><title>attempt timeout at ${fmtUs(at)}</title></g>`);
     }
   }
 
@@ -219,13 +222,14 @@ export function drawTimeline(el, run, t, opts = {}) {
   });
 
   // The outcome, once reached.
-  const terminal = events.find((e) => e.type === "done" || e.type === "give_up");
-  if (terminal && terminal.at <= t) {
-    const xv = x(terminal.at);
-    const won = terminal.type === "done";
-    const text = won ? `✓ metadata ${fmtUs(terminal.at)}` : `✗ gave up ${fmtUs(terminal.at)}`;
+  const terminal = events.find((e) => e.event === "won" || e.event === "gave_up");
+  if (terminal && eventAt(terminal) <= t) {
+    const at = eventAt(terminal);
+    const xv = x(at);
+    const won = terminal.event === "won";
+    const text = won ? `✓ metadata ${fmtUs(at)}` : `✗ gave up ${fmtUs(at)}`;
     const anchor = xv > X1 - 130 ? "end" : "start";
-    push(`<g class="outcome ${won ? "won" : "gave-up"}" data-at="${terminal.at}"><line x1="${xv}" y1="${AXIS + 2}" x2="${xv}" y2="${BOTTOM}" class="outcome-line"/>`);
+    push(`<g class="outcome ${won ? "won" : "gave-up"}" data-at="${at}"><line x1="${xv}" y1="${AXIS + 2}" x2="${xv}" y2="${BOTTOM}" class="outcome-line"/>`);
     push(`<text x="${xv + (anchor === "end" ? -5 : 5)}" y="${AXIS + 29}" text-anchor="${anchor}" class="outcome-text">${text}</text></g>`);
   }
 

@@ -85,6 +85,9 @@ for (const [w, h] of [[1280, 800], [390, 844]]) {
     assert.match(status, /replays through the core without divergence/);
     const all = await spans(page, "#live-timeline");
     const lane = (i) => all.filter((s) => s.lane === i);
+    // The log words the core's events as Simulate and Replay do; the win ends it.
+    const log = await page.$$eval("#live-log li span", (s) => s.map((e) => e.textContent));
+    assert.match(log.at(-1), /^#\d+ won: metadata from 127\.0\.0\.1:\d+$/, log.join("\n"));
     const won = all.find((s) => s.lane >= 2 && s.outcome === "won");
     assert.ok(won, JSON.stringify(all));
     // The adapter reported the winner's first answer (ApiVersions): its answering phase is

@@ -65,6 +65,11 @@ test("drag and drop: a give-up trace replays, and a tampered one is called out",
   assert.equal(brokerErrors.length, 3, "every broker's error");
   assert.ok(brokerErrors.every((t) => /connection refused|no response before the attempt timeout/.test(t)), JSON.stringify(brokerErrors));
   assert.ok(await page.$$eval("#rp-timeline g.backoff", (g) => g.length) >= 2, "backoff windows are drawn");
+  // The core's give-up event ends the log and the timeline.
+  const log = await page.$$eval("#rp-log li", (li) => li.map((l) => [l.className, l.querySelector("span").textContent]));
+  assert.match(log.at(-1)[0], /\bev-gave_up\b/);
+  assert.match(log.at(-1)[1], /^gave up: every broker failed in \d+ passes$/);
+  assert.equal(await page.$$eval("#rp-timeline g.outcome.gave-up", (g) => g.length), 1, "the give-up is marked");
   await screenshot(page, "replay-give-up-390x844");
 
   // Remove the first recorded Connect: the core still emits it, so the replay diverges.
@@ -97,12 +102,15 @@ test("drag and drop: a give-up trace replays, and a tampered one is called out",
 test("a simulated run opens in Replay and matches", async () => {
   const page = await open(session.browser.context, `${session.server.url}#b=hung,flaky:50:5,slow:10-90,healthy:3&seed=9`);
   const simulated = await spans(page);
+  const words = (root) => page.$$eval(`${root} li`, (li) => li.map((l) => [l.dataset.at, [...l.classList].filter((c) => c.startsWith("ev")).join(" "), l.querySelector("span").textContent]));
+  const simulatedLog = await words("#sim-log");
   await page.click("#sim-to-replay");
   const v = await verdict(page);
   assert.equal(v.kind, "match", v.text);
   await page.keyboard.press("End");
   const replayed = await spans(page, "#rp-timeline");
   assert.deepEqual(replayed, simulated, "the replay draws the very same attempts");
+  assert.deepEqual(await words("#rp-log"), simulatedLog, "and logs the very same events in the same words");
   await page.close();
 });
 

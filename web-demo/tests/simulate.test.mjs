@@ -227,8 +227,11 @@ test("the timeline draws the answering phase and the attempts it overtakes", asy
   const log = await page.$$eval("#sim-log li span", (s) => s.map((e) => e.textContent));
   const i = log.indexOf("#1 answered ← broker-1 (first answer: alive)");
   assert.ok(i > 0, log.join("\n"));
-  assert.deepEqual(log.slice(i + 1, i + 3), ["cancel #0 on broker-0 (overtaken)", "cancel #2 on broker-2 (overtaken)"]);
-  assert.ok(log.includes("#1 metadata ← broker-1"), log.join("\n"));
+  assert.deepEqual(log.slice(i + 1, i + 3), ["#0 cancelled on broker-0 (overtaken)", "#2 cancelled on broker-2 (overtaken)"]);
+  assert.equal(log.at(-1), "#1 won: metadata from broker-1", log.join("\n"));
+  // The log's entries are the core's events, classed by their names.
+  assert.equal(await page.$$eval("#sim-log li.ev-won", (l) => l.length), 1);
+  assert.ok(await page.$$eval("#sim-log li.ev-timer.ev-stagger", (l) => l.length) >= 1, "a stagger tick in the log");
   assert.equal(await page.$$eval(".legend .lg.answering", (l) => l.length), 1, "the legend names the phase");
   await page.keyboard.press("End");
   await screenshot(page, "simulate-answering-overtaken-1280x800");

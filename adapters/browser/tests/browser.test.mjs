@@ -221,7 +221,8 @@ test("rejects with every broker's error when all are down", { timeout: TEST_TIME
     }
     assert.equal(of(run.events, "started").length, 6, "two passes over three brokers");
     assert.equal(of(run.events, "failed").length, 6, "every attempt failed");
-    assert.equal(run.events.at(-1).event, "failed", "the last failure is the last event");
+    assert.equal(run.events.at(-2).event, "failed", "the last failure comes just before the give-up");
+    assert.deepEqual(run.events.at(-1), { elapsed_ms: run.events.at(-1).elapsed_ms, event: "gave_up", reason: { all_failed: { passes: 2 } } }, "the give-up is the last event");
     assert.ok(run.events.some((e) => e.event === "timer" && e.timer === "backoff"), "backed off between passes");
     // The rejection carries every attempt's report and the trace.
     assert.deepEqual(error.refresh.attempts.map((a) => a.outcome), Array(6).fill("failed"));

@@ -210,10 +210,12 @@ async fn every_broker_failing_gives_up_with_each_brokers_error_after_backoff() {
     let refresh_error: stagger::RefreshError = serde_json::from_str(&stringify(&get(&error, "refreshError"))).unwrap();
     assert_eq!(stringify(&get(&error, "refreshError")), serde_form(&refresh_error));
 
-    // The core's live events: each attempt started and failed, a real setTimeout ended the backoff.
+    // The core's live events: each attempt started and failed, a real setTimeout ended the
+    // backoff, and the give-up came last, with its reason.
     let kinds: Vec<String> = events.iter().map(|e| kind_of(&e)).collect();
     assert_eq!(kinds.first().map(String::as_str), Some("started"), "{kinds:?}");
-    assert_eq!(kinds.last().map(String::as_str), Some("failed"), "{kinds:?}");
+    assert_eq!(kinds[kinds.len() - 2..], ["failed", "gave_up"], "{kinds:?}");
+    assert_eq!(get(&events.get(events.length() - 1), "reason.all_failed.passes").as_f64(), Some(2.0));
     assert_eq!(kinds.iter().filter(|k| *k == "started").count(), 4, "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| *k == "failed").count(), 4, "{kinds:?}");
     assert!(kinds.iter().any(|k| k == "timer:backoff"), "a real setTimeout ended the backoff: {kinds:?}");

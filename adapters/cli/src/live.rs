@@ -55,6 +55,12 @@ impl LiveView {
                 self.set(broker, format!("resolved at {t} to {} addresses", addresses.len()), None)
             }
             EventKind::Timer { timer } => self.ticks.push(format!("{}@{t}", timer.name())),
+            // The give-up's error is printed once the view is done; the others are a
+            // long-lived cluster's, and the CLI's refresh is one-shot.
+            EventKind::GaveUp { .. }
+            | EventKind::Requested { .. }
+            | EventKind::RefreshDue
+            | EventKind::Rebootstrapped => {}
         }
     }
 

@@ -1,6 +1,7 @@
 //! A long-lived `Cluster` in the simulator: single-flight, the previous winner, rebootstrap.
 
 use super::*;
+use stagger::report::EventKind;
 
 /// The default cluster view, but with the seeds tried in the order listed: the assertions
 /// name brokers by position.
@@ -23,6 +24,29 @@ fn cluster_coalesces_concurrent_requests() {
     assert_eq!(r.winner(), Some(BrokerIndex(0)));
     assert_eq!(r.duration(), Some(ms(3)));
     assert_eq!(r.stats.map(|s| s.started), Some(1));
+    // Both requests are in the log, each with the refresh that answers it.
+    let requests: Vec<_> = report
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Requested { .. }))
+        .map(|e| (e.elapsed, e.kind.clone()))
+        .collect();
+    let requested = EventKind::Requested { epoch: 1 };
+    assert_eq!(requests, [(Duration::ZERO, requested.clone()), (ms(1), requested)]);
+}
+
+#[test]
+fn cluster_refreshes_periodically_and_logs_the_timer() {
+    let config = ClusterConfig { refresh_interval: Duration::from_secs(60), ..listed() };
+    let scenario = Scenario::from_behaviors([healthy(2), healthy(2)]);
+    let report = run_cluster(&config, &scenario, &[Duration::ZERO, Duration::from_secs(90)]);
+    assert_eq!(report.error, None);
+    assert_eq!(report.refreshes.len(), 3, "{}", report.render_summary());
+    assert_eq!(report.refreshes[1].requests, 0, "the periodic one: {}", report.render_summary());
+    let due = report.events.iter().position(|e| e.kind == EventKind::RefreshDue).expect("the periodic timer");
+    assert_eq!(report.events[due].elapsed, Duration::from_secs(60) + ms(3), "a minute after the first win");
+    let next = &report.events[due + 1].kind;
+    assert!(matches!(next, EventKind::Started { attempt, .. } if attempt.epoch() == 2), "{next:?}");
 }
 
 #[test]
@@ -55,4 +79,8 @@ fn cluster_rebootstraps_and_recovers() {
     assert!(report.refreshes[0].winner().is_some());
     assert!(matches!(report.refreshes[1].outcome, RefreshOutcome::Failed { .. }));
     assert_eq!(report.rebootstraps, 1, "{}", report.render_summary());
+    // The log says it after the second refresh gave up.
+    let gave_up = report.events.iter().position(|e| matches!(e.kind, EventKind::GaveUp { .. })).expect("a give-up");
+    let rebootstrapped = report.events.iter().position(|e| e.kind == EventKind::Rebootstrapped).expect("logged");
+    assert!(gave_up < rebootstrapped, "{:#?}", report.events);
 }

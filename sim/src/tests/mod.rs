@@ -12,6 +12,7 @@ mod random;
 mod refresh;
 
 use super::*;
+use stagger::report::{Event, EventKind};
 use stagger::TraceEvent;
 use stagger::{
     AttemptState, BrokerIndex, CancelReason, ClusterConfig, ErrorKind, GiveUpReason, Refresh, RefreshConfig, Rng,
@@ -86,7 +87,7 @@ fn check_report(config: &RefreshConfig, report: &Report) {
     }
 
     // Counters agree with the event log and with the core.
-    let connects = report.events.iter().filter(|e| matches!(e, SimEvent::Connect { .. })).count() as u32;
+    let connects = report.events.iter().filter(|e| matches!(e.kind, EventKind::Started { .. })).count() as u32;
     let trace_connects = trace
         .events
         .iter()
@@ -100,24 +101,13 @@ fn check_report(config: &RefreshConfig, report: &Report) {
     assert!(report.requests_reached <= report.attempts_started, "{}", show());
     assert_eq!(report.spans().count() as u32, report.attempts_started);
 
-    // Exactly one terminal event, and it is the last command.
-    let terminals =
-        report.events.iter().filter(|e| matches!(e, SimEvent::Done { .. } | SimEvent::GiveUp { .. })).count();
-    assert_eq!(terminals, 1, "{}", show());
-    let last_command = report
-        .events
-        .iter()
-        .rev()
-        .find(|e| {
-            matches!(
-                e,
-                SimEvent::Connect { .. } | SimEvent::Cancel { .. } | SimEvent::Done { .. } | SimEvent::GiveUp { .. }
-            )
-        })
-        .unwrap();
-    assert!(matches!(last_command, SimEvent::Done { .. } | SimEvent::GiveUp { .. }), "{}", show());
+    // Exactly one terminal event, and it is the last: nothing is started, cancelled or
+    // delivered after it.
+    let terminal = |e: &Event| matches!(e.kind, EventKind::Won { .. } | EventKind::GaveUp { .. });
+    assert_eq!(report.events.iter().filter(|e| terminal(e)).count(), 1, "{}", show());
+    assert!(report.events.last().is_some_and(terminal), "{}", show());
 
-    check_events(&report.events, config.fanout.max_in_flight, report.lanes.len(), &show);
+    check_events(&report.events, config.fanout.max_in_flight, &report.lanes, &show);
 
     // Spans agree with what a fresh core, fed the trace, knows about each attempt.
     let mut core = Refresh::new(&trace.config, &trace.book, trace.started_at).unwrap();
@@ -150,24 +140,25 @@ fn check_report(config: &RefreshConfig, report: &Report) {
 }
 
 /// Time only moves forward; the throttle holds; one attempt per broker at a time; nothing
-/// is left in flight at the end.
-fn check_events(events: &[SimEvent], max_in_flight: u32, brokers: usize, show: &dyn Fn() -> String) {
-    let mut last = Instant::ZERO;
+/// is left in flight at the end. Events name their broker by the address of its lane.
+fn check_events(events: &[Event], max_in_flight: u32, lanes: &[Lane], show: &dyn Fn() -> String) {
+    let mut last = Duration::ZERO;
     let mut in_flight = 0u32;
-    let mut per_broker: Vec<u32> = vec![0; brokers];
+    let mut per_broker: Vec<u32> = vec![0; lanes.len()];
+    let lane = |broker: &str| lanes.iter().position(|l| l.address == broker).expect("a lane for every broker");
     for e in events {
-        assert!(e.at() >= last, "time went backwards at {e:?}");
-        last = e.at();
-        match e {
-            SimEvent::Connect { broker, .. } => {
+        assert!(e.elapsed >= last, "time went backwards at {e:?}");
+        last = e.elapsed;
+        match &e.kind {
+            EventKind::Started { broker, .. } => {
                 in_flight += 1;
-                per_broker[broker.0 as usize] += 1;
+                per_broker[lane(broker)] += 1;
                 assert!(in_flight <= max_in_flight, "throttle exceeded\n{}", show());
-                assert!(per_broker[broker.0 as usize] <= 1, "two attempts on {broker:?} at once\n{}", show());
+                assert!(per_broker[lane(broker)] <= 1, "two attempts on {broker} at once\n{}", show());
             }
-            SimEvent::Cancel { broker, .. } | SimEvent::Done { broker, .. } | SimEvent::Failed { broker, .. } => {
+            EventKind::Cancelled { broker, .. } | EventKind::Won { broker, .. } | EventKind::Failed { broker, .. } => {
                 in_flight -= 1;
-                per_broker[broker.0 as usize] -= 1;
+                per_broker[lane(broker)] -= 1;
             }
             _ => {}
         }

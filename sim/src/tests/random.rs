@@ -54,7 +54,7 @@ fn random_scenarios_keep_every_invariant() {
             let r = run_cluster(&cluster, &scenario, &[Duration::ZERO, ms(1), Duration::from_secs(70)]);
             assert_eq!(r.error, None, "{}", r.render_summary());
             assert!(r.refreshes.iter().all(|r| r.end.is_some()), "{}", r.render_summary());
-            check_events(&r.events, config.fanout.max_in_flight, r.lanes.len(), &|| r.render_summary());
+            check_events(&r.events, config.fanout.max_in_flight, &r.lanes, &|| r.render_summary());
         }
     }
 }

@@ -275,7 +275,8 @@ fn scenario_serde_defaults_and_addresses() {
 #[test]
 fn events_name_timer_kinds() {
     let report = run(&RefreshConfig::adaptive(), &example_scenario());
-    assert!(report.events.iter().any(|e| matches!(e, SimEvent::Timer { kind: Some(stagger::TimerKind::Stagger), .. })));
+    let stagger = stagger::TimerKind::Stagger;
+    assert!(report.events.iter().any(|e| e.kind == EventKind::Timer { timer: stagger }));
     let text: String = serde_json::to_string(&report.events).unwrap();
-    assert!(text.contains(r#""type":"timer""#) && text.contains(r#""kind":"stagger""#), "{text}");
+    assert!(text.contains(r#""event":"timer","timer":"stagger""#), "{text}");
 }

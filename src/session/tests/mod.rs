@@ -300,6 +300,32 @@ fn a_give_up_carries_every_brokers_error() {
     assert_eq!(s.open_connections().count(), 0);
 }
 
+/// An observing session's refresh that gives up says so last, after every attempt's
+/// failure, timed from the refresh's start.
+#[test]
+fn an_observing_session_ends_a_give_up_with_its_reason() {
+    use crate::report::EventKind;
+    let mut s = session(SessionConfig { observe: true, ..config() });
+    s.request_refresh(ms(0));
+    let mut all = Vec::new();
+    for t in 1..4 {
+        all.extend(actions(&mut s));
+        for (conn, _) in dials(&all) {
+            s.handle_event(ms(t), Event::IoError { conn, error: AttemptError::new(ErrorKind::Refused) });
+        }
+    }
+    let _ = actions(&mut s);
+    let events: Vec<_> = core::iter::from_fn(|| s.poll_event()).collect();
+    let failed = events.iter().filter(|e| matches!(e.kind, EventKind::Failed { .. })).count();
+    assert_eq!(failed, 2, "{events:#?}");
+    let last = events.last().expect("events");
+    assert!(
+        matches!(last.kind, EventKind::GaveUp { reason: crate::GiveUpReason::AllFailed { passes: 1 } }),
+        "{events:#?}"
+    );
+    assert!(last.elapsed <= Duration::from_millis(3), "{last:?}");
+}
+
 #[test]
 fn resolution_is_an_action_and_its_answer_an_event() {
     let book = BrokerBook::resolving(["kafka.example:9092"]).unwrap();

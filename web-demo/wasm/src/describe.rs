@@ -4,8 +4,8 @@
 //! Why in Rust: the wording then comes from the core's own `Display` impls (errors, give-up
 //! reasons), so the page says exactly what the CLI says.
 
+use stagger::report::{Event, EventKind};
 use stagger::{AttemptId, BrokerIndex, CancelReason, Command, GiveUpReason, TimerKind};
-use stagger_sim::SimEvent;
 
 /// Display names for broker addresses: the host alone when every broker listens on the same
 /// port (`broker-0`), the whole `host:port` otherwise (`127.0.0.1:9093`).
@@ -31,15 +31,14 @@ fn attempt(a: AttemptId) -> String {
 }
 
 /// The short name of a timer, as drawn on the timeline.
-pub fn timer_name(kind: Option<TimerKind>) -> &'static str {
+pub fn timer_name(kind: TimerKind) -> &'static str {
     match kind {
-        Some(TimerKind::Stagger) => "stagger delay elapsed",
-        Some(TimerKind::Spread) => "spread: the tick's next attempt",
-        Some(TimerKind::AttemptTimeout) => "attempt timeout",
-        Some(TimerKind::Backoff) => "backoff over: next pass",
-        Some(TimerKind::Deadline) => "deadline",
-        Some(other) => other.name(),
-        None => "periodic refresh",
+        TimerKind::Stagger => "stagger delay elapsed",
+        TimerKind::Spread => "spread: the tick's next attempt",
+        TimerKind::AttemptTimeout => "attempt timeout",
+        TimerKind::Backoff => "backoff over: next pass",
+        TimerKind::Deadline => "deadline",
+        other => other.name(),
     }
 }
 
@@ -65,34 +64,40 @@ fn give_up(reason: GiveUpReason) -> String {
     format!("gave up: {reason}")
 }
 
-/// One simulator event in words. `addresses` are the report's lanes' addresses.
-pub fn sim_event(e: &SimEvent, addresses: &[String]) -> String {
+/// The core's events in words, one line each, for the page's event log. An event names its
+/// broker by address; `addresses` are the lanes' (a broker among them goes by its lane's
+/// name, any other by its address).
+pub fn events(events: &[Event], addresses: &[String]) -> Vec<String> {
     let names = lane_names(addresses);
-    match e {
-        SimEvent::Connect { attempt: a, broker, .. } => format!("start {} → {}", attempt(*a), name(*broker, &names)),
-        SimEvent::Cancel { attempt: a, broker, reason, .. } => {
-            format!("cancel {} on {} ({})", attempt(*a), name(*broker, &names), reason)
-        }
-        SimEvent::Done { attempt: a, broker, .. } => {
-            format!("done: metadata from {} ({})", name(*broker, &names), attempt(*a))
-        }
-        SimEvent::GiveUp { reason, .. } => give_up(*reason),
-        SimEvent::Connected { attempt: a, broker, .. } => {
-            format!("{} connected to {}", attempt(*a), name(*broker, &names))
-        }
-        SimEvent::Answered { attempt: a, broker, .. } => {
-            format!("{} answered ← {} (first answer: alive)", attempt(*a), name(*broker, &names))
-        }
-        SimEvent::Response { attempt: a, broker, .. } => {
-            format!("{} metadata ← {}", attempt(*a), name(*broker, &names))
-        }
-        SimEvent::Failed { attempt: a, broker, error, .. } => {
-            format!("{} failed on {}: {error}", attempt(*a), name(*broker, &names))
-        }
-        SimEvent::Timer { kind, .. } => format!("timer: {}", timer_name(*kind)),
-        SimEvent::Request { epoch, .. } => format!("application asks for metadata (refresh {epoch})"),
-        SimEvent::Rebootstrapped { .. } => "rebootstrap: back to the seed brokers".to_string(),
-    }
+    let name = |broker: &str| {
+        let lane = addresses.iter().position(|a| a.eq_ignore_ascii_case(broker));
+        lane.map_or_else(|| broker.to_string(), |i| names[i].clone())
+    };
+    events
+        .iter()
+        .map(|e| match &e.kind {
+            EventKind::Started { attempt: a, broker } => format!("{} started → {}", attempt(*a), name(broker)),
+            EventKind::Resolved { attempt: a, broker, addresses } => {
+                format!("{} resolved {} to {} addresses", attempt(*a), name(broker), addresses.len())
+            }
+            EventKind::Connected { attempt: a, broker } => format!("{} connected to {}", attempt(*a), name(broker)),
+            EventKind::Answered { attempt: a, broker } => {
+                format!("{} answered ← {} (first answer: alive)", attempt(*a), name(broker))
+            }
+            EventKind::Failed { attempt: a, broker, error } => {
+                format!("{} failed on {}: {error}", attempt(*a), name(broker))
+            }
+            EventKind::Cancelled { attempt: a, broker, reason } => {
+                format!("{} cancelled on {} ({reason})", attempt(*a), name(broker))
+            }
+            EventKind::Won { attempt: a, broker } => format!("{} won: metadata from {}", attempt(*a), name(broker)),
+            EventKind::Timer { timer } => format!("timer: {}", timer_name(*timer)),
+            EventKind::GaveUp { reason } => give_up(*reason),
+            EventKind::Requested { epoch } => format!("application asks for metadata (refresh {epoch})"),
+            EventKind::RefreshDue => "timer: periodic refresh".to_string(),
+            EventKind::Rebootstrapped => "rebootstrap: back to the seed brokers".to_string(),
+        })
+        .collect()
 }
 
 /// One command in words (for the replay verdict); metadata is summarised, not dumped.

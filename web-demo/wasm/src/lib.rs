@@ -48,7 +48,7 @@ pub fn vocabulary() -> String {
         .map(|r| (r.name().to_string(), json!({ "text": r.to_string(), "help": describe::cancel_help(*r) })))
         .collect();
     let timers: serde_json::Map<String, Value> =
-        stagger::TimerKind::ALL.iter().map(|t| (t.name().to_string(), json!(describe::timer_name(Some(*t))))).collect();
+        stagger::TimerKind::ALL.iter().map(|t| (t.name().to_string(), json!(describe::timer_name(*t)))).collect();
     json!({ "cancel_reasons": cancel, "timers": timers }).to_string()
 }
 
@@ -124,12 +124,29 @@ pub fn validate(config_json: &str) -> String {
     }
 }
 
+/// The core's events (`stagger::report::Event`, as JSON: a simulation's or a replay's
+/// `report.events`, or the browser adapter's live ones) in words, one line each, for the
+/// event log; `addresses_json` lists the lanes' addresses, which name the brokers. Answers a
+/// JSON array of strings, or `{"error"}`.
+///
+/// Why one function for every mode: Simulate, Replay and Live read the same events, so they
+/// word them the same.
+#[wasm_bindgen]
+pub fn describe_events(events_json: &str, addresses_json: &str) -> String {
+    let events = serde_json::from_str::<Vec<stagger::report::Event>>(events_json).map_err(|e| format!("events: {e}"));
+    let addresses = serde_json::from_str::<Vec<String>>(addresses_json).map_err(|e| format!("addresses: {e}"));
+    match events.and_then(|events| Ok((events, addresses?))) {
+        Ok((events, addresses)) => json!(describe::events(&events, &addresses)).to_string(),
+        Err(e) => json!({ "error": e }).to_string(),
+    }
+}
+
 /// Runs one refresh with `config` against `scenario` in virtual time.
 ///
-/// Answers `{"report": Report, "summary", "timeline", "give_up", "event_text": [..]}`:
-/// the core's report (lanes, spans, events, trace) plus the human text the page shows next
-/// to it (the core's own `summary()`/`render_timeline()` and `RefreshError`'s `Display`, so
-/// the page and the CLI word things identically).
+/// Answers `{"report": Report, "summary", "timeline", "give_up"}`: the core's report (lanes,
+/// spans, the core's events, trace) plus the human text the page shows next to it (the
+/// core's own `summary()`/`render_timeline()` and `RefreshError`'s `Display`, so the page and
+/// the CLI word things identically; the events' words come from [`describe_events`]).
 #[wasm_bindgen]
 pub fn simulate(scenario_json: &str, config_json: &str) -> String {
     let (scenario, config) = match parse_inputs(scenario_json, config_json) {
@@ -142,14 +159,11 @@ pub fn simulate(scenario_json: &str, config_json: &str) -> String {
         Outcome::Aborted { error, .. } => Some(error.to_string()),
         Outcome::Done { .. } => None,
     };
-    let addresses: Vec<String> = report.lanes.iter().map(|l| l.address.clone()).collect();
-    let event_text: Vec<String> = report.events.iter().map(|e| describe::sim_event(e, &addresses)).collect();
     json!({
         "report": report,
         "summary": report.summary(),
         "timeline": report.render_timeline(),
         "give_up": give_up,
-        "event_text": event_text,
     })
     .to_string()
 }
@@ -224,7 +238,8 @@ fn run_series(scenario: &Scenario, series: &Series, seeds: u32, base: u64) -> Se
 /// Replays a trace (as written by `stagger metadata --trace FILE`) through the core.
 ///
 /// Answers `{"verdict": "match" | "diverges" | "invalid", …}` with the divergence (if any)
-/// and a report-shaped view (lanes, spans, events) the page draws like a simulation.
+/// and a report-shaped view (lanes, spans, the core's events) the page draws like a
+/// simulation.
 #[wasm_bindgen]
 pub fn replay(trace_json: &str) -> String {
     replay_trace(trace_json).to_string()

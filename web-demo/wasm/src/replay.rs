@@ -4,17 +4,17 @@
 //! fresh [`Refresh`] fed the recorded inputs emits exactly the recorded commands. Then the
 //! trace is played back step by step through another fresh [`Refresh`]: every recorded
 //! input and timeout goes in at its recorded time, and what the core answers *now* becomes
-//! the lanes and spans on screen. When the replay matches, that is the recorded refresh;
+//! the lanes and spans on screen, and the core's events (the ones a live view reads). When the replay matches, that is the recorded refresh;
 //! when it diverges, the page shows what today's core does with yesterday's inputs, and
 //! where the two part.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use stagger::ErrorKind;
-use stagger::{AttemptError, AttemptId, BrokerIndex, CancelReason, Command, Input, Instant, Refresh};
+use stagger::report::{Event, EventKind};
+use stagger::{AttemptError, AttemptId, BrokerIndex, Command, Input, Instant, Refresh};
 use stagger::{Trace, TraceEvent, TRACE_VERSION};
-use stagger_sim::{Lane, Outcome, Report, SimError, SimEvent, Span, SpanOutcome};
+use stagger_sim::{cancel_ending, Lane, Outcome, Report, SimError, Span, SpanOutcome};
 
 use crate::describe;
 
@@ -69,14 +69,12 @@ pub fn replay_trace(trace_json: &str) -> Value {
         }
     }
     let (report, finished) = play_back(&trace);
-    let event_text: Vec<String> = report.events.iter().map(|e| describe::sim_event(e, &addresses)).collect();
     answer["finished"] = json!(finished);
     answer["summary"] = json!(report.summary());
     answer["give_up"] = match &report.outcome {
         Outcome::GiveUp { error, .. } => json!(error.to_string()),
         _ => Value::Null,
     };
-    answer["event_text"] = json!(event_text);
     answer["report"] = json!(report);
     answer
 }
@@ -112,12 +110,16 @@ fn play_back(trace: &Trace) -> (Report, bool) {
         match event {
             TraceEvent::Input { at, input } => {
                 now = now.max(relative(*at));
-                view.input(now, input);
-                refresh.handle_input(*at, input.clone());
+                if refresh.handle_input(*at, input.clone()).is_applied() {
+                    view.input(now, input);
+                }
             }
             TraceEvent::Timeout { at, timer } => {
                 now = now.max(relative(*at));
-                view.events.push(SimEvent::Timer { at: now, kind: *timer });
+                // A call with no timer due does nothing, and says nothing.
+                if let Some(timer) = *timer {
+                    view.record(now, EventKind::Timer { timer });
+                }
                 refresh.handle_timeout(*at);
             }
             TraceEvent::Command { .. } => continue,
@@ -136,7 +138,7 @@ struct View {
     spans: BTreeMap<AttemptId, (usize, usize)>,
     /// Why an attempt's answer was rejected, until the core's `Cancel(Rejected)` arrives.
     rejections: BTreeMap<AttemptId, AttemptError>,
-    events: Vec<SimEvent>,
+    events: Vec<Event>,
 }
 
 impl View {
@@ -149,54 +151,74 @@ impl View {
         View { lanes, spans: BTreeMap::new(), rejections: BTreeMap::new(), events: Vec::new() }
     }
 
+    /// Logs `kind` as happening at `at` (since the trace's start).
+    fn record(&mut self, at: Instant, kind: EventKind) {
+        self.events.push(Event { elapsed: at.saturating_since(Instant::ZERO), kind });
+    }
+
     fn span_mut(&mut self, attempt: AttemptId) -> Option<&mut Span> {
         let &(lane, i) = self.spans.get(&attempt)?;
         self.lanes.get_mut(lane)?.spans.get_mut(i)
     }
 
-    fn broker_of(&self, attempt: AttemptId) -> BrokerIndex {
-        self.spans.get(&attempt).map_or(BrokerIndex(u32::MAX), |&(lane, _)| self.lanes[lane].broker)
+    /// The address of the broker an attempt went to (empty if the attempt is unknown).
+    fn address_of(&self, attempt: AttemptId) -> String {
+        self.spans.get(&attempt).map_or_else(String::new, |&(lane, _)| self.lanes[lane].address.clone())
     }
 
-    /// A recorded input, as the adapter reported it (inputs for attempts the core had already
-    /// ended are drawn in the log but leave the spans alone, as the core ignores them).
+    /// The lane of `broker`: the trace's book's, or one added for an address the refresh
+    /// learnt by resolving a name.
+    fn lane(&mut self, refresh: &Refresh, broker: BrokerIndex) -> Option<usize> {
+        if let Some(lane) = self.lanes.iter().position(|l| l.broker == broker) {
+            return Some(lane);
+        }
+        let (first, learned) = refresh.learned();
+        let entry = learned.get(broker.0.checked_sub(first.0)? as usize)?;
+        let address = entry.address.to_string();
+        self.lanes.push(Lane { broker, address, behavior: None, spans: Vec::new() });
+        Some(self.lanes.len() - 1)
+    }
+
+    /// A recorded input the core applied, as a live view shows it (an answer says nothing:
+    /// the core's `Won`, or its rejection, follows).
     fn input(&mut self, at: Instant, input: &Input) {
         let attempt = input.attempt();
-        let broker = self.broker_of(attempt);
-        let live = self.span_mut(attempt).is_some_and(|s| s.end.is_none());
-        match input {
+        let broker = self.address_of(attempt);
+        let kind = match input {
             Input::Connected { .. } => {
-                self.events.push(SimEvent::Connected { at, attempt, broker });
-                if let Some(span) = self.span_mut(attempt).filter(|_| live) {
+                if let Some(span) = self.span_mut(attempt) {
                     span.connected_at.get_or_insert(at);
                 }
+                EventKind::Connected { attempt, broker }
             }
             Input::FirstFrame { .. } => {
-                self.events.push(SimEvent::Answered { at, attempt, broker });
-                if let Some(span) = self.span_mut(attempt).filter(|_| live) {
+                if let Some(span) = self.span_mut(attempt) {
                     span.first_frame_at.get_or_insert(at);
                 }
+                EventKind::Answered { attempt, broker }
             }
             Input::Response { metadata, .. } => {
-                self.events.push(SimEvent::Response { at, attempt, broker });
                 if let Some(error) = metadata.rejection() {
                     self.rejections.insert(attempt, error);
                 }
+                return;
             }
             Input::Resolved { addresses, .. } => {
-                if let Some(span) = self.span_mut(attempt).filter(|_| live) {
+                if let Some(span) = self.span_mut(attempt) {
                     span.end = Some(at);
                     span.outcome = SpanOutcome::Resolved { addresses: addresses.len() as u32 };
                 }
+                EventKind::Resolved { attempt, broker, addresses: addresses.clone() }
             }
             Input::Failed { error, .. } => {
-                self.events.push(SimEvent::Failed { at, attempt, broker, error: error.clone() });
-                if let Some(span) = self.span_mut(attempt).filter(|_| live) {
+                if let Some(span) = self.span_mut(attempt) {
                     span.end = Some(at);
                     span.outcome = SpanOutcome::Failed { reason: error.to_string(), kind: error.kind };
                 }
+                EventKind::Failed { attempt, broker, error: error.clone() }
             }
-        }
+        };
+        self.record(at, kind);
     }
 
     /// Carries out (on screen) every command the core has queued.
@@ -206,9 +228,8 @@ impl View {
             match command {
                 // A lookup is an attempt on its name's lane, like a connection.
                 Command::Connect { attempt, broker } | Command::Resolve { attempt, broker } => {
-                    self.events.push(SimEvent::Connect { at, attempt, broker });
                     let info = refresh.attempt(attempt).copied();
-                    if let Some(lane) = self.lanes.iter().position(|l| l.broker == broker) {
+                    if let Some(lane) = self.lane(refresh, broker) {
                         self.spans.insert(attempt, (lane, self.lanes[lane].spans.len()));
                         self.lanes[lane].spans.push(Span {
                             attempt,
@@ -222,37 +243,28 @@ impl View {
                             partner: info.is_some_and(|i| i.partner),
                         });
                     }
+                    let broker = self.address_of(attempt);
+                    self.record(at, EventKind::Started { attempt, broker });
                 }
                 Command::Cancel { attempt, reason } => {
-                    let broker = self.broker_of(attempt);
-                    self.events.push(SimEvent::Cancel { at, attempt, broker, reason });
+                    let broker = self.address_of(attempt);
                     let rejection = self.rejections.remove(&attempt);
+                    let connected = self.span_mut(attempt).is_some_and(|s| s.connected_at.is_some());
+                    let timed_out = AttemptError::timed_out(refresh.resolves(attempt), connected);
+                    let (ending, kind) = cancel_ending(attempt, broker, reason, timed_out, rejection);
                     if let Some(span) = self.span_mut(attempt).filter(|s| s.end.is_none()) {
                         span.end = Some(at);
-                        span.outcome = match reason {
-                            // As the simulator draws them: the core counts these as failures.
-                            CancelReason::TimedOut => {
-                                let kind = if span.connected_at.is_some() {
-                                    ErrorKind::ResponseTimeout
-                                } else {
-                                    ErrorKind::ConnectTimeout
-                                };
-                                SpanOutcome::Failed { reason: kind.to_string(), kind }
-                            }
-                            CancelReason::Rejected => {
-                                let error = rejection.unwrap_or_else(|| AttemptError::new(ErrorKind::Protocol));
-                                SpanOutcome::Failed { reason: error.to_string(), kind: error.kind }
-                            }
-                            reason => SpanOutcome::Cancelled { reason },
-                        };
+                        span.outcome = ending;
                     }
+                    self.record(at, kind);
                 }
                 Command::Done { attempt, broker, .. } => {
-                    self.events.push(SimEvent::Done { at, attempt, broker });
                     if let Some(span) = self.span_mut(attempt) {
                         span.end = Some(at);
                         span.outcome = SpanOutcome::Won;
                     }
+                    let address = self.address_of(attempt);
+                    self.record(at, EventKind::Won { attempt, broker: address });
                     outcome = Some(Outcome::Done {
                         winner: broker,
                         attempt,
@@ -260,7 +272,7 @@ impl View {
                     });
                 }
                 Command::GiveUp(error) => {
-                    self.events.push(SimEvent::GiveUp { at, reason: error.reason });
+                    self.record(at, EventKind::GaveUp { reason: error.reason });
                     outcome = Some(Outcome::GiveUp { error, at });
                 }
             }

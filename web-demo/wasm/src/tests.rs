@@ -6,7 +6,9 @@ use serde_json::{json, Value};
 use stagger::RefreshConfig;
 use stagger_sim::{run_refresh, BrokerBehavior, Scenario};
 
-use super::{compare, describe, knob_values, knobs, presets, replay, set_knobs, simulate, validate, vocabulary};
+use super::{
+    compare, describe, describe_events, knob_values, knobs, presets, replay, set_knobs, simulate, validate, vocabulary,
+};
 
 fn parse(s: String) -> Value {
     serde_json::from_str(&s).expect("every answer is JSON")
@@ -15,6 +17,13 @@ fn parse(s: String) -> Value {
 fn hung_first() -> Scenario {
     let healthy = BrokerBehavior::Healthy { rtt: Duration::from_millis(5) };
     Scenario::from_behaviors([BrokerBehavior::Hung, healthy.clone(), healthy])
+}
+
+/// The log's lines for a report's events, as the page asks for them.
+fn event_text(report: &Value) -> Vec<String> {
+    let addresses: Vec<&Value> = report["lanes"].as_array().unwrap().iter().map(|l| &l["address"]).collect();
+    let text = parse(describe_events(&report["events"].to_string(), &json!(addresses).to_string()));
+    serde_json::from_value(text).expect("a line per event")
 }
 
 fn fixture(name: &str) -> String {
@@ -81,14 +90,15 @@ fn simulate_hung_first_broker_hedges_after_the_stagger_delay() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["type"] == "timer" && e["kind"] == "stagger")
+        .find(|e| e["event"] == "timer" && e["timer"] == "stagger")
         .expect("a stagger tick");
     let second = &report["lanes"][1]["spans"][0];
-    assert_eq!(second["start"], stagger_tick["at"]);
     let start = second["start"].as_u64().unwrap();
+    assert_eq!(stagger_tick["elapsed_ms"].as_f64(), Some(start as f64 / 1000.0), "the tick starts the second");
     assert!((400_000..=500_000).contains(&start), "second attempt at {start} µs, jitter 0.2 of 500 ms");
     assert_eq!(second["outcome"]["type"], "won");
-    assert_eq!(answer["event_text"].as_array().unwrap().len(), report["events"].as_array().unwrap().len());
+    assert_eq!(event_text(report).len(), report["events"].as_array().unwrap().len());
+    assert_eq!(report["events"].as_array().unwrap().last().unwrap()["event"], "won");
     assert!(answer["summary"].as_str().unwrap().starts_with("metadata in"));
 }
 
@@ -118,11 +128,11 @@ fn simulate_adaptive_answering_overtakes_the_silent_attempts() {
         assert_eq!(span(lane)["end"], 27_000, "lane {lane} ends at the first answer");
         assert_eq!(span(lane)["outcome"], json!({ "type": "cancelled", "reason": "overtaken" }), "lane {lane}");
     }
-    let text: Vec<&str> = answer["event_text"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-    let answered = text.iter().position(|t| *t == "#1 answered ← broker-1 (first answer: alive)").expect("{text:?}");
-    assert_eq!(text[answered + 1], "cancel #0 on broker-0 (overtaken)", "{text:?}");
-    assert_eq!(text[answered + 2], "cancel #2 on broker-2 (overtaken)", "{text:?}");
-    assert!(text.contains(&"#1 metadata ← broker-1"), "{text:?}");
+    let text = event_text(report);
+    let answered = text.iter().position(|t| t == "#1 answered ← broker-1 (first answer: alive)").expect("{text:?}");
+    assert_eq!(text[answered + 1], "#0 cancelled on broker-0 (overtaken)", "{text:?}");
+    assert_eq!(text[answered + 2], "#2 cancelled on broker-2 (overtaken)", "{text:?}");
+    assert_eq!(text.last().map(String::as_str), Some("#1 won: metadata from broker-1"), "{text:?}");
     // The trace replays to the same picture, answering phase included.
     let trace = serde_json::to_string(&report["trace"]).unwrap();
     let replayed = parse(replay(&trace));
@@ -130,7 +140,7 @@ fn simulate_adaptive_answering_overtakes_the_silent_attempts() {
     for lane in 0..3 {
         assert_eq!(replayed["report"]["lanes"][lane]["spans"], report["lanes"][lane]["spans"], "lane {lane}");
     }
-    assert_eq!(replayed["event_text"], answer["event_text"]);
+    assert_eq!(replayed["report"]["events"], report["events"]);
 }
 
 #[test]
@@ -279,4 +289,65 @@ fn describe_words_errors_and_give_up_reasons_as_the_core_displays_them() {
     assert_eq!(broker(r#", "last_error": {"kind": {"kind": "refused"}}"#), json!("connection refused"));
     let untried = describe("broker_failure", r#"{"broker": 1, "address": "b:1", "attempts": 0, "last_error": null}"#);
     assert_eq!(parse(untried), json!("not tried"));
+}
+
+#[test]
+fn describe_events_words_any_mode_s_events_and_names_brokers_by_lane() {
+    // As the browser adapter hands them over: a broker among the lanes goes by its lane's
+    // name, one that is not by its address.
+    let events = json!([
+        { "elapsed_ms": 0.0, "event": "started", "attempt": { "epoch": 1, "number": 0 }, "broker": "b-0:9092" },
+        { "elapsed_ms": 1.5, "event": "failed", "attempt": { "epoch": 1, "number": 0 }, "broker": "b-0:9092",
+          "error": { "kind": { "kind": "refused" } } },
+        { "elapsed_ms": 2.0, "event": "started", "attempt": { "epoch": 1, "number": 1 }, "broker": "other:9093" },
+        { "elapsed_ms": 3.0, "event": "timer", "timer": "backoff" },
+        { "elapsed_ms": 4.0, "event": "gave_up", "reason": { "all_failed": { "passes": 1 } } },
+    ]);
+    let text = parse(describe_events(&events.to_string(), &json!(["b-0:9092", "b-1:9092"]).to_string()));
+    assert_eq!(
+        text,
+        json!([
+            "#0 started → b-0",
+            "#0 failed on b-0: connection refused",
+            "#1 started → other:9093",
+            "timer: backoff over: next pass",
+            "gave up: every broker failed in 1 pass",
+        ])
+    );
+    assert!(parse(describe_events("[{}]", "[]"))["error"].as_str().unwrap().starts_with("events:"));
+    assert!(parse(describe_events("[]", "{}"))["error"].as_str().unwrap().starts_with("addresses:"));
+}
+
+#[test]
+fn a_replayed_lookup_ends_on_its_names_lane_and_the_address_it_found_gets_its_own() {
+    use stagger::{BrokerBook, Command, Input, Instant, Recorder};
+    let book = BrokerBook::resolving(["kafka.example:9092"]).unwrap();
+    let mut rec = Recorder::new(&RefreshConfig::default(), &book, Instant::ZERO, "test").unwrap();
+    let commands = |rec: &mut Recorder, at: Instant| core::iter::from_fn(|| rec.poll_command(at)).collect::<Vec<_>>();
+    let [Command::Resolve { attempt: lookup, .. }] = commands(&mut rec, Instant::ZERO)[..] else { panic!() };
+    let addresses = vec!["10.0.0.1:9092".parse().unwrap(), "10.0.0.2:9092".parse().unwrap()];
+    let at = Instant::from_millis(1);
+    rec.handle_input(at, Input::Resolved { attempt: lookup, addresses });
+    let [Command::Connect { attempt, .. }] = commands(&mut rec, at)[..] else { panic!() };
+    rec.handle_input(Instant::from_millis(2), Input::Connected { attempt, tls: false });
+    let metadata = stagger_sim::Scenario::standard_metadata(1);
+    rec.handle_input(Instant::from_millis(3), Input::Response { attempt, metadata });
+    assert!(commands(&mut rec, Instant::from_millis(3)).iter().any(|c| matches!(c, Command::Done { .. })));
+    let answer = parse(replay(&serde_json::to_string(&rec.into_trace()).unwrap()));
+    assert_eq!((answer["verdict"].as_str(), answer["finished"].as_bool()), (Some("match"), Some(true)), "{answer}");
+    let report = &answer["report"];
+    let lanes: Vec<&str> = report["lanes"].as_array().unwrap().iter().map(|l| l["address"].as_str().unwrap()).collect();
+    assert_eq!(lanes, ["kafka.example:9092", "10.0.0.1:9092"]);
+    assert_eq!(report["lanes"][0]["spans"][0]["outcome"], json!({ "type": "resolved", "addresses": 2 }));
+    assert_eq!(report["lanes"][1]["spans"][0]["outcome"]["type"], "won");
+    assert_eq!(
+        event_text(report),
+        [
+            "#0 started → kafka.example",
+            "#0 resolved kafka.example to 2 addresses",
+            "#1 started → 10.0.0.1",
+            "#1 connected to 10.0.0.1",
+            "#1 won: metadata from 10.0.0.1",
+        ]
+    );
 }

@@ -131,8 +131,7 @@ export type TimerKind = "stagger" | "spread" | "attempt_timeout" | "backoff" | "
 /** What happened during a refresh, as it happened: the core's live events (`stagger::report::Event`),
  *  the very ones the CLI's live view and the Rust adapters report. `elapsed_ms` counts from the
  *  start of the refresh; `broker` is the bridge's `host:port` (the bootstrap URL's). A refresh's
- *  last event is `won` when it succeeded; a failed one ends in `failed` and `cancelled` events and
- *  the promise's rejection. */
+ *  last event is `won` when it succeeded, `gave_up` when it failed (then the promise rejects). */
 export type RefreshEvent = { elapsed_ms: number } & (
   /** The policy started an attempt; then `connected` (the socket opened), `answered` (the broker's
    *  first answer, ApiVersions: it is alive), and one of `won`, `failed`, `cancelled`. */
@@ -141,7 +140,9 @@ export type RefreshEvent = { elapsed_ms: number } & (
   | { event: "cancelled"; attempt: AttemptId; broker: string; reason: CancelReason }
   | { event: "resolved"; attempt: AttemptId; broker: string; addresses: string[] }
   /** One of the policy's timers fired; what follows is what the policy did about it. */
-  | { event: "timer"; timer: TimerKind });
+  | { event: "timer"; timer: TimerKind }
+  /** The refresh gave up, and why: its last event. */
+  | { event: "gave_up"; reason: GiveUpReason });
 
 /** One attempt, start to end (`stagger::report::AttemptReport`, the CLI's `--json` attempt rows):
  *  times in ms since the refresh started. */
