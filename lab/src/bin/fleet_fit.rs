@@ -19,11 +19,11 @@
 //!
 //! ```text
 //! R=docs/performance/real
-//! for i in 5 6; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
-//! for i in 5 6; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//! for i in 7 8; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
+//! for i in 7 8; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
-//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-5.json \
-//!     --real $R/fleet-real-plain-6.json --real $R/fleet-real-sasl-5.json --real $R/fleet-real-sasl-6.json \
+//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-7.json \
+//!     --real $R/fleet-real-plain-8.json --real $R/fleet-real-sasl-7.json --real $R/fleet-real-sasl-8.json \
 //!     --out docs/performance/fleet-vs-real.md
 //! ```
 //!
