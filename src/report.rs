@@ -45,6 +45,7 @@ pub struct Event {
 /// The kinds of [`Event`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EventKind {
     /// The policy started an attempt against `broker` (a connection, a kept connection, or
     /// a name lookup).

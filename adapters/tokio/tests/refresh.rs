@@ -176,11 +176,7 @@ async fn the_winning_attempt_reports_its_first_answer_between_connected_and_the_
                 | EventKind::Cancelled { attempt, .. }
                 | EventKind::Resolved { attempt, .. }
                 | EventKind::Won { attempt, .. } => *attempt == winner.attempt,
-                EventKind::Timer { .. }
-                | EventKind::GaveUp { .. }
-                | EventKind::Requested { .. }
-                | EventKind::RefreshDue
-                | EventKind::Rebootstrapped => false,
+                _ => false,
             })
             .collect();
         let kinds: Vec<&str> = of_winner

@@ -96,6 +96,11 @@ pub fn events(events: &[Event], addresses: &[String]) -> Vec<String> {
             EventKind::Requested { epoch } => format!("application asks for metadata (refresh {epoch})"),
             EventKind::RefreshDue => "timer: periodic refresh".to_string(),
             EventKind::Rebootstrapped => "rebootstrap: back to the seed brokers".to_string(),
+            // A kind newer than this page: its name, as the core's JSON writes it.
+            other => serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.get("event").and_then(|n| n.as_str()).map(str::to_owned))
+                .unwrap_or_else(|| "event".to_string()),
         })
         .collect()
 }
