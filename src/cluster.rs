@@ -27,7 +27,6 @@ mod settle;
 pub use cause::RefreshCause;
 pub use event::ClusterEvent;
 pub use keeping::Drain;
-use keeping::KEPT_INLINE;
 
 /// A long-lived client's view of the cluster: cached metadata, single-flight refresh,
 /// periodic refresh, rebootstrap and the hedge budget.
@@ -92,7 +91,7 @@ pub struct Cluster {
     /// The brokers whose connections the adapter keeps idle (after `Keep` or
     /// [`Cluster::keep_spare`], until `Reuse`, `Release` or the adapter says it closed),
     /// the latest winner's first; at most one per broker.
-    kept: SmallVec<[BrokerIndex; KEPT_INLINE]>,
+    kept: SmallVec<[BrokerIndex; keeping::KEPT_INLINE]>,
     /// The client's home ([`Cluster::keep_first_choice`]): refreshes ask it first while kept.
     home: Option<BrokerIndex>,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).

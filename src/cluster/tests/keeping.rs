@@ -304,16 +304,9 @@ fn a_first_choice_displaces_a_plain_spare_not_the_winner() {
 /// costs the broker a handshake (and a SASL exchange) it would pay for nothing.
 #[test]
 fn a_tick_that_reuses_a_spare_opens_no_connection_beside_it() {
-    let mut cluster = Cluster::new(ClusterConfig::default(), BrokerBook::new(["a:9092"]).unwrap(), ms(0)).unwrap();
-    cluster.request_refresh(ms(0));
-    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
     // A cold start's slow handshake (30 ms) is what the cluster learns of this network:
     // ticks spread only where a handshake fits twice in their share.
-    cluster.handle_input(ms(30), Input::Connected { attempt, tls: true });
-    cluster.handle_input(ms(31), Input::FirstFrame { attempt });
-    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b"), (3, "c")]);
-    cluster.handle_input(ms(32), Input::Response { attempt, metadata: answer.clone() });
-    events(&mut cluster);
+    let (mut cluster, answer) = slow_cold_start();
     let (a, b) = (broker(&cluster, "a:9092"), broker(&cluster, "b:9092"));
     assert!(cluster.keep_spare(b));
     assert_eq!(cluster.kept_brokers(), [a, b]);
@@ -347,14 +340,7 @@ fn a_tick_that_reuses_a_spare_opens_no_connection_beside_it() {
 /// a long-lived client sees handshakes mostly then, and its kept answers at every refresh.
 #[test]
 fn a_silent_kept_connection_is_suspected_on_kept_answers_not_on_a_slow_cold_start() {
-    let mut cluster = Cluster::new(ClusterConfig::default(), BrokerBook::new(["a:9092"]).unwrap(), ms(0)).unwrap();
-    cluster.request_refresh(ms(0));
-    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
-    cluster.handle_input(ms(30), Input::Connected { attempt, tls: true });
-    cluster.handle_input(ms(31), Input::FirstFrame { attempt });
-    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b"), (3, "c")]);
-    cluster.handle_input(ms(32), Input::Response { attempt, metadata: answer.clone() });
-    events(&mut cluster);
+    let (mut cluster, answer) = slow_cold_start();
     // Calm refreshes on the kept connection: first answers after 1 ms.
     for k in 1..=4u64 {
         let at = ms(k * 1_000);
@@ -373,4 +359,18 @@ fn a_silent_kept_connection_is_suspected_on_kept_answers_not_on_a_slow_cold_star
     // The floor (10 ms), jittered; twice the cold start's handshake would be 60 ms, capped
     // at `cold` (40 ms).
     assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
+}
+
+/// A default cluster over `a:9092` whose bootstrap over TLS took a 30 ms handshake (a cold
+/// start's queue) and discovered `a`, `b` and `c`; returns it and that metadata.
+fn slow_cold_start() -> (Cluster, Metadata) {
+    let mut cluster = Cluster::new(ClusterConfig::default(), BrokerBook::new(["a:9092"]).unwrap(), ms(0)).unwrap();
+    cluster.request_refresh(ms(0));
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    cluster.handle_input(ms(30), Input::Connected { attempt, tls: true });
+    cluster.handle_input(ms(31), Input::FirstFrame { attempt });
+    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b"), (3, "c")]);
+    cluster.handle_input(ms(32), Input::Response { attempt, metadata: answer.clone() });
+    events(&mut cluster);
+    (cluster, answer)
 }

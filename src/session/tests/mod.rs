@@ -19,6 +19,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 
 mod keeping;
 mod props;
+mod sasl;
 
 fn ms(millis: u64) -> Instant {
     Instant::from_millis(millis)
@@ -211,71 +212,6 @@ fn a_refused_broker_moves_on_at_once() {
     assert_eq!(dials(&next).len(), 1, "the next broker at once, not after the stagger: {next:?}");
     assert!(closes(&next).is_empty(), "the host dropped the refused one itself");
     assert!(!s.open_connections().any(|c| c == refused));
-}
-
-/// A SASL refresh: the nonce or token asked right after the `Dial`, the first request held
-/// until it comes.
-fn sasl_refresh(sasl: Sasl, fresh_tokens: bool, answer: impl FnOnce(ConnId) -> Event<'static>) -> Broker {
-    let exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
-    let mut s = session(SessionConfig { exchange, fresh_tokens, ..config() });
-    s.request_refresh(ms(0));
-    let first = actions(&mut s);
-    let [(conn, _)] = dials(&first)[..] else { panic!() };
-    assert!(matches!(first[1], Action::NeedNonce { conn: c } | Action::NeedToken { conn: c } if c == conn));
-    s.handle_event(ms(1), Event::Connected { conn });
-    assert_eq!(actions(&mut s), [], "the first request waits for the nonce or token");
-    s.handle_event(ms(1), answer(conn));
-    let sends = actions(&mut s);
-    let mut broker = Broker::default();
-    let all = serve(&mut s, ms(2), conn, &mut broker, sends);
-    assert_eq!(refreshed(&all), Some(1), "{all:?}");
-    broker
-}
-
-#[test]
-fn scram_takes_its_nonce_from_an_event() {
-    let sasl = Sasl::Scram { hash: ScramHash::Sha256, username: "alice".into(), password: Secret::new(PASSWORD) };
-    let broker = sasl_refresh(sasl, false, |conn| Event::Nonce { conn, bytes: [7; 18] });
-    let expected = [ApiKey::ApiVersions, ApiKey::SaslHandshake, ApiKey::SaslAuthenticate, ApiKey::SaslAuthenticate];
-    assert_eq!(broker.seen[..4], expected);
-    assert_eq!(broker.seen[4], ApiKey::Metadata);
-}
-
-#[test]
-fn oauthbearer_takes_a_fresh_token_from_an_event() {
-    let sasl = Sasl::OAuthBearer { token: Secret::new("stale") };
-    let broker = sasl_refresh(sasl, true, |conn| Event::Token { conn, token: Ok(Secret::new("fresh.jwt")) });
-    assert_eq!(broker.bearer, [b"n,,\x01auth=Bearer fresh.jwt\x01\x01".to_vec()]);
-}
-
-#[test]
-fn plain_needs_nothing_from_the_host() {
-    let exchange = ExchangeConfig {
-        sasl: Some(Sasl::Plain { username: "alice".into(), password: Secret::new(PASSWORD) }),
-        ..ExchangeConfig::default()
-    };
-    let mut s = session(SessionConfig { exchange, ..config() });
-    let mut broker = Broker::default();
-    healthy_refresh(&mut s, &mut broker);
-    assert_eq!(broker.seen.len(), 4, "ApiVersions, SaslHandshake, SaslAuthenticate, Metadata");
-    assert!(!alloc::format!("{s:?}").contains(PASSWORD), "no credential in Debug");
-}
-
-#[test]
-fn a_token_failure_fails_the_attempt_as_authentication() {
-    let exchange =
-        ExchangeConfig { sasl: Some(Sasl::OAuthBearer { token: Secret::new("x") }), ..ExchangeConfig::default() };
-    let mut s = session(SessionConfig { exchange, fresh_tokens: true, ..config() });
-    s.request_refresh(ms(0));
-    let [(conn, _)] = dials(&actions(&mut s))[..] else { panic!() };
-    s.handle_event(ms(1), Event::Token { conn, token: Err("idp down".into()) });
-    let after = actions(&mut s);
-    // Fatal: the refresh fails at once, its last action after the failed one's `Close`.
-    let close = after.iter().position(|a| *a == Action::Close { conn });
-    let failed = after.iter().position(|a| matches!(a, Action::RefreshFailed { .. }));
-    assert!(close.is_some() && close < failed, "{after:?}");
-    let record = s.cluster().current().or(s.last_refresh()).unwrap().attempts().next().unwrap().1;
-    assert_eq!(record.state, crate::refresh::AttemptState::Failed);
 }
 
 #[test]
