@@ -330,6 +330,7 @@ impl Cluster {
             handshake_hint: hint(&self.handshake_times),
             first_answer_hint: hint(&self.first_answer_times),
             kept_answer_hint: hint(&self.kept_answer_times),
+            kept_answer_typical: if adaptive { self.kept_answer_times.quantile(0.5) } else { None },
             cause,
             fit_candidates: true,
         };

@@ -202,7 +202,14 @@ impl Refresh {
         // A broker that never completed its handshake says nothing about the network: use
         // the cluster's recent handshakes, or — knowing nothing — assume the fired delay
         // (then the cold one) is long enough for a healthy broker to answer within a share.
+        // A kept connection's typical answer stands for the round trip there: whether the
+        // tick's first attempt typically answers within a share is a question of the usual
+        // case, not of the slowest answer the window still holds.
         let handshake = match info.connected_at {
+            Some(at) if info.reused_connection => {
+                let typical = self.kept_answer_typical.or(self.kept_answer_hint);
+                typical.map_or_else(|| self.handshake_of(info, at), |kept| self.handshake_of(info, at).min(kept))
+            }
             Some(at) => self.handshake_of(info, at),
             None => self.handshake_hint.unwrap_or(Duration::ZERO),
         };

@@ -58,6 +58,12 @@ pub struct RefreshContext {
     /// (reuse → the ApiVersions answer). A fresh connection's first answer may be a TLS
     /// handshake, far costlier than one request on an authenticated connection.
     pub kept_answer_hint: Option<Duration>,
+    /// The median of the same window: what a kept connection's answer typically takes. A
+    /// spread tick asks whether its first attempt will typically answer within a share of
+    /// the delay, which one slow answer in the window (that the high quantile keeps for 64
+    /// refreshes, as suspicion should) must not decide.
+    #[serde(default)]
+    pub kept_answer_typical: Option<Duration>,
     /// Why the refresh runs: a storm-likely cause makes it gentle (see [`RefreshCause`]).
     pub cause: RefreshCause,
     /// Try only as many candidates as the attempt table can hold instead of refusing a
@@ -74,6 +80,7 @@ impl Default for RefreshContext {
             handshake_hint: None,
             first_answer_hint: None,
             kept_answer_hint: None,
+            kept_answer_typical: None,
             cause: RefreshCause::Bootstrap,
             fit_candidates: false,
         }
@@ -160,6 +167,7 @@ pub struct Refresh {
     handshake_hint: Option<Duration>,
     first_answer_hint: Option<Duration>,
     kept_answer_hint: Option<Duration>,
+    kept_answer_typical: Option<Duration>,
     cause: RefreshCause,
     /// The latest failure: its attempt and candidate position (the error itself lives in
     /// `outcomes`, so recording a failure never copies it).
@@ -258,6 +266,7 @@ impl Refresh {
             handshake_hint: ctx.handshake_hint,
             first_answer_hint: ctx.first_answer_hint,
             kept_answer_hint: ctx.kept_answer_hint,
+            kept_answer_typical: ctx.kept_answer_typical,
             cause: ctx.cause,
             last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),

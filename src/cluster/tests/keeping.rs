@@ -374,3 +374,33 @@ fn slow_cold_start() -> (Cluster, Metadata) {
     events(&mut cluster);
     (cluster, answer)
 }
+
+/// Past a silent kept connection with no spare, a tick's first new connection gets a share
+/// of the delay to answer before its partner opens one more: one slow kept answer in the
+/// window (kept by its high quantile, which suspicion reads) does not make the tick open two
+/// connections at once when kept answers typically take a millisecond.
+#[test]
+fn one_slow_kept_answer_does_not_make_a_tick_open_two_connections_at_once() {
+    let (mut cluster, answer) = slow_cold_start();
+    // Calm refreshes on the kept connection: first answers after 1 ms, one after 20 ms.
+    for k in 1..=8u64 {
+        let at = ms(k * 1_000);
+        cluster.request_refresh(at);
+        let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+        cluster.handle_input(at, Input::Connected { attempt, tls: true });
+        let first = if k == 3 { 20 } else { 1 };
+        cluster.handle_input(ms(k * 1_000 + first), Input::FirstFrame { attempt });
+        cluster.handle_input(ms(k * 1_000 + first + 1), Input::Response { attempt, metadata: answer.clone() });
+        events(&mut cluster);
+    }
+    let start = ms(10_000);
+    cluster.request_refresh(start);
+    let [(silent, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+    cluster.handle_input(start, Input::Connected { attempt: silent, tls: true });
+    let tick = cluster.poll_timeout().expect("the stagger timer");
+    cluster.handle_timeout(tick);
+    let opened = connects(&events(&mut cluster));
+    assert_eq!(opened.len(), 1, "one new connection at the tick, its partner later: {opened:?}");
+    let partner_due = cluster.poll_timeout().expect("the partner's timer");
+    assert!(partner_due > tick, "the partner waits a share of the delay");
+}
