@@ -300,3 +300,20 @@ fn host_pauses_move_the_tail_not_the_median() {
     assert!(p99 > b99 + 10.0, "p99 {b99} -> {p99} ms");
     assert_eq!((p.attempts, p.connections), (b.attempts, b.connections), "nothing queues, nothing more is asked");
 }
+
+/// Spares placed with the clients that lose their lead in the storm (a real fit's state)
+/// save those clients new connections; the same share placed at random saves few of them.
+#[test]
+fn spares_with_the_failing_leads_spare_their_storm_connections() {
+    let none = FleetConfig { clients: 90, brokers: 3, ..FleetConfig::default() };
+    let failing = FleetConfig { warm_spares_failing: Some(1.0), ..none.clone() };
+    let strategy = Policy::core("adaptive", RefreshConfig::adaptive());
+    let storm = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::FailoverStorm);
+    let (without, with) = (storm(&none), storm(&failing));
+    check_books(&with, 90);
+    assert!(without.connections >= 20, "a third of 90 clients lose their kept connection: {without:?}");
+    assert!(with.connections < without.connections / 4, "{} against {}", with.connections, without.connections);
+    // The healthy scenario fails no broker: nobody is topped up.
+    let healthy = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::Healthy);
+    assert_eq!(healthy(&failing).connections, healthy(&none).connections);
+}

@@ -415,15 +415,22 @@ fn real_main() -> Result<(), String> {
             let mut per_strategy = Vec::new();
             for name in &args.strategies {
                 let t = Instant::now();
-                // The warm fleet starts each incident from the real fleet's state: its spares.
-                let config = FleetConfig { warm_spares: real_spares(files, name), ..f.config.clone() };
-                let warm = WarmFleet::new(&config, &strategy(name)?);
-                let held: u64 = warm.clusters().flatten().map(|c| u64::from(c.stats().kept_connections)).sum();
-                let clients = config.clients.max(1) as f64;
-                per_strategy.push(Simulated {
-                    scenarios: SCENARIOS.iter().map(|&s| warm.run(s)).collect(),
-                    spares_per_client: (held as f64 - clients).max(0.0) / clients,
-                });
+                // Each incident starts from the real fleet's state before it: its spares, and
+                // where they sat (with the clients whose lead then fails, or with the others).
+                let mut simulated = Simulated { scenarios: Vec::new(), spares_per_client: Vec::new() };
+                for scenario in SCENARIOS {
+                    let (warm_spares, warm_spares_failing) = match real_spares_by_lead(files, name, scenario.name()) {
+                        Some((others, failing)) => (others, Some(failing)),
+                        None => (real_spares(files, name), None),
+                    };
+                    let config = FleetConfig { warm_spares, warm_spares_failing, ..f.config.clone() };
+                    let warm = WarmFleet::new(&config, &strategy(name)?);
+                    let result = warm.run(scenario);
+                    let clients = config.clients.max(1) as f64;
+                    simulated.spares_per_client.push(result.spares_before as f64 / clients);
+                    simulated.scenarios.push(result);
+                }
+                per_strategy.push(simulated);
                 eprintln!("fleet_fit: {listener} {:<32} {:<12} {:.1} s", f.name, name, t.elapsed().as_secs_f64());
             }
             results.push(per_strategy);
@@ -438,6 +445,31 @@ fn real_main() -> Result<(), String> {
     }
     eprintln!("fleet_fit: done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Where the real runs of `scenario` under strategy `name` held spares when the incident came:
+/// the share of the clients leading on a surviving broker holding one, and the share of those
+/// leading on the failed node (`None` for files written before `spares_by_lead_before`).
+fn real_spares_by_lead(files: &[FleetFile], name: &str, scenario: &str) -> Option<(f64, f64)> {
+    let mut shares = Vec::new();
+    for f in files {
+        let node = (f.failed_node as usize).checked_sub(1)?;
+        for r in f.runs.iter().filter(|r| r.strategy == name && r.scenario == scenario) {
+            let by_lead = r.spares_by_lead_before.as_ref()?;
+            let (mut others, mut led) = ((0, 0), (0, 0));
+            for (b, (&spares, &kept)) in by_lead.iter().zip(&r.kept_before_per_broker).enumerate() {
+                let side = if b == node { &mut led } else { &mut others };
+                *side = (side.0 + spares, side.1 + kept);
+            }
+            let share = |(spares, kept): (usize, usize)| if kept == 0 { 0.0 } else { spares as f64 / kept as f64 };
+            shares.push((share(others), share(led)));
+        }
+    }
+    let n = shares.len() as f64;
+    (!shares.is_empty()).then(|| {
+        let sum = shares.iter().fold((0.0, 0.0), |a, s| (a.0 + s.0, a.1 + s.1));
+        (sum.0 / n, sum.1 / n)
+    })
 }
 
 /// The real runs' spares per client under strategy `name`, over every scenario's warm-up.
@@ -457,8 +489,8 @@ fn real_spares(files: &[FleetFile], name: &str) -> f64 {
 struct Simulated {
     /// Each of `SCENARIOS`, run on a copy of the warm fleet.
     scenarios: Vec<ScenarioResult>,
-    /// Spare connections each client held after the warm-up, on average.
-    spares_per_client: f64,
+    /// Spare connections each client held when each scenario's incident came, on average.
+    spares_per_client: Vec<f64>,
 }
 
 fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
@@ -611,7 +643,7 @@ fn section(
             }
             for (fi, f) in fits.iter().enumerate() {
                 let simulated = &results[fi][k];
-                let row = Row::sim(&f.name, &simulated.scenarios[si], simulated.spares_per_client);
+                let row = Row::sim(&f.name, &simulated.scenarios[si], simulated.spares_per_client[si]);
                 let factors = mean.as_ref().map(|m| ratios(&row, m));
                 if let Some(factors) = factors {
                     for (m, x) in factors.iter().enumerate() {

@@ -152,6 +152,10 @@ pub struct Run {
     pub secured: Option<SecuredCounts>,
     /// Per broker, the clients whose kept connection was to it when the incident came.
     pub kept_before_per_broker: Vec<usize>,
+    /// Per broker, those of `kept_before_per_broker` that also held a spare connection
+    /// (`ClientStats::kept_connections` > 1); absent in files written before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spares_by_lead_before: Option<Vec<usize>>,
     /// Spare connections the warm-up left, over all clients (`ClientStats::spares_kept`):
     /// connections of losing attempts kept beside the winner's.
     pub spares_kept_before: u64,

@@ -142,6 +142,12 @@ pub struct FleetConfig {
     /// and kept beside the winner's connection, which this model's warm-up does not
     /// reproduce (`docs/performance/fleet-vs-real.md` counts both).
     pub warm_spares: f64,
+    /// Share of the clients whose lead is a broker the scenario then fails that hold a
+    /// spare when it does (default `None`: [`FleetConfig::warm_spares`], as everyone else).
+    /// In a real storm the spares sat with the clients that lost their lead: they had
+    /// bootstrapped from the broker restarted before the warm-up, whose slow cold start
+    /// their other seeds outran. Only a top-up: a share below `warm_spares` takes none away.
+    pub warm_spares_failing: Option<f64>,
     /// Quiet time between the warm-up and the scenario, so queues drain (default 30 s).
     pub settle: Duration,
     /// Window over which clients refresh in the healthy and hung scenarios (default 10 s).
@@ -170,6 +176,7 @@ impl Default for FleetConfig {
             warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),
             warm_spares: 0.0,
+            warm_spares_failing: None,
             settle: Duration::from_secs(30),
             request_window: Duration::from_secs(10),
             storm_window: Duration::from_millis(10),
@@ -475,6 +482,10 @@ pub struct ScenarioResult {
     /// The `Connect` count the core itself reported in its `Refreshed` stats (cross-check of
     /// `attempts`; equal when no refresh failed).
     pub core_started: u64,
+    /// Spare connections the clients held beside their lead when the incident came (those
+    /// of a broker the scenario fails included): the state the scenario started from.
+    #[serde(default)]
+    pub spares_before: u64,
     /// Points of the time-to-metadata CDF, `(milliseconds, fraction done)`, for plots.
     pub cdf: Vec<(f64, f64)>,
     /// Every measured time to metadata in microseconds, sorted; failures are `u64::MAX`.

@@ -964,6 +964,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     // Spare connections the warm-up left (losers drained and kept), and reuses so far.
     let spares_before: u64 = clients.iter().map(|c| c.stats().spares_kept).sum();
     let held_before: u64 = clients.iter().map(|c| u64::from(c.stats().kept_connections)).sum();
+    let spare_held: Vec<bool> = clients.iter().map(|c| c.stats().kept_connections > 1).collect();
     let reused_before: u64 = clients.iter().map(|c| c.stats().connections_reused).sum();
     // The incident.
     let node = args.node;
@@ -1090,6 +1091,17 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let kept_per_broker: Vec<usize> =
         seeds.iter().map(|s| kept_before.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect();
     run.kept_before_per_broker = kept_per_broker;
+    // Which of those clients also held a spare: a storm spares a new connection only to the
+    // clients that lost their lead, so where the spares sit decides what they save.
+    run.spares_by_lead_before = Some(
+        seeds
+            .iter()
+            .map(|s| {
+                let with_spare = kept_before.iter().zip(&spare_held);
+                with_spare.filter(|(k, spare)| **spare && k.as_deref() == Some(s.as_str())).count()
+            })
+            .collect(),
+    );
     run.spares_kept_before = spares_before;
     run.kept_connections_before = Some(held_before);
     run.connections_reused_during = reused_during;

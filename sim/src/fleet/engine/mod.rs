@@ -164,6 +164,7 @@ struct Tally {
     cancelled_before_handshake: u64,
     hedges: u64,
     core_started: u64,
+    spares_before: u64,
     times: Vec<u64>,
     failed: u32,
     outstanding: u32,

@@ -71,6 +71,13 @@ impl WarmFleet {
         for &b in order.iter().take(failing.min(n_brokers.saturating_sub(1))) {
             e.brokers[b].mode = mode;
         }
+        top_up_failing_spares(&mut e, config, scenario);
+        let spares_before: u64 = e
+            .clients
+            .iter()
+            .filter_map(|c| c.cluster.as_ref())
+            .map(|c| c.kept_brokers().len().saturating_sub(1) as u64)
+            .sum();
         if mode == Mode::Dead {
             // The dead broker's kept connections close: their clients learn of it at once,
             // and refresh because that connection was lost, naming its broker; every other
@@ -104,6 +111,7 @@ impl WarmFleet {
         }
         e.tally = Some(Tally {
             t0,
+            spares_before,
             arrivals: alloc::vec![Vec::new(); n_brokers],
             outstanding: e.clients.len() as u32,
             ..Tally::default()
@@ -147,6 +155,41 @@ fn give_spares(engine: &mut Engine, config: &FleetConfig) {
             continue;
         }
         let spare = (0..n).map(|k| BrokerIndex(((start + k) % n) as u32)).find(|&b| cluster.wants_spare(b));
+        if let Some(b) = spare {
+            cluster.keep_spare(b);
+        }
+    }
+}
+
+/// Gives clients whose lead is a failing broker more spares, up to
+/// [`FleetConfig::warm_spares_failing`] of them: `q` of those without one get one, where
+/// `w + (1 − w)·q = p` for the warm-up's share `w` and the asked share `p`.
+fn top_up_failing_spares(e: &mut Engine, config: &FleetConfig, scenario: FleetScenario) {
+    let Some(p) = config.warm_spares_failing else { return };
+    let w = config.warm_spares.clamp(0.0, 1.0);
+    if p <= w || w >= 1.0 {
+        return;
+    }
+    let q = (p.min(1.0) - w) / (1.0 - w);
+    let mut pick = Rng::new(mix(config.seed, 0x5E + scenario as u64));
+    let brokers = &e.brokers;
+    for c in &mut e.clients {
+        let Some(cluster) = &mut c.cluster else { continue };
+        let Some(lead) = cluster.kept() else { continue };
+        let failing = broker_of(cluster.book().address(lead))
+            .and_then(|b| brokers.get(b))
+            .is_some_and(|b| b.mode != Mode::Healthy);
+        if !failing || cluster.kept_brokers().len() > 1 || pick.unit() >= q {
+            continue;
+        }
+        let n = cluster.book().len();
+        let start = pick.below(n.max(1));
+        let spare = (0..n).map(|k| BrokerIndex(((start + k) % n) as u32)).find(|&b| {
+            let healthy = broker_of(cluster.book().address(b))
+                .and_then(|g| brokers.get(g))
+                .is_some_and(|g| g.mode == Mode::Healthy);
+            healthy && cluster.wants_spare(b)
+        });
         if let Some(b) = spare {
             cluster.keep_spare(b);
         }
@@ -272,6 +315,7 @@ fn result(
         peak_broker,
         requests_per_broker: tally.arrivals.iter().map(|a| a.len() as u64).collect(),
         core_started: tally.core_started,
+        spares_before: tally.spares_before,
         cdf: cdf_points(&tally.times),
         times_us: tally.times,
     }
