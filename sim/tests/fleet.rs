@@ -317,3 +317,18 @@ fn spares_with_the_failing_leads_spare_their_storm_connections() {
     let healthy = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::Healthy);
     assert_eq!(healthy(&failing).connections, healthy(&none).connections);
 }
+
+/// Leads herded onto one surviving broker (a real SASL_SSL cold start's state) send the whole
+/// storm there: its peak is the fleet's, where seed rotation splits it between two survivors.
+#[test]
+fn herded_leads_concentrate_the_storm_on_one_broker() {
+    let spread = FleetConfig { clients: 90, brokers: 3, ..FleetConfig::default() };
+    let herded = FleetConfig { warm_leads: vec![0.0, 1.0, 0.0], ..spread.clone() };
+    let strategy = Policy::core("adaptive", RefreshConfig::adaptive());
+    let storm = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::FailoverStorm);
+    let (spread, herded) = (storm(&spread), storm(&herded));
+    check_books(&herded, 90);
+    assert!(spread.peak_requests <= 60, "rotation splits the storm: {}", spread.peak_requests);
+    assert!(herded.peak_requests >= 85, "every client leads on one survivor: {}", herded.peak_requests);
+    assert_eq!(herded.connections, 0, "nobody led on the dead broker, so nobody reconnects");
+}

@@ -19,11 +19,11 @@
 //!
 //! ```text
 //! R=docs/performance/real
-//! for i in 7 8; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
-//! for i in 7 8; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//! for i in 9 10; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
+//! for i in 9 10; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
-//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-7.json \
-//!     --real $R/fleet-real-plain-8.json --real $R/fleet-real-sasl-7.json --real $R/fleet-real-sasl-8.json \
+//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-9.json \
+//!     --real $R/fleet-real-plain-10.json --real $R/fleet-real-sasl-9.json --real $R/fleet-real-sasl-10.json \
 //!     --out docs/performance/fleet-vs-real.md
 //! ```
 //!
@@ -423,7 +423,8 @@ fn real_main() -> Result<(), String> {
                         Some((others, failing)) => (others, Some(failing)),
                         None => (real_spares(files, name), None),
                     };
-                    let config = FleetConfig { warm_spares, warm_spares_failing, ..f.config.clone() };
+                    let warm_leads = real_leads(files, name, scenario.name());
+                    let config = FleetConfig { warm_spares, warm_spares_failing, warm_leads, ..f.config.clone() };
                     let warm = WarmFleet::new(&config, &strategy(name)?);
                     let result = warm.run(scenario);
                     let clients = config.clients.max(1) as f64;
@@ -445,6 +446,33 @@ fn real_main() -> Result<(), String> {
     }
     eprintln!("fleet_fit: done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Where the real runs of `scenario` under strategy `name` led when the incident came, in the
+/// simulator's order ([`FleetConfig::warm_leads`]): the share on the failed node, then the
+/// others' from largest to smallest (runs differ in which broker a herd chose, not in its
+/// size, so each run's survivors are sorted before the mean).
+fn real_leads(files: &[FleetFile], name: &str, scenario: &str) -> Vec<f64> {
+    let mut sum: Vec<f64> = Vec::new();
+    let mut runs = 0.0_f64;
+    for f in files {
+        let Some(node) = (f.failed_node as usize).checked_sub(1) else { continue };
+        for r in f.runs.iter().filter(|r| r.strategy == name && r.scenario == scenario) {
+            let kept = &r.kept_before_per_broker;
+            let total: usize = kept.iter().sum();
+            if total == 0 || node >= kept.len() {
+                continue;
+            }
+            let mut others: Vec<f64> =
+                kept.iter().enumerate().filter(|&(b, _)| b != node).map(|(_, &k)| k as f64 / total as f64).collect();
+            others.sort_by(|a, b| b.total_cmp(a));
+            let shares: Vec<f64> = std::iter::once(kept[node] as f64 / total as f64).chain(others).collect();
+            sum.resize(shares.len().max(sum.len()), 0.0);
+            sum.iter_mut().zip(&shares).for_each(|(s, x)| *s += x);
+            runs += 1.0;
+        }
+    }
+    sum.iter().map(|s| s / runs.max(1.0)).collect()
 }
 
 /// Where the real runs of `scenario` under strategy `name` held spares when the incident came:
@@ -521,9 +549,13 @@ fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
          *Warm spares / client* is the warm fleet's state before the incident, not a compared metric: the connections \
          a client held beside its lead (`ClientStats::kept_connections` − 1; in runs written before that was counted, \
          the warm-up's `ClientStats::spares_kept`), which a storm's refresh reuses instead of opening a new connection. \
-         The model's own warm-up keeps none (its cold start does not outrun first choices as the real SASL_SSL one \
-         does), so each simulated fleet is given the real runs' mean under its strategy (`FleetConfig::warm_spares`) \
-         and the tables compare what the incident does from the same state. \
+         The model's own warm-up keeps none and spreads leads by seed rotation, where a real SASL_SSL cold start \
+         herds leads onto the broker whose TLS handshakes finished first and keeps spares beside them. So each \
+         scenario's simulated fleet starts from the real runs' state under its strategy: the share of clients \
+         leading on each broker (the failed node's, then the others' from largest, `FleetConfig::warm_leads`), and \
+         the share holding a spare among those leading on the failed node and among the others \
+         (`FleetConfig::warm_spares_failing`, `FleetConfig::warm_spares`; the real `spares_by_lead_before`); \
+         the tables compare what the incident does from the same state. \
          Factors are simulated ÷ real; the bounds are ×{BOUND_TIME} on p50 and p99 and ×{BOUND_COUNT} on the counts.\n"
     );
 }

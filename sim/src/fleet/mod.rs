@@ -148,6 +148,13 @@ pub struct FleetConfig {
     /// bootstrapped from the broker restarted before the warm-up, whose slow cold start
     /// their other seeds outran. Only a top-up: a share below `warm_spares` takes none away.
     pub warm_spares_failing: Option<f64>,
+    /// Shares of the clients whose kept connection leads on each broker when the scenario
+    /// starts, for the brokers in the scenario's order: those it fails first, then the
+    /// others (default empty: wherever the warm-up left them). A real cold start over
+    /// SASL_SSL herds leads onto the broker whose TLS handshakes finished first (up to 247 of
+    /// 300 on one of three), and a storm's peak follows the herd; a fit gives the real
+    /// fleet's shares here. Shares need not sum to one; they are normalised.
+    pub warm_leads: Vec<f64>,
     /// Quiet time between the warm-up and the scenario, so queues drain (default 30 s).
     pub settle: Duration,
     /// Window over which clients refresh in the healthy and hung scenarios (default 10 s).
@@ -177,6 +184,7 @@ impl Default for FleetConfig {
             warmup_spacing: Duration::from_secs(5),
             warm_spares: 0.0,
             warm_spares_failing: None,
+            warm_leads: Vec::new(),
             settle: Duration::from_secs(30),
             request_window: Duration::from_secs(10),
             storm_window: Duration::from_millis(10),

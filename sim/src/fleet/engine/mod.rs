@@ -16,6 +16,7 @@ use core::cmp::Ordering;
 use core::time::Duration;
 
 mod events;
+mod placement;
 mod warm;
 
 use super::FleetConfig;

@@ -4,12 +4,13 @@ use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use super::placement::{give_spares, place_leads, top_up_failing_spares};
 use super::{broker_of, fleet_metadata, mix, Broker, Client, Engine, Ev, Mode, Tally, WarmFleet, REFRESH_INTERVAL};
 use crate::fleet::stats::{cdf_points, peak_in_window, Percentiles};
 use crate::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy};
 use stagger::duration_micros;
 use stagger::test_util::numbered_seeds;
-use stagger::{BrokerBook, BrokerIndex, Cluster, ClusterConfig, Instant, RefreshCause, Rng};
+use stagger::{BrokerBook, Cluster, ClusterConfig, Instant, RefreshCause, Rng};
 
 impl WarmFleet {
     /// Builds `config.clients` clients running `strategy` and lets each refresh
@@ -71,6 +72,7 @@ impl WarmFleet {
         for &b in order.iter().take(failing.min(n_brokers.saturating_sub(1))) {
             e.brokers[b].mode = mode;
         }
+        place_leads(&mut e, config, &order);
         top_up_failing_spares(&mut e, config, scenario);
         let spares_before: u64 = e
             .clients
@@ -137,62 +139,6 @@ impl WarmFleet {
     /// estimators, books and budgets through it.
     pub fn clusters(&self) -> impl Iterator<Item = Option<&Cluster>> {
         self.engine.clients.iter().map(|c| c.cluster.as_ref())
-    }
-}
-
-/// Gives a share ([`FleetConfig::warm_spares`]) of the warmed clients one spare connection
-/// each, to the first broker from a random start that the core would take one to.
-fn give_spares(engine: &mut Engine, config: &FleetConfig) {
-    if config.warm_spares <= 0.0 {
-        return;
-    }
-    let mut pick = Rng::new(mix(config.seed, 0x5D));
-    for c in &mut engine.clients {
-        let Some(cluster) = &mut c.cluster else { continue };
-        let n = cluster.book().len();
-        let (given, start) = (pick.unit() < config.warm_spares, pick.below(n.max(1)));
-        if !given || n == 0 {
-            continue;
-        }
-        let spare = (0..n).map(|k| BrokerIndex(((start + k) % n) as u32)).find(|&b| cluster.wants_spare(b));
-        if let Some(b) = spare {
-            cluster.keep_spare(b);
-        }
-    }
-}
-
-/// Gives clients whose lead is a failing broker more spares, up to
-/// [`FleetConfig::warm_spares_failing`] of them: `q` of those without one get one, where
-/// `w + (1 − w)·q = p` for the warm-up's share `w` and the asked share `p`.
-fn top_up_failing_spares(e: &mut Engine, config: &FleetConfig, scenario: FleetScenario) {
-    let Some(p) = config.warm_spares_failing else { return };
-    let w = config.warm_spares.clamp(0.0, 1.0);
-    if p <= w || w >= 1.0 {
-        return;
-    }
-    let q = (p.min(1.0) - w) / (1.0 - w);
-    let mut pick = Rng::new(mix(config.seed, 0x5E + scenario as u64));
-    let brokers = &e.brokers;
-    for c in &mut e.clients {
-        let Some(cluster) = &mut c.cluster else { continue };
-        let Some(lead) = cluster.kept() else { continue };
-        let failing = broker_of(cluster.book().address(lead))
-            .and_then(|b| brokers.get(b))
-            .is_some_and(|b| b.mode != Mode::Healthy);
-        if !failing || cluster.kept_brokers().len() > 1 || pick.unit() >= q {
-            continue;
-        }
-        let n = cluster.book().len();
-        let start = pick.below(n.max(1));
-        let spare = (0..n).map(|k| BrokerIndex(((start + k) % n) as u32)).find(|&b| {
-            let healthy = broker_of(cluster.book().address(b))
-                .and_then(|g| brokers.get(g))
-                .is_some_and(|g| g.mode == Mode::Healthy);
-            healthy && cluster.wants_spare(b)
-        });
-        if let Some(b) = spare {
-            cluster.keep_spare(b);
-        }
     }
 }
 
