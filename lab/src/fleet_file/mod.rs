@@ -152,6 +152,14 @@ pub struct Run {
     pub secured: Option<SecuredCounts>,
     /// Per broker, the clients whose kept connection was to it when the incident came.
     pub kept_before_per_broker: Vec<usize>,
+    /// Per broker, the clients whose kept connection led there after their bootstrap (read
+    /// before their second warm-up refresh); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leads_after_bootstrap_per_broker: Option<Vec<usize>>,
+    /// Clients whose lead was their first seed: after the bootstrap, and when the incident
+    /// came; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leads_on_first_seed: Option<[usize; 2]>,
     /// Per broker, those of `kept_before_per_broker` that also held a spare connection
     /// (`ClientStats::kept_connections` > 1); absent in files written before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]

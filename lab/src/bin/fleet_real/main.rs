@@ -522,7 +522,7 @@ fn main() -> Res<()> {
             let t = Instant::now();
             let run = run(&lab, name, scenario)?;
             eprintln!(
-                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {:?}  kept before {:?}  spares {}  reused {}  peak {:>4}  ({:.0} s)",
+                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {:?}  kept before {:?} (after bootstrap {:?}, on first seed {:?})  spares {}  reused {}  peak {:>4}  ({:.0} s)",
                 scenario.name(),
                 name,
                 fmt_ms(run.time_to_metadata.p50_ms),
@@ -531,6 +531,8 @@ fn main() -> Res<()> {
                 run.requests_per_refresh,
                 run.connections_per_broker,
                 run.kept_before_per_broker,
+                run.leads_after_bootstrap_per_broker.clone().unwrap_or_default(),
+                run.leads_on_first_seed.unwrap_or_default(),
                 run.spares_kept_before,
                 run.connections_reused_during,
                 run.peak_requests,
@@ -936,23 +938,37 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
             let mut rng = Rng::new(mix(mix(args.seed, 0x5C), i as u64));
             set.spawn(async move {
                 let mut failed = 0u32;
+                let mut first_lead = None;
                 let mut at = tokio::time::Instant::now() + spacing.mul_f64(rng.unit());
-                for _ in 0..warmup {
+                for k in 0..warmup {
                     tokio::time::sleep_until(at).await;
+                    if k == 1 {
+                        // Where the bootstrap left the client's lead, a drained first choice
+                        // included (it becomes home when its answer comes, after the winner's).
+                        first_lead = client.stats().kept;
+                    }
                     if !matches!(tokio::time::timeout(GIVE_UP, client.refresh()).await, Ok(Ok(_))) {
                         failed += 1;
                     }
                     at += spacing.mul_f64(0.5 + rng.unit());
                 }
-                failed
+                (i, failed, first_lead)
             });
         }
         let mut failed = 0;
+        let mut first_leads = vec![None; clients.len()];
         while let Some(f) = set.join_next().await {
-            failed += f.unwrap_or(1);
+            match f {
+                Ok((i, n, lead)) => {
+                    failed += n;
+                    first_leads[i] = lead;
+                }
+                Err(_) => failed += 1,
+            }
         }
-        failed
+        (failed, first_leads)
     });
+    let (warm_failed, first_leads) = warm_failed;
     let warm_logs = lab.take_logs()?;
     let warm_latency = broker_latency(&warm_logs, METADATA, 0, u64::MAX);
     let warm_api_latency = broker_latency(&warm_logs, API_VERSIONS, 0, u64::MAX);
@@ -1091,6 +1107,16 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let kept_per_broker: Vec<usize> =
         seeds.iter().map(|s| kept_before.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect();
     run.kept_before_per_broker = kept_per_broker;
+    // Whether leads stayed where each client's bootstrap put them, and whether that was its
+    // first seed (client `i`'s is `seeds[i % BROKERS]`): a herd forms at the bootstrap or later.
+    let leads_on = |leads: &[Option<String>]| -> Vec<usize> {
+        seeds.iter().map(|s| leads.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect()
+    };
+    run.leads_after_bootstrap_per_broker = Some(leads_on(&first_leads));
+    let on_first_seed = |leads: &[Option<String>]| {
+        leads.iter().enumerate().filter(|(i, k)| k.as_deref() == Some(seeds[i % BROKERS].as_str())).count()
+    };
+    run.leads_on_first_seed = Some([on_first_seed(&first_leads), on_first_seed(&kept_before)]);
     // Which of those clients also held a spare: a storm spares a new connection only to the
     // clients that lost their lead, so where the spares sit decides what they save.
     run.spares_by_lead_before = Some(

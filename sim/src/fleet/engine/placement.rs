@@ -9,9 +9,8 @@ use crate::fleet::{FleetConfig, FleetScenario};
 use stagger::{BrokerIndex, Cluster, Rng};
 
 /// Moves each client's lead so that [`FleetConfig::warm_leads`] of them lead on each broker
-/// of `order` (the scenario's brokers, those it fails first). A client whose lead moves keeps
-/// a connection to the new broker and drops the old one, as if the new one had won its last
-/// refresh; its spares stay.
+/// of `order` (the scenario's brokers, those it fails first), drawing each client's broker
+/// from those shares ([`lead_to`] moves it).
 pub(super) fn place_leads(e: &mut Engine, config: &FleetConfig, order: &[usize]) {
     let total: f64 = config.warm_leads.iter().filter(|s| s.is_finite() && **s > 0.0).sum();
     if total <= 0.0 {
