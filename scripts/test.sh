@@ -29,6 +29,8 @@ node abi/tests/wasm-smoke.mjs "$STAGGER_ABI_WASM"
 # tests' own for the ones that stop and kill brokers.
 bash bindings/go/build-wasm.sh --check "$STAGGER_ABI_WASM"
 (cd bindings/go && go vet ./... && go test -race -count=1 ./...)
+# The boundary benchmark once per case, so it cannot rot unseen (the numbers: boundary.md).
+(cd bindings/go && go test -run '^$' -bench Boundary -benchtime 1x .)
 cargo test --workspace
 # The core's scenario tests and the browser adapter's JS API, compiled to wasm32 and run by
 # wasm-bindgen-test in Node.

@@ -125,7 +125,7 @@ func (d *pipeDialer) DialContext(ctx context.Context, network, address string) (
 // run steps in through the scenario as a host does: each step's events encoded into one
 // batch, the actions decoded, and each refresh's end read as a caller gets it.
 func (s *benchScenario) run(b *testing.B, in *instance, ev *batch) {
-	h := host{in: in}
+	h := host{in: in, cfg: &config{}}
 	for _, step := range s.steps {
 		ev.reset()
 		for _, fill := range step.fills {
