@@ -6,9 +6,10 @@ wait out a whole timeout (or never answer). stagger asks the seeds with a short,
 stagger, so a dead or silent seed costs milliseconds. Ask it which seeds are alive and which
 broker answered, then hand your client an ordered ``bootstrap_servers`` list: the broker that
 answered first, then every other broker the cluster lists and every seed, except those stagger
-saw failing (refused, reset, timed out) or silent (never answered: hung or blackholed) during
-its refresh. Those are left out, not put last, because Kafka's metadata still lists a hung
-broker (a stopped process stays registered) and aiokafka starts at a random seed of its list.
+saw failing (refused, reset, timed out) or silent (never answered though asked no later than
+the winner: hung or blackholed) during its refresh. Those are left out, not put last, because
+Kafka's metadata still lists a hung broker (a stopped process stays registered) and aiokafka
+starts at a random seed of its list.
 
     python bootstrap_servers.py 10.0.0.1:9092,10.0.0.2:9092,10.0.0.3:9092
     python bootstrap_servers.py broker1:9093,broker2:9093 --ca ca.pem                   # TLS
@@ -31,6 +32,7 @@ import stagger
 def seed_states(seeds: List[str], md: stagger.Metadata) -> List[str]:
     """One line per seed: what its attempt found (or that it was not needed)."""
     attempts = {a.broker: a for a in md.attempts}
+    won = [a.started_ms for a in md.attempts if a.outcome == "won"]
     lines = []
     for seed in seeds:
         a = attempts.get(seed)
@@ -42,6 +44,8 @@ def seed_states(seeds: List[str], md: stagger.Metadata) -> List[str]:
             state = f"alive: answered at {a.answered_ms:.1f} ms, after the winner"
         elif a.outcome == "failed":
             state = f"dead: {a.error}"
+        elif won and a.started_ms > won[0]:
+            state = f"asked after the winner (at {a.started_ms:.1f} ms), no answer yet: {a.reason}, kept"
         elif a.connected_ms is not None:
             state = f"connected at {a.connected_ms:.1f} ms, then silent (hung?): {a.reason}"
         else:
