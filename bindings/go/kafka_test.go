@@ -245,6 +245,12 @@ func (k *kafkaCluster) kill(t *testing.T, node int) {
 func TestPlaintextRefreshOfTheRealClusterAsksTheFirstSeedOnly(t *testing.T) {
 	k := sharedKafka(t)
 	seeds := k.list("KAFKA_PLAINTEXT")
+	// A broker's first Metadata answers after it starts wait for its JVM to warm up, long
+	// enough to be hedged past; this test may be the first to ask a fresh cluster. One
+	// uncounted refresh first, as gentleness.md warms its brokers before counting.
+	if _, err := Metadata(testContext(t), seeds); err != nil {
+		t.Fatal(err)
+	}
 	dialer := &countingDialer{}
 	md, err := Metadata(testContext(t), seeds, WithDialer(dialer))
 	if err != nil {
@@ -261,7 +267,8 @@ func TestPlaintextRefreshOfTheRealClusterAsksTheFirstSeedOnly(t *testing.T) {
 	// One connection as a rule (docs/performance/gentleness.md measures how often); a busy
 	// machine may delay an answer into one hedge. Every connection is closed.
 	if n := dialer.opened.Load(); n < 1 || n > 2 || dialer.open.Load() != 0 {
-		t.Fatalf("a healthy refresh opens one connection (two at most), and closes it: opened %d, open %d", n, dialer.open.Load())
+		t.Fatalf("a healthy refresh opens one connection (two at most), and closes it: opened %d, open %d; attempts %+v",
+			n, dialer.open.Load(), md.Attempts)
 	}
 	t.Logf("answered by %s in %v", md.AnsweredBy, md.Elapsed)
 }
