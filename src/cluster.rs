@@ -334,8 +334,7 @@ impl Cluster {
             cause,
             fit_candidates: true,
         };
-        // The config was validated in `new` and the book is never empty, so this succeeds;
-        // should it not, report a failed refresh rather than panic.
+        // Validated in `new`, and the book is never empty; should it fail anyway, report it.
         match Refresh::with_context(&config, &self.book, now, ctx) {
             Ok(r) => {
                 // A kept connection to a broker that is no longer a candidate (the metadata
