@@ -77,10 +77,7 @@ pub(super) fn give_spares(engine: &mut Engine, config: &FleetConfig) {
         if !given || n == 0 {
             continue;
         }
-        let spare = (0..n).map(|k| BrokerIndex(((start + k) % n) as u32)).find(|&b| cluster.wants_spare(b));
-        if let Some(b) = spare {
-            cluster.keep_spare(b);
-        }
+        keep_spare_from(cluster, start, |_| true);
     }
 }
 
@@ -105,16 +102,21 @@ pub(super) fn top_up_failing_spares(e: &mut Engine, config: &FleetConfig, scenar
         if !failing || cluster.kept_brokers().len() > 1 || pick.unit() >= q {
             continue;
         }
-        let n = cluster.book().len();
-        let start = pick.below(n.max(1));
-        let spare = (0..n).map(|k| BrokerIndex(((start + k) % n) as u32)).find(|&b| {
-            let healthy = broker_of(cluster.book().address(b))
-                .and_then(|g| brokers.get(g))
-                .is_some_and(|g| g.mode == Mode::Healthy);
-            healthy && cluster.wants_spare(b)
+        let start = pick.below(cluster.book().len().max(1));
+        keep_spare_from(cluster, start, |address| {
+            broker_of(address).and_then(|g| brokers.get(g)).is_some_and(|g| g.mode == Mode::Healthy)
         });
-        if let Some(b) = spare {
-            cluster.keep_spare(b);
-        }
+    }
+}
+
+/// Keeps a spare connection to the first broker from book position `start` (wrapping) whose
+/// address `allowed` accepts and that the core would take a spare to.
+fn keep_spare_from(cluster: &mut Cluster, start: usize, allowed: impl Fn(&str) -> bool) {
+    let n = cluster.book().len();
+    let spare = (0..n)
+        .map(|k| BrokerIndex(((start + k) % n) as u32))
+        .find(|&b| allowed(cluster.book().address(b)) && cluster.wants_spare(b));
+    if let Some(b) = spare {
+        cluster.keep_spare(b);
     }
 }
