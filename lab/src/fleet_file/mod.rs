@@ -180,6 +180,15 @@ pub struct Run {
     pub loadavg_after: Option<f64>,
     /// Share of the machine's cores busy during the refreshes (0 to 1; everyone's work).
     pub cpu_busy: Option<f64>,
+    /// Each broker's own CPU time (user + system, from `/proc`) while the fleet refreshed,
+    /// from just before the first refresh to the end of the grace after the last (ms); a
+    /// killed broker's while it ran. Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_cpu_ms: Option<Vec<f64>>,
+    /// Each broker's most CPU time within any 100 ms of the same span (ms; read every 10 ms,
+    /// the kernel's tick). Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_cpu_peak_ms_per_100ms: Option<Vec<f64>>,
 }
 
 /// One measured refresh: `[client, asked_us, took_us, attempts]` in the file.

@@ -32,7 +32,10 @@
 //!    Each refresh's time to metadata (the call to `Client::refresh` until it returns), its
 //!    attempts (`Client::stats`), the Metadata requests per refresh and the peak Metadata
 //!    requests one broker received within 100 ms (sliding, as the simulator counts; fixed
-//!    100 ms buckets are recorded too).
+//!    100 ms buckets are recorded too). Beside the counts, what the refreshes cost each
+//!    broker's process in CPU time, in all and within its busiest 100 ms (`/proc`, read every
+//!    10 ms: `lab/src/bin/fleet_real/broker_cpu.rs`): a request on a kept connection and a new
+//!    TLS and SASL connection count as one request each, and cost the broker very differently.
 //!
 //! Writes everything (every refresh's time, every broker's requests per 100 ms, the
 //! calibration and the fitted simulator parameters) as JSON (`stagger_lab::fleet_file`) to
@@ -125,6 +128,7 @@
 //!   `plaintext_connection_saturated_us`, the same measured over PLAINTEXT (see
 //!   [`fit_secured`]).
 
+mod broker_cpu;
 mod calibrate;
 mod forwarder;
 mod request_log;
@@ -522,7 +526,7 @@ fn main() -> Res<()> {
             let t = Instant::now();
             let run = run(&lab, name, scenario)?;
             eprintln!(
-                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {:?}  kept before {:?} (after bootstrap {:?}, on first seed {:?})  spares {}  reused {}  peak {:>4}  ({:.0} s)",
+                "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {:?}  kept before {:?} (after bootstrap {:?}, on first seed {:?})  spares {}  reused {}  peak {:>4}  broker CPU {:.0?} ms, peak {:.0?} ms / 100 ms  ({:.0} s)",
                 scenario.name(),
                 name,
                 fmt_ms(run.time_to_metadata.p50_ms),
@@ -536,6 +540,8 @@ fn main() -> Res<()> {
                 run.spares_kept_before,
                 run.connections_reused_during,
                 run.peak_requests,
+                run.broker_cpu_ms.clone().unwrap_or_default(),
+                run.broker_cpu_peak_ms_per_100ms.clone().unwrap_or_default(),
                 t.elapsed().as_secs_f64()
             );
             runs.push(run);
@@ -998,6 +1004,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let window = if scenario == Scenario::FailoverStorm { args.storm } else { args.window };
     lab.take_logs()?;
     let (load_before, cpu_before) = (loadavg(), cpu_ticks());
+    let broker_cpu = broker_cpu::Sampler::start((1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect());
     let t0 = Instant::now() + Duration::from_millis(20);
     let t0_us = lab.us(t0);
     let mut refreshes: Vec<Refresh> = lab.rt.block_on(async {
@@ -1060,6 +1067,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         out
     });
     std::thread::sleep(GRACE);
+    let broker_cpu = broker_cpu.finish();
     let end_us = lab.us(Instant::now());
     let logs = lab.take_logs()?;
     let (load_after, cpu_after) = (loadavg(), cpu_ticks());
@@ -1134,6 +1142,8 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     run.loadavg_before = load_before;
     run.loadavg_after = load_after;
     run.cpu_busy = busy;
+    run.broker_cpu_ms = Some(broker_cpu.total_ms);
+    run.broker_cpu_peak_ms_per_100ms = Some(broker_cpu.peak_ms_per_100ms);
     Ok(run)
 }
 

@@ -27,9 +27,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stagger_lab::fleet_file::{Burst, Churn, Fresh, HandshakeTimes, Spread};
+
 use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions};
 use tokio::task::JoinSet;
 
+use crate::broker_cpu::cpu_us;
 use crate::calibrate::{by_target, median_per_target, steady_rate};
 use crate::forwarder::Handshake;
 
@@ -181,33 +183,4 @@ pub async fn warm(targets: &[String], options: &RefreshOptions, per_target: usiz
         joined??;
     }
     Ok(())
-}
-
-/// CPU time (user + system) process `pid` (or `self`) has used, µs.
-fn cpu_us(pid: &str) -> Option<u64> {
-    stat_cpu_us(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
-/// utime + stime of a `/proc/PID/stat` line, µs. They count USER_HZ ticks, which Linux fixes
-/// at 100 per second for user space.
-fn stat_cpu_us(stat: &str) -> Option<u64> {
-    // After the command name (in parentheses, which may hold spaces and parentheses) come
-    // fields 3 onwards: utime and stime are fields 14 and 15.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks * 10_000)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_time_is_read_from_proc_stat() {
-        let line = "4242 (java (x) y) S 1 4242 4242 0 -1 4194560 9000 0 12 0 731 69 0 0 20 0 40 0 5000 0 0";
-        assert_eq!(stat_cpu_us(line), Some((731 + 69) * 10_000));
-        assert_eq!(stat_cpu_us("4242 (java) S 1"), None);
-        assert!(cpu_us("self").is_some());
-    }
 }
