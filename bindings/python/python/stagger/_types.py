@@ -4,7 +4,9 @@ the ABI's JSON payloads (docs/abi.md, "JSON payloads")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
+
+T = TypeVar("T")
 
 __all__ = [
     "Broker",
@@ -18,6 +20,19 @@ __all__ = [
     "SessionStats",
     "Report",
 ]
+
+
+_new = object.__new__
+
+
+def _built(cls: Type[T], values: Dict[str, Any]) -> T:
+    """``cls(**values)`` for a frozen dataclass, every field given: filled in directly rather
+    than through the generated ``__init__``, which sets each field with ``object.__setattr__``.
+    A refresh's outcome builds a dozen or more of these, and this halves their cost
+    (docs/performance/boundary.md)."""
+    obj = _new(cls)
+    obj.__dict__.update(values)
+    return obj
 
 
 def address(host: str, port: int) -> str:
@@ -89,19 +104,22 @@ class AttemptReport:
         if isinstance(kind, dict):  # {"kind": "broker_error", "code": 3}, {"kind": "refused"}
             kind, code = kind.get("kind"), kind.get("code")
         addresses = row.get("addresses")
-        return cls(
-            attempt=int(row.get("attempt", 0)),
-            broker=str(row.get("broker", "")),
-            started_ms=float(row.get("started_ms") or 0.0),
-            outcome=str(row.get("outcome", "")),
-            connected_ms=row.get("connected_ms"),
-            answered_ms=row.get("answered_ms"),
-            ended_ms=row.get("ended_ms"),
-            error=row.get("error"),
-            error_kind=None if kind is None else str(kind),
-            error_code=None if code is None else int(code),
-            reason=row.get("reason"),
-            addresses=None if addresses is None else tuple(str(a) for a in addresses),
+        return _built(
+            cls,
+            {
+                "attempt": int(row.get("attempt", 0)),
+                "broker": str(row.get("broker", "")),
+                "started_ms": float(row.get("started_ms") or 0.0),
+                "outcome": str(row.get("outcome", "")),
+                "connected_ms": row.get("connected_ms"),
+                "answered_ms": row.get("answered_ms"),
+                "ended_ms": row.get("ended_ms"),
+                "error": row.get("error"),
+                "error_kind": None if kind is None else str(kind),
+                "error_code": None if code is None else int(code),
+                "reason": row.get("reason"),
+                "addresses": None if addresses is None else tuple(str(a) for a in addresses),
+            },
         )
 
 
@@ -132,35 +150,45 @@ class Metadata:
         seeds: Tuple[str, ...] = (),
     ) -> "Metadata":
         brokers = tuple(
-            Broker(int(b["node_id"]), str(b["host"]), int(b["port"]), b.get("rack")) for b in doc.get("brokers", ())
+            _built(Broker, {"node_id": int(b["node_id"]), "host": str(b["host"]), "port": int(b["port"]), "rack": b.get("rack")})
+            for b in doc.get("brokers", ())
         )
         topics = tuple(
-            Topic(
-                name=str(t.get("name")),
-                partitions=tuple(
-                    Partition(
-                        id=int(p["id"]),
-                        leader=int(p.get("leader", -1)),
-                        replicas=tuple(p.get("replicas", ())),
-                        isr=tuple(p.get("isr", ())),
-                        error_code=int(p.get("error_code", 0)),
-                    )
-                    for p in t.get("partitions", ())
-                ),
-                error_code=int(t.get("error_code", 0)),
-                is_internal=bool(t.get("is_internal", False)),
+            _built(
+                Topic,
+                {
+                    "name": str(t.get("name")),
+                    "partitions": tuple(
+                        _built(
+                            Partition,
+                            {
+                                "id": int(p["id"]),
+                                "leader": int(p.get("leader", -1)),
+                                "replicas": tuple(p.get("replicas", ())),
+                                "isr": tuple(p.get("isr", ())),
+                                "error_code": int(p.get("error_code", 0)),
+                            },
+                        )
+                        for p in t.get("partitions", ())
+                    ),
+                    "error_code": int(t.get("error_code", 0)),
+                    "is_internal": bool(t.get("is_internal", False)),
+                },
             )
             for t in doc.get("topics", ())
         )
-        return cls(
-            brokers=brokers,
-            topics=topics,
-            cluster_id=doc.get("cluster_id"),
-            controller_id=int(doc.get("controller_id", -1)),
-            error_code=int(doc.get("error_code", 0)),
-            answered_by=answered_by,
-            attempts=attempts,
-            seeds=tuple(seeds),
+        return _built(
+            cls,
+            {
+                "brokers": brokers,
+                "topics": topics,
+                "cluster_id": doc.get("cluster_id"),
+                "controller_id": int(doc.get("controller_id", -1)),
+                "error_code": int(doc.get("error_code", 0)),
+                "answered_by": answered_by,
+                "attempts": attempts,
+                "seeds": tuple(seeds),
+            },
         )
 
     def broker(self, node_id: int) -> Optional[Broker]:
