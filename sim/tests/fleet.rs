@@ -179,6 +179,24 @@ fn a_new_connection_costs_its_broker_and_a_kept_one_does_not() {
     assert!(warm_dear < warm_cheap + 1.0, "warm healthy: {warm_cheap} ms, with a 40 ms accept {warm_dear} ms");
 }
 
+/// `hung_slowdown` slows the brokers still answering while one is hung, and nothing else: a
+/// sequential fleet's one-attempt refreshes (the median) take about that many times as long,
+/// and the healthy scenario is the same as without it.
+#[test]
+fn a_hung_brokers_slowdown_slows_the_others_only_while_it_hangs() {
+    let base = FleetConfig { clients: 60, brokers: 3, ..FleetConfig::default() };
+    let slowed = FleetConfig { hung_slowdown: 2.0, ..base.clone() };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let run = |c: &FleetConfig, s| WarmFleet::new(c, &strategy).run(s);
+    let (calm, calm_slowed) = (run(&base, FleetScenario::Healthy), run(&slowed, FleetScenario::Healthy));
+    assert_eq!(calm.times_us, calm_slowed.times_us, "no broker hangs in the healthy scenario");
+    let p50 = |r: &ScenarioResult| r.time_to_metadata.p50_ms.unwrap();
+    let (hung, hung_slowed) = (run(&base, FleetScenario::OneHung), run(&slowed, FleetScenario::OneHung));
+    let ratio = p50(&hung_slowed) / p50(&hung);
+    assert!((1.7..=2.3).contains(&ratio), "p50 {} ms against {} ms", p50(&hung_slowed), p50(&hung));
+    assert_eq!(hung.attempts, hung_slowed.attempts, "the same clients met the hung broker");
+}
+
 /// Spares given after the warm-up (a state a fit takes from a real run) are held and spare a
 /// storm new connections: clients whose kept connection went with the dead broker reuse
 /// their spare instead.

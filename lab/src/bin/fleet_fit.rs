@@ -246,6 +246,7 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
         storm_window: micros(first.storm_window_ms * 1e3),
         peak_window: micros(first.peak_window_ms * 1e3),
         host_delay: host_delay(files),
+        hung_slowdown: hung_slowdown(files),
         ..FleetConfig::default()
     };
     // A fresh connection's cost: over PLAINTEXT all of it is the accept; over SASL_SSL the
@@ -343,6 +344,37 @@ fn host_delay(files: &[FleetFile]) -> HostDelay {
         return HostDelay::default();
     }
     HostDelay { share: slow as f64 / all as f64, mean: micros(above / slow as f64) }
+}
+
+/// How much slower the brokers still answering were while one was hung
+/// ([`FleetConfig::hung_slowdown`]): in each real `one_hung` run, the median time of the
+/// refreshes that needed one attempt (their lead was not the stopped node) over the median of
+/// the same strategy's `healthy` run in the same file; the geometric mean over runs, never
+/// below 1.
+fn hung_slowdown(files: &[FleetFile]) -> f64 {
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v.get(v.len() / 2).map(|&m| m as f64)
+    };
+    let mut logs = Vec::new();
+    for f in files {
+        for hung in f.runs.iter().filter(|r| r.scenario == "one_hung") {
+            let Some(calm) = f.runs.iter().find(|r| r.scenario == "healthy" && r.strategy == hung.strategy) else {
+                continue;
+            };
+            let one_attempt = hung.refresh_list.iter().filter(|e| e.3 == 1).filter_map(|e| e.2).collect();
+            let all = calm.refresh_list.iter().filter_map(|e| e.2).collect();
+            if let (Some(h), Some(c)) = (median(one_attempt), median(all)) {
+                if h > 0.0 && c > 0.0 {
+                    logs.push((h / c).ln());
+                }
+            }
+        }
+    }
+    if logs.is_empty() {
+        return 1.0;
+    }
+    (logs.iter().sum::<f64>() / logs.len() as f64).exp().max(1.0)
 }
 
 /// The mean of a price over the runs that have it.
@@ -542,7 +574,11 @@ fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
          ApiVersions request `api_versions_time`, an accepted connection `accept_time`, over TLS a handshake of one round \
          trip and `tls_time`, over SASL SCRAM three more round trips and `sasl_time`, all in the broker's one queue (the pipelined fit adds a latency per request, `latency`, which does not hold it), \
          and a share of Metadata answers delayed by a pause of the machine (`host_delay`: the calm real runs' refreshes \
-         slower than twice their median, and their mean time above it), which holds no queue. \
+         slower than twice their median, and their mean time above it), which holds no queue. While a broker is hung, \
+         every one of these prices is multiplied by `hung_slowdown` (*others while one hangs*): the real one-hung runs' \
+         refreshes that needed one attempt (their lead was not the stopped node) over the same strategy's healthy \
+         median, fitted from the very runs the one-hung tables compare, so those tables check the rest of the model \
+         (the hedged clients, the tail) more than its median. \
          Real counts: time to metadata from `Client::refresh_because` to its return; attempts from `Client::stats`; \
          connections accepted by the counting forwarders; ApiVersions and Metadata from the forwarders over PLAINTEXT \
          and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —). \
@@ -580,7 +616,7 @@ fn section(
     let _ = writeln!(md, "### Fitted prices\n");
     let _ = writeln!(
         md,
-        "| fit | rtt | Metadata | ApiVersions | accept | TLS | SASL | host pauses | how |\n|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| fit | rtt | Metadata | ApiVersions | accept | TLS | SASL | host pauses | others while one hangs | how |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     for f in fits {
         let c = &f.config;
@@ -596,7 +632,7 @@ fn section(
         let l = &c.latency;
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | ×{:.2} | {} |",
             f.name,
             us(c.rtt),
             priced(c.service_time, l.metadata),
@@ -612,6 +648,7 @@ fn section(
                 h if h.share > 0.0 => format!("{:.1} % of answers, mean {}", h.share * 100.0, us(h.mean)),
                 _ => "—".into(),
             },
+            c.hung_slowdown,
             f.how
         );
     }

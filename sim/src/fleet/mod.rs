@@ -130,6 +130,14 @@ pub struct FleetConfig {
     /// Hiccups of the machine the clients and brokers run on (default none), delaying a
     /// Metadata answer without holding any queue ([`HostDelay`]).
     pub host_delay: HostDelay,
+    /// How many times slower the other brokers and the network are while some brokers are
+    /// hung (the hung scenarios' incident; default 1, no change): what a refresh on a kept
+    /// connection pays (round trip, ApiVersions and Metadata work and latency, pauses) is
+    /// multiplied by it, a new connection's costs are not. On a real KRaft cluster the
+    /// stopped node is a controller too, and the refreshes that never touched it took
+    /// 1.25–1.4× their healthy time (`docs/performance/storm.md`); `fleet_fit` fits it from
+    /// `fleet_real`'s one-hung runs, whose such refreshes ran on kept connections.
+    pub hung_slowdown: f64,
     /// Calm refreshes per client before the scenario (default 64, the adaptive window).
     /// Strategies with a fixed stagger read no window and use at most 2 (see
     /// [`FleetConfig::warmup_for`]); the measurement is the same, the run is faster.
@@ -180,6 +188,7 @@ impl Default for FleetConfig {
             shared_cores: 0,
             latency: Latency::default(),
             host_delay: HostDelay::default(),
+            hung_slowdown: 1.0,
             warmup_refreshes: stagger::Estimator::WINDOW as u32,
             warmup_spacing: Duration::from_secs(5),
             warm_spares: 0.0,

@@ -220,6 +220,26 @@ pub struct WarmFleet {
     engine: Engine,
 }
 
+impl Engine {
+    /// Multiplies by `factor` what a refresh on a kept connection pays: the round trip, the
+    /// ApiVersions and Metadata work and their latencies, and the pauses
+    /// ([`FleetConfig::hung_slowdown`](super::FleetConfig::hung_slowdown), measured on such
+    /// refreshes); a new connection's accept, TLS and SASL costs stay. A factor that is not a
+    /// positive finite number changes nothing.
+    fn slow_down(&mut self, factor: f64) {
+        if !(factor.is_finite() && factor > 0.0) || factor == 1.0 {
+            return;
+        }
+        self.rtt_us *= factor;
+        self.service_us *= factor;
+        self.api_us = (f64::from(self.api_us) * factor).min(f64::from(u32::MAX)) as u32;
+        for us in &mut self.latency_us[..2] {
+            *us = (*us as f64 * factor) as u64;
+        }
+        self.host_delay.1 *= factor;
+    }
+}
+
 /// Mixes a seed with a stream number (SplitMix64's finaliser), for independent streams.
 fn mix(seed: u64, stream: u64) -> u64 {
     let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);

@@ -72,6 +72,9 @@ impl WarmFleet {
         for &b in order.iter().take(failing.min(n_brokers.saturating_sub(1))) {
             e.brokers[b].mode = mode;
         }
+        if mode == Mode::Hung {
+            e.slow_down(config.hung_slowdown);
+        }
         place_leads(&mut e, config, &order);
         top_up_failing_spares(&mut e, config, scenario);
         let spares_before: u64 = e
