@@ -12,7 +12,7 @@ import time
 import pytest
 
 import stagger
-from stagger import Cause, ClosedError, ConfigError, RefreshError
+from stagger import Cause, ClosedError, ConfigError, RefreshError, blocking
 
 from conftest import closed_port
 from fakebroker import Cluster, FakeBroker
@@ -227,6 +227,28 @@ def test_closing_the_async_client_answers_waiting_callers(make_broker):
 
     run(main())
     assert hung.wait_for(lambda b: b.closed == b.accepted)
+
+
+def test_a_threads_blocking_calls_share_one_loop_and_an_interrupt_closes_the_connections(make_broker):
+    good = make_broker()
+    stagger.metadata_blocking([good.address])
+    loop = blocking._local.holder.loop
+    stagger.metadata_blocking([good.address])
+    assert blocking._local.holder.loop is loop and not loop.is_closed()
+    assert good.wait_for(lambda b: b.accepted == 2 and b.closed == 2)
+
+    # Ctrl-C while a refresh waits on a hung broker: the call is cancelled, its connection
+    # closed, and the interruption reaches the caller; the loop serves the next call.
+    hung = make_broker(mode="hang")
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    loop.call_later(0.2, interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        stagger.metadata_blocking([hung.address])
+    assert hung.wait_for(lambda b: b.accepted == 1 and b.closed == 1)
+    assert stagger.metadata_blocking([good.address]).answered_by == good.address
 
 
 def test_the_blocking_api_works_inside_a_running_event_loop(fake_broker):

@@ -2,10 +2,11 @@
 metadata, for programs without an event loop.
 
 Both run the asyncio host (the same code the asyncio API and its tests run), on a private
-event loop: ``metadata_blocking`` on a new loop in the calling thread (or in a worker thread
-when the calling thread already runs a loop, as a notebook does), ``Client`` on one thread of
-its own, which owns the session and its sockets, watches the session's timers (periodic
-refresh, kept connection) between calls, and answers callers from any thread.
+event loop: ``metadata_blocking`` on the calling thread's own loop, kept between calls (or
+in a worker thread when the calling thread already runs a loop, as a notebook does),
+``Client`` on one thread of its own, which owns the session and its sockets, watches the
+session's timers (periodic refresh, kept connection) between calls, and answers callers
+from any thread.
 """
 
 from __future__ import annotations
@@ -27,11 +28,45 @@ __all__ = ["metadata_blocking", "bootstrap_servers_blocking", "Client"]
 T = TypeVar("T")
 
 
+class _ThreadLoop:
+    """The event loop the one-shot blocking calls of one thread run on, kept between calls:
+    creating and tearing down a loop per call (``asyncio.run``) cost about 0.3 ms of each
+    refresh, a tenth of a healthy one (docs/performance/peers.md). Closed when its thread
+    ends (its thread-local holder is collected) or at exit."""
+
+    __slots__ = ("loop", "__weakref__")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        # The loop of a thread that lives to the end (the main thread's) is closed at exit.
+        weakref.finalize(self, self.loop.close)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs ``coro`` to completion; if this thread is interrupted meanwhile (Ctrl-C), the
+        call is cancelled and run until its connections are closed, then the interruption
+        goes on."""
+        task = self.loop.create_task(coro)
+        try:
+            return self.loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():
+                task.cancel()
+                try:
+                    self.loop.run_until_complete(task)
+                except BaseException:
+                    pass
+            raise
+
+
+_local = threading.local()
+
+
 def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Runs ``coro`` to completion on a new event loop (``asyncio.run``: if it is interrupted,
-    it is cancelled and run until its connections are closed; the loop's name-lookup threads
-    are shut down after)."""
-    return asyncio.run(coro)
+    """Runs ``coro`` on this thread's loop (``_ThreadLoop``)."""
+    holder: Optional[_ThreadLoop] = getattr(_local, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _local.holder = _ThreadLoop()
+    return holder.run(coro)
 
 
 def _run_anywhere(coro: Coroutine[Any, Any, T]) -> T:
