@@ -96,6 +96,7 @@ class Part:
 PARTS = [
     Part("bindings/go", "Go module", "go.mod", ["stagger-abi"], "wazero", "Go"),
     Part("bindings/python", "wheel", "pyproject.toml", [], "maturin, cffi", "Python"),
+    Part("bindings/java", "Maven project", "pom.xml", ["stagger-abi"], "Chicory", "Java"),
     Part("adapters/browser/npm", "npm", "package.json", ["stagger-web"], "wasm-bindgen", ""),
     Part("web-demo", "page", "index.html", ["stagger-demo", "stagger-web"], "index.html, js/", ""),
 ]
@@ -265,6 +266,12 @@ def load() -> Graph:
             crate_manifest = data["tool"]["maturin"]["manifest-path"]
             crate_dir = os.path.normpath(os.path.join(part.path, os.path.dirname(crate_manifest))).replace(os.sep, "/")
             uses += [n for n, d in dirs.items() if d == crate_dir]
+        elif part.name_from == "pom.xml":
+            # The project's own coordinates: the first groupId and artifactId (no parent pom).
+            pom = read(manifest)
+            group = re.search(r"<groupId>([^<]+)</groupId>", pom)
+            artifact = re.search(r"<artifactId>([^<]+)</artifactId>", pom)
+            title = f"{group.group(1)}:{artifact.group(1)}" if group and artifact else part.path
         elif part.name_from == "package.json":
             title = json.loads(read(manifest))["name"]
         else:

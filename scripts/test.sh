@@ -51,7 +51,10 @@ bash web-demo/build.sh
 # fresh venv, pytest against fake brokers and the real cluster (its destructive tests restart
 # the broker they kill, so they run last here).
 bash bindings/python/test.sh
-# The browser, web demo and Python tests authenticate to the real cluster too; it is not needed after them.
+# The JVM binding (bindings/java/test.sh): the same wasm module on Chicory's compiler, every
+# conformance scenario replayed, and one-shot refreshes of the real cluster.
+bash bindings/java/test.sh
+# The browser, web demo, Python and Java tests use the real cluster too; it is not needed after them.
 if [ -n "${STAGGER_KAFKA_DIR:-}" ]; then
   bash scripts/kafka.sh stop --dir "$STAGGER_KAFKA_DIR"
   trap - EXIT
