@@ -4,9 +4,11 @@
 #    in dependency order, the unpublished workspace crates overlaid as a local registry);
 # 2. `cargo deny check licenses bans sources` (deny.toml);
 # 3. the third-party licences the CLI, the browser adapter's wasm, the ABI's wasm module, the
-#    Python wheel's native library and the Go binding bundle (docs/third-party-licenses.md)
-#    are what cargo-deny lists for today's Cargo.lock and what licensecheck finds in the Go
-#    modules of today's go.sum, and every Go module's licence is one deny.toml allows.
+#    Python wheel's native library, the Go binding and the Java binding bundle
+#    (docs/third-party-licenses.md)
+#    are what cargo-deny lists for today's Cargo.lock, what licensecheck finds in the Go
+#    modules of today's go.sum and what the POMs of the Java binding's Maven artifacts name,
+#    and every Go module's and Maven artifact's licence is one deny.toml allows.
 # Advisories are not checked: cargo-deny fetches its advisory database from a git host this
 # project's machines cannot reach. Run `cargo deny check advisories` where it can.
 set -euo pipefail
