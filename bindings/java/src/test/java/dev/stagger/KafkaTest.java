@@ -49,11 +49,7 @@ class KafkaTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aClosedPortListedFirstIsPassedOver() throws IOException {
-        int port;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
-            port = s.getLocalPort();
-        }
-        String closed = "127.0.0.1:" + port;
+        String closed = closedPort();
         List<String> all = new ArrayList<>();
         all.add(closed);
         all.addAll(seeds);
@@ -73,13 +69,17 @@ class KafkaTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void onlyAClosedPortFailsWithTheErrorJson() throws IOException {
-        int port;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
-            port = s.getLocalPort();
-        }
+        String closed = closedPort();
         RefreshFailedException e = org.junit.jupiter.api.Assertions.assertThrows(RefreshFailedException.class,
-                () -> Stagger.metadata(List.of("127.0.0.1:" + port)));
+                () -> Stagger.metadata(List.of(closed)));
         JsonNode error = Conformance.parse(e.errorJson());
         assertEquals("refused", error.get("last_error").get("kind").asText(), e.errorJson());
+    }
+
+    /** A loopback address nothing listens on: a port the kernel gave out, closed again. */
+    private static String closedPort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            return "127.0.0.1:" + s.getLocalPort();
+        }
     }
 }
