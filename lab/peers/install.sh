@@ -72,6 +72,19 @@ else
   left_out "kafka-clients (Java)" "Maven could not fetch or build kafka-clients $KAFKA_CLIENTS_VERSION (see $cache/mvn.log)"
 fi
 
+# --- stagger's JVM binding (bindings/java) from this tree: installed into Maven's local
+# repository (tests left to scripts/test.sh), then its probe built against it
+if command -v mvn >/dev/null && command -v java >/dev/null &&
+  mvn -q -B -Dstyle.color=never -f "$root/bindings/java/pom.xml" -DskipTests install >"$cache/mvn-stagger.log" 2>&1 &&
+  mvn -q -B -Dstyle.color=never -f "$here/java-stagger/pom.xml" package >>"$cache/mvn-stagger.log" 2>&1 &&
+  [ -f "$cache/java-stagger/peers-stagger-java-probe-0.jar" ]; then
+  version "stagger Java" "0.1.0 (this tree, bindings/java on Chicory 1.7.5's compiler; $(java -version 2>&1 | head -1 | tr -d '"'))"
+  peer "stagger Java" "java -XX:+UseSerialGC -cp $cache/java-stagger/peers-stagger-java-probe-0.jar:$cache/java-stagger/lib/* StaggerProbe"
+else
+  tail -5 "$cache/mvn-stagger.log" >&2 2>/dev/null
+  left_out "stagger Java" "Maven could not build bindings/java or its probe (see $cache/mvn-stagger.log)"
+fi
+
 # --- Go: franz-go and sarama from the Go module proxy, stagger's Go binding from this tree
 # (go.mod's replace), one module, three probes; franz and sarama also run with -front (stagger's
 # bootstrap recipe before the peer: "franz-go + stagger front", "sarama + stagger front")
