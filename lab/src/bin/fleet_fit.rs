@@ -38,7 +38,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use stagger::RefreshConfig;
-use stagger_lab::fleet_file::{self, FleetFile, Run};
+use stagger_lab::fleet_file::{self, FleetFile, RefreshEntry, Run};
 use stagger_sim::fleet::{
     FleetConfig, FleetScenario, HostDelay, Latency, ScenarioResult, Security, Strategy, WarmFleet,
 };
@@ -331,8 +331,7 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
 fn host_delay(files: &[FleetFile]) -> HostDelay {
     let (mut slow, mut all, mut above) = (0usize, 0usize, 0.0);
     for run in files.iter().flat_map(|f| &f.runs).filter(|r| r.scenario == "healthy") {
-        let mut took: Vec<u64> = run.refresh_list.iter().filter_map(|e| e.2).collect();
-        took.sort_unstable();
+        let took = answered_us(run, |_| true);
         let Some(&median) = took.get(took.len() / 2) else { continue };
         all += took.len();
         for &t in took.iter().filter(|&&t| t > 2 * median) {
@@ -352,18 +351,15 @@ fn host_delay(files: &[FleetFile]) -> HostDelay {
 /// the same strategy's `healthy` run in the same file; the geometric mean over runs, never
 /// below 1.
 fn hung_slowdown(files: &[FleetFile]) -> f64 {
-    let median = |mut v: Vec<u64>| {
-        v.sort_unstable();
-        v.get(v.len() / 2).map(|&m| m as f64)
-    };
+    let median = |v: Vec<u64>| v.get(v.len() / 2).map(|&m| m as f64);
     let mut logs = Vec::new();
     for f in files {
         for hung in f.runs.iter().filter(|r| r.scenario == "one_hung") {
             let Some(calm) = f.runs.iter().find(|r| r.scenario == "healthy" && r.strategy == hung.strategy) else {
                 continue;
             };
-            let one_attempt = hung.refresh_list.iter().filter(|e| e.3 == 1).filter_map(|e| e.2).collect();
-            let all = calm.refresh_list.iter().filter_map(|e| e.2).collect();
+            let one_attempt = answered_us(hung, |e| e.3 == 1);
+            let all = answered_us(calm, |_| true);
             if let (Some(h), Some(c)) = (median(one_attempt), median(all)) {
                 if h > 0.0 && c > 0.0 {
                     logs.push((h / c).ln());
@@ -375,6 +371,13 @@ fn hung_slowdown(files: &[FleetFile]) -> f64 {
         return 1.0;
     }
     (logs.iter().sum::<f64>() / logs.len() as f64).exp().max(1.0)
+}
+
+/// The times to metadata (µs) of a real run's answered refreshes that `which` keeps, sorted.
+fn answered_us(run: &Run, which: impl Fn(&RefreshEntry) -> bool) -> Vec<u64> {
+    let mut took: Vec<u64> = run.refresh_list.iter().filter(|e| which(e)).filter_map(|e| e.2).collect();
+    took.sort_unstable();
+    took
 }
 
 /// The mean of a price over the runs that have it.

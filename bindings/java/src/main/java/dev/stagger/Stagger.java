@@ -161,17 +161,15 @@ public final class Stagger {
                 events.add(new Event.IoError(d.conn(), ErrorKind.TLS, 0, "TLS is not supported by this host"));
                 return;
             }
-            String address = d.address();
-            int colon = address.lastIndexOf(':');
-            String host = address.substring(0, Math.max(colon, 0));
-            if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
-            int port;
+            Wire.HostPort hostPort;
             try {
-                port = Integer.parseInt(address.substring(colon + 1));
+                hostPort = Wire.HostPort.parse(d.address());
             } catch (NumberFormatException e) {
-                events.add(new Event.IoError(d.conn(), ErrorKind.IO, 0, "not host:port: " + address));
+                events.add(new Event.IoError(d.conn(), ErrorKind.IO, 0, "not host:port: " + d.address()));
                 return;
             }
+            String host = hostPort.host();
+            int port = hostPort.port();
             SocketChannel channel = SocketChannel.open();
             try {
                 channel.configureBlocking(false);
@@ -201,13 +199,10 @@ public final class Stagger {
 
         private Event resolve(Action.Resolve r) {
             String name = r.name();
-            int colon = name.lastIndexOf(':');
-            String host = name.substring(0, Math.max(colon, 0));
-            if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
             try {
-                int port = Integer.parseInt(name.substring(colon + 1));
+                Wire.HostPort hp = Wire.HostPort.parse(name);
                 List<InetSocketAddress> found = new ArrayList<>();
-                for (InetAddress a : InetAddress.getAllByName(host)) found.add(new InetSocketAddress(a, port));
+                for (InetAddress a : InetAddress.getAllByName(hp.host())) found.add(new InetSocketAddress(a, hp.port()));
                 return new Event.Resolved(r.lookup(), found);
             } catch (UnknownHostException | NumberFormatException e) {
                 return new Event.ResolveFailed(r.lookup(), ErrorKind.DNS, 0, "cannot resolve " + name);

@@ -101,16 +101,26 @@ public final class Wire {
 
     /** A parsed {@code host:port} ({@code [v6]:port}) as an address and port, for RESOLVED events of literals. */
     public static InetSocketAddress literal(String hostPort) {
-        int colon = hostPort.lastIndexOf(':');
-        String host = hostPort.substring(0, colon);
-        if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
+        HostPort hp = HostPort.parse(hostPort);
+        String host = hp.host();
         int zone = host.indexOf('%');
         if (zone >= 0) host = host.substring(0, zone);
         try {
             // A literal address: no lookup happens.
-            return new InetSocketAddress(InetAddress.getByName(host), Integer.parseInt(hostPort.substring(colon + 1)));
+            return new InetSocketAddress(InetAddress.getByName(host), hp.port());
         } catch (UnknownHostException e) {
             throw new IllegalArgumentException("not an IP address: " + host, e);
+        }
+    }
+
+    /** A {@code host:port} split in two, an IPv6 host without its brackets. */
+    record HostPort(String host, int port) {
+        /** @throws NumberFormatException when what follows the last colon is not a port number */
+        static HostPort parse(String hostPort) {
+            int colon = hostPort.lastIndexOf(':');
+            String host = hostPort.substring(0, Math.max(colon, 0));
+            if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
+            return new HostPort(host, Integer.parseInt(hostPort.substring(colon + 1)));
         }
     }
 
