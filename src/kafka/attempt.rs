@@ -136,6 +136,13 @@ impl KafkaAttempt {
         self.exchange.set_sasl_nonce(nonce);
     }
 
+    /// Trades SCRAM's derived keys with `kept`, the keys a client holds across its
+    /// connections ([`Exchange::share_scram_keys`]): a client that keeps them derives the
+    /// password's keys (PBKDF2) once, not on every connection.
+    pub fn share_scram_keys(&mut self, kept: &mut Option<alloc::sync::Arc<super::sasl::ScramKeys>>) {
+        self.exchange.share_scram_keys(kept);
+    }
+
     /// Sets the `OAUTHBEARER` token in place (the session's `Token` event).
     pub(crate) fn set_sasl_token(&mut self, token: super::sasl::Secret) {
         self.exchange.set_sasl_token(token);

@@ -186,6 +186,15 @@ impl Exchange {
         }
     }
 
+    /// Trades SCRAM's derived keys with `kept`, the keys a client holds across its
+    /// connections ([`ScramKeys`](super::sasl::ScramKeys)): call before and after handing
+    /// over received bytes. Without SCRAM, nothing happens.
+    pub fn share_scram_keys(&mut self, kept: &mut Option<alloc::sync::Arc<super::sasl::ScramKeys>>) {
+        if let Some(sasl) = &mut self.sasl {
+            sasl.share_keys(kept);
+        }
+    }
+
     /// Sets the `OAUTHBEARER` token a host fetched for this connection (the session's
     /// `Token` event); call before the first bytes are handled. Other mechanisms ignore it.
     pub(crate) fn set_sasl_token(&mut self, token: super::sasl::Secret) {

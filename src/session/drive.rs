@@ -64,7 +64,11 @@ impl Session {
                 kafka.handle_secured();
                 conn.up = true;
             }
-            Event::Received { bytes, .. } => kafka.handle_bytes(bytes),
+            Event::Received { bytes, .. } => {
+                kafka.share_scram_keys(&mut self.scram_keys);
+                kafka.handle_bytes(bytes);
+                kafka.share_scram_keys(&mut self.scram_keys);
+            }
             Event::Closed { how, .. } => {
                 conn.gone = true;
                 match how {

@@ -99,6 +99,7 @@
 //! ```
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::brokers::BrokerBook;
@@ -142,6 +143,10 @@ pub struct Session {
     notes: notes::Notes,
     /// Live events, with [`SessionConfig::observe`].
     events: VecDeque<crate::report::Event>,
+    /// SCRAM's keys derived from the password for the brokers' salt, shared by every
+    /// connection ([`crate::kafka::sasl::ScramKeys`]): PBKDF2 runs once per session, not
+    /// once per connection.
+    scram_keys: Option<Arc<crate::kafka::sasl::ScramKeys>>,
 }
 
 impl Session {
@@ -176,6 +181,7 @@ impl Session {
             ignored: 0,
             notes: notes::Notes::default(),
             events: VecDeque::new(),
+            scram_keys: None,
         })
     }
 

@@ -3,12 +3,13 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 
-use super::scram::{self, ClientFirst};
+use super::scram::{self, ClientFirst, ScramKeys};
 use super::{Nonce, Sasl};
 use crate::error::{AttemptError, ErrorKind};
 
@@ -31,6 +32,10 @@ pub(in crate::kafka) struct Conversation {
     /// The SCRAM client nonce, as sent (base64 of the caller's bytes).
     nonce: String,
     state: State,
+    /// SCRAM's derived keys: given by the client before server-first, or derived here.
+    keys: Option<Arc<ScramKeys>>,
+    /// Whether `keys` were derived here and not yet handed to the client.
+    derived: bool,
 }
 
 /// Which answer the conversation waits for.
@@ -59,7 +64,13 @@ impl core::fmt::Debug for ClientFirst {
 impl Conversation {
     /// A conversation for `sasl`; `nonce` is only used by SCRAM.
     pub(in crate::kafka) fn new(sasl: &Sasl, nonce: &Nonce) -> Conversation {
-        Conversation { sasl: sasl.clone(), nonce: BASE64.encode(nonce), state: State::Start }
+        Conversation {
+            sasl: sasl.clone(),
+            nonce: BASE64.encode(nonce),
+            state: State::Start,
+            keys: None,
+            derived: false,
+        }
     }
 
     /// Replaces the SCRAM nonce; ignored once the conversation has started.
@@ -74,6 +85,18 @@ impl Conversation {
     pub(in crate::kafka) fn set_token(&mut self, token: super::Secret) {
         if let (State::Start, Sasl::OAuthBearer { token: old }) = (&self.state, &mut self.sasl) {
             *old = token;
+        }
+    }
+
+    /// Trades SCRAM keys with `kept`, the keys the client holds across its connections: keys
+    /// derived here go to `kept`; before server-first, `kept` comes here, so the answer to it
+    /// skips the derivation when the salt and iteration count are the same.
+    pub(in crate::kafka) fn share_keys(&mut self, kept: &mut Option<Arc<ScramKeys>>) {
+        if self.derived {
+            self.derived = false;
+            kept.clone_from(&self.keys);
+        } else if matches!(self.state, State::Start | State::ServerFirst(_)) && kept.is_some() {
+            self.keys.clone_from(kept);
         }
     }
 
@@ -119,7 +142,12 @@ impl Conversation {
                 let Sasl::Scram { hash, password, .. } = &self.sasl else {
                     return Err(self.out_of_order());
                 };
-                let last = scram::client_final(*hash, password.expose(), &first, &self.nonce, bytes)?;
+                let given = self.keys.clone();
+                let last = scram::client_final(*hash, password.expose(), &first, &self.nonce, bytes, &mut self.keys)?;
+                self.derived = match (&given, &self.keys) {
+                    (Some(given), Some(used)) => !Arc::ptr_eq(given, used),
+                    (_, used) => used.is_some(),
+                };
                 self.state = State::ServerFinal(last.server_signature);
                 Ok(Step::Send(last.message.into_bytes()))
             }

@@ -30,6 +30,7 @@ mod conversation;
 mod scram;
 
 pub(super) use conversation::{Conversation, Step};
+pub use scram::ScramKeys;
 
 /// A password or token. `Debug` prints `<redacted>`; there is no `Display` and no serde, so
 /// the only way to the text is [`Secret::expose`], which the SASL conversation calls.

@@ -7,18 +7,49 @@ use super::*;
 fn sasl_refresh(sasl: Sasl, fresh_tokens: bool, answer: impl FnOnce(ConnId) -> Event<'static>) -> Broker {
     let exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
     let mut s = session(SessionConfig { exchange, fresh_tokens, ..config() });
-    s.request_refresh(ms(0));
-    let first = actions(&mut s);
-    let [(conn, _)] = dials(&first)[..] else { panic!() };
-    assert!(matches!(first[1], Action::NeedNonce { conn: c } | Action::NeedToken { conn: c } if c == conn));
-    s.handle_event(ms(1), Event::Connected { conn });
-    assert_eq!(actions(&mut s), [], "the first request waits for the nonce or token");
-    s.handle_event(ms(1), answer(conn));
-    let sends = actions(&mut s);
     let mut broker = Broker::default();
-    let all = serve(&mut s, ms(2), conn, &mut broker, sends);
-    assert_eq!(refreshed(&all), Some(1), "{all:?}");
+    sasl_refresh_on(&mut s, &mut broker, ms(0), answer);
     broker
+}
+
+/// A refresh of `s` at `at` on a new connection to `broker`; returns the connection.
+fn sasl_refresh_on(
+    s: &mut Session,
+    broker: &mut Broker,
+    at: Instant,
+    answer: impl FnOnce(ConnId) -> Event<'static>,
+) -> ConnId {
+    let epoch = s.request_refresh(at);
+    let first = actions(s);
+    let [(conn, _)] = dials(&first)[..] else { panic!("{first:?}") };
+    assert!(matches!(first[1], Action::NeedNonce { conn: c } | Action::NeedToken { conn: c } if c == conn));
+    s.handle_event(at, Event::Connected { conn });
+    assert_eq!(actions(s), [], "the first request waits for the nonce or token");
+    s.handle_event(at, answer(conn));
+    let sends = actions(s);
+    let all = serve(s, at, conn, broker, sends);
+    assert_eq!(refreshed(&all), Some(epoch), "{all:?}");
+    conn
+}
+
+#[test]
+fn scram_derives_the_passwords_keys_once_per_session() {
+    let sasl = Sasl::Scram { hash: ScramHash::Sha256, username: "alice".into(), password: Secret::new(PASSWORD) };
+    let exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
+    let mut s = session(SessionConfig { exchange, ..config() });
+    let mut broker = Broker::default();
+    let conn = sasl_refresh_on(&mut s, &mut broker, ms(0), |conn| Event::Nonce { conn, bytes: [7; 18] });
+    let keys = s.scram_keys.clone().expect("the first authentication's keys are kept");
+
+    // The broker closes the kept connection: the next refresh authenticates a new one, with
+    // another nonce, and proves it with the kept keys (the fake broker checks the proof).
+    s.handle_event(ms(10), Event::Closed { conn, how: CloseKind::Clean });
+    let _ = actions(&mut s);
+    sasl_refresh_on(&mut s, &mut broker, ms(20), |conn| Event::Nonce { conn, bytes: [9; 18] });
+    let authenticates = broker.seen.iter().filter(|&&key| key == ApiKey::SaslAuthenticate).count();
+    assert_eq!(authenticates, 4, "two connections, each client-first and client-final");
+    assert!(Arc::ptr_eq(&keys, s.scram_keys.as_ref().unwrap()), "no second derivation");
+    assert!(!alloc::format!("{s:?}").contains(PASSWORD), "no credential in Debug");
 }
 
 #[test]
