@@ -49,6 +49,10 @@ pub struct FleetFile {
     pub seed: u64,
     /// The broker (node id, from 1) hung or killed.
     pub failed_node: u32,
+    /// `KEY=VALUE` lines every broker ran with beside the defaults (`--broker-property`): a
+    /// broker protection under test, such as KIP-612's `max.connection.creation.rate`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broker_properties: Vec<String>,
     /// Over SASL_SSL: what counted the requests and connections (a sentence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_counted_by: Option<String>,

@@ -59,7 +59,9 @@
 //! `--show-attempts K` (print every attempt of each measured refresh that started K or more:
 //! `Client::last_refresh`, to see where extra connections came from), `--no-practice-storm`
 //! (skip the uncounted storm run before the measured ones: the first storm a cluster meets is
-//! slower whichever strategy faces it).
+//! slower whichever strategy faces it), `--broker-property KEY=VALUE` (repeatable: a line for
+//! every broker's `server.properties`, such as KIP-612's `max.connection.creation.rate=20`, to
+//! run the fleet against brokers that throttle new connections).
 //!
 //! In the storm each client says why it refreshes, as a real one would know
 //! (`Client::refresh_because`): a client whose kept connection was to the dead broker
@@ -247,6 +249,8 @@ struct Args {
     /// Run one uncounted storm before the measured ones.
     practice_storm: bool,
     listener: Listener,
+    /// `KEY=VALUE` lines for every broker's `server.properties` (`--broker-property`).
+    broker_properties: Vec<String>,
     out: PathBuf,
 }
 
@@ -279,6 +283,7 @@ fn parse_args() -> Res<Args> {
         show_attempts: None,
         practice_storm: true,
         listener: Listener::Plaintext,
+        broker_properties: Vec::new(),
         out: PathBuf::new(),
     };
     let mut out = None;
@@ -308,11 +313,13 @@ fn parse_args() -> Res<Args> {
             "--no-causes" => args.causes = false,
             "--show-attempts" => args.show_attempts = Some(value()?.parse()?),
             "--no-practice-storm" => args.practice_storm = false,
+            "--broker-property" => args.broker_properties.push(value()?),
             "-h" | "--help" => {
                 println!(
                     "usage: fleet_real [--clients N] [--warmup N] [--warmup-spacing-ms X] [--window-ms X] \
                      [--storm-ms X] [--settle-ms X] [--seed N] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] \
-                     [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K] [--no-practice-storm]"
+                     [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K] [--no-practice-storm] \
+                     [--broker-property KEY=VALUE]..."
                 );
                 std::process::exit(0);
             }
@@ -486,6 +493,7 @@ fn main() -> Res<()> {
         advertise_sasl_ssl: sasl_ssl.then(|| advertised.clone()),
         request_log: sasl_ssl,
         base_port: Some(base_port),
+        broker_properties: args.broker_properties.clone(),
         ..Options::default()
     };
     eprintln!(
@@ -568,6 +576,7 @@ fn main() -> Res<()> {
         peak_window_ms: PEAK_WINDOW_US as f64 / 1e3,
         seed: args.seed,
         failed_node: args.node,
+        broker_properties: args.broker_properties.clone(),
         requests_counted_by,
         calibration,
         fit,
