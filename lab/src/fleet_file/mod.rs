@@ -53,6 +53,10 @@ pub struct FleetFile {
     /// broker protection under test, such as KIP-612's `max.connection.creation.rate`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub broker_properties: Vec<String>,
+    /// KIP-612's connection creation rate every broker ran with while each storm ran
+    /// (`--storm-connection-rate`; none: unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storm_connection_rate: Option<f64>,
     /// Over SASL_SSL: what counted the requests and connections (a sentence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_counted_by: Option<String>,

@@ -61,7 +61,9 @@
 //! (skip the uncounted storm run before the measured ones: the first storm a cluster meets is
 //! slower whichever strategy faces it), `--broker-property KEY=VALUE` (repeatable: a line for
 //! every broker's `server.properties`, such as KIP-612's `max.connection.creation.rate=20`, to
-//! run the fleet against brokers that throttle new connections).
+//! run the fleet against brokers that throttle new connections), `--storm-connection-rate R`
+//! (the same protection at `R` connections per second per broker, set through the cluster's
+//! admin request just before each storm's kill and removed after it: `throttle.rs`).
 //!
 //! In the storm each client says why it refreshes, as a real one would know
 //! (`Client::refresh_because`): a client whose kept connection was to the dead broker
@@ -135,6 +137,7 @@ mod calibrate;
 mod forwarder;
 mod request_log;
 mod secured;
+mod throttle;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -251,6 +254,9 @@ struct Args {
     listener: Listener,
     /// `KEY=VALUE` lines for every broker's `server.properties` (`--broker-property`).
     broker_properties: Vec<String>,
+    /// KIP-612's connection creation rate set on every broker while each storm runs
+    /// (`--storm-connection-rate`, [`throttle`]).
+    storm_connection_rate: Option<f64>,
     out: PathBuf,
 }
 
@@ -284,6 +290,7 @@ fn parse_args() -> Res<Args> {
         practice_storm: true,
         listener: Listener::Plaintext,
         broker_properties: Vec::new(),
+        storm_connection_rate: None,
         out: PathBuf::new(),
     };
     let mut out = None;
@@ -314,12 +321,19 @@ fn parse_args() -> Res<Args> {
             "--show-attempts" => args.show_attempts = Some(value()?.parse()?),
             "--no-practice-storm" => args.practice_storm = false,
             "--broker-property" => args.broker_properties.push(value()?),
+            "--storm-connection-rate" => {
+                let rate: f64 = value()?.parse()?;
+                if !(rate > 0.0 && rate.is_finite()) {
+                    return Err(format!("--storm-connection-rate: {rate} is not a positive rate").into());
+                }
+                args.storm_connection_rate = Some(rate);
+            }
             "-h" | "--help" => {
                 println!(
                     "usage: fleet_real [--clients N] [--warmup N] [--warmup-spacing-ms X] [--window-ms X] \
                      [--storm-ms X] [--settle-ms X] [--seed N] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] \
                      [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K] [--no-practice-storm] \
-                     [--broker-property KEY=VALUE]..."
+                     [--broker-property KEY=VALUE]... [--storm-connection-rate R]"
                 );
                 std::process::exit(0);
             }
@@ -577,6 +591,7 @@ fn main() -> Res<()> {
         seed: args.seed,
         failed_node: args.node,
         broker_properties: args.broker_properties.clone(),
+        storm_connection_rate: args.storm_connection_rate,
         requests_counted_by,
         calibration,
         fit,
@@ -1004,6 +1019,9 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         Scenario::Healthy => {}
         Scenario::OneHung => paused = Some(lab.cluster.pause(node)),
         Scenario::FailoverStorm => {
+            if let Some(rate) = args.storm_connection_rate {
+                throttle::set_rate(&lab.cluster.plaintext()[survivor(node)], Some(rate))?;
+            }
             lab.cluster.kill(node);
             lab.forwarders[node as usize - 1].refuse();
             // The dead broker's kept connections close; give every client time to notice.
@@ -1076,6 +1094,9 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         out
     });
     std::thread::sleep(GRACE);
+    if scenario == Scenario::FailoverStorm && args.storm_connection_rate.is_some() {
+        throttle::set_rate(&lab.cluster.plaintext()[survivor(node)], None)?;
+    }
     let broker_cpu = broker_cpu.finish();
     let end_us = lab.us(Instant::now());
     let logs = lab.take_logs()?;
@@ -1176,6 +1197,11 @@ fn restart_and_warm(lab: &Lab, node: u32) -> Res<()> {
     })?;
     std::thread::sleep(Duration::from_secs(8));
     Ok(())
+}
+
+/// The index (from 0) of a broker that survives when `node` (from 1) is killed.
+fn survivor(node: u32) -> usize {
+    node as usize % BROKERS
 }
 
 /// The seed (forwarder) of the broker a scenario hangs or kills.
