@@ -33,6 +33,9 @@ pub(super) struct AttemptSlot {
     /// Silent attempts superseded before this one started (see
     /// `Refresh::supersede_newest_silent`): what stretches its silent-phase delay.
     pub(super) superseded_before: u32,
+    /// Attempt timeouts this attempt has outlived, its connection kept open
+    /// (`Refresh::on_attempt_timeout`: a gentle refresh's patience with a connected broker).
+    pub(super) outlived: u32,
 }
 
 /// Every attempt so far, and which are in flight.
@@ -146,6 +149,15 @@ impl AttemptTable {
     }
 
     /// The oldest attempt in flight: the next to time out.
+    /// Gives in-flight attempt `n` until `timeout_at` (no earlier than any other in-flight
+    /// attempt's): it moves behind them, so the oldest attempt still times out first.
+    pub(super) fn outlive(&mut self, n: u32, timeout_at: Instant) {
+        let slot = &mut self.slots[n as usize];
+        slot.timeout_at = timeout_at;
+        slot.outlived = slot.outlived.saturating_add(1);
+        self.in_flight.move_to_back(n);
+    }
+
     pub(super) fn oldest(&self) -> Option<u32> {
         self.in_flight.front()
     }

@@ -384,6 +384,7 @@ impl Refresh {
             timeout_at: now.saturating_add(self.config.attempt_timeout),
             jitter: 1.0 - self.config.fanout.jitter * self.rng.unit(),
             superseded_before: self.ticks.superseded,
+            outlived: 0,
         });
         self.timers.set(TimerKind::AttemptTimeout, self.attempts.next_timeout());
         let outcome = &mut self.outcomes[candidate];

@@ -43,6 +43,21 @@ impl InFlightList {
         self.tail = n;
     }
 
+    /// Moves attempt `n`, in flight, behind every other (an attempt given a later timeout);
+    /// nothing if it is not in the list.
+    pub(super) fn move_to_back(&mut self, n: u32) {
+        if !self.links.get(n as usize).is_some_and(|link| link.linked) || self.tail == n {
+            return;
+        }
+        self.remove(n);
+        self.links[n as usize] = Link { prev: self.tail, next: NONE, linked: true };
+        match self.tail {
+            NONE => self.head = n,
+            tail => self.links[tail as usize].next = n,
+        }
+        self.tail = n;
+    }
+
     /// Takes attempt `n` out of the list; nothing if it is not in it.
     pub(super) fn remove(&mut self, n: u32) {
         let Some(&Link { prev, next, linked: true }) = self.links.get(n as usize) else { return };
@@ -141,6 +156,25 @@ mod tests {
             l.remove(n);
         }
         assert_eq!((l.front(), l.iter().next()), (None, None));
+    }
+
+    #[test]
+    fn an_attempt_moved_to_the_back_is_the_newest_and_the_rest_keep_their_order() {
+        let mut l = list(4);
+        l.move_to_back(0);
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![1, 2, 3, 0]);
+        assert_eq!(l.iter().rev().collect::<Vec<_>>(), vec![0, 3, 2, 1]);
+        l.move_to_back(2);
+        l.move_to_back(2); // already the newest: nothing
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![1, 3, 0, 2]);
+        l.remove(3);
+        l.move_to_back(3); // not in flight: nothing
+        l.push_back(4);
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![1, 0, 2, 4]);
+        assert_eq!((l.front(), l.next_of(2), l.next_of(4)), (Some(1), Some(4), None));
+        let mut one = list(1);
+        one.move_to_back(0);
+        assert_eq!((one.front(), one.iter().collect::<Vec<_>>()), (Some(0), vec![0]));
     }
 
     #[test]

@@ -164,10 +164,28 @@ impl Refresh {
         self.give_up(GiveUpReason::DeadlineExceeded);
     }
 
+    /// Fails every attempt whose timeout has come, but in a gentle refresh
+    /// ([`crate::RefreshCause::storm_likely`]) keeps waiting on one whose connection is up,
+    /// for up to as many more attempt timeouts as the refresh has retries.
+    ///
+    /// Why: in a failover a connected broker that has not answered is far more likely queued
+    /// or throttling new connections (KIP-612: the kernel accepted, the broker has not read)
+    /// than stopped. Closing the connection and dialling the same broker in the next pass
+    /// starts again at the back of its queue, and a throttling broker counts the redial
+    /// against its rate; patience spends the same time without either. Other brokers are
+    /// still added by the stagger meanwhile, and the deadline still ends the refresh.
     pub(super) fn on_attempt_timeout(&mut self, now: Instant) {
         while let Some(n) = self.attempts.oldest() {
-            if self.attempts.slot(n).timeout_at > now {
-                return;
+            let slot = self.attempts.slot(n);
+            if slot.timeout_at > now {
+                break;
+            }
+            let patient = self.cause.storm_likely()
+                && slot.info.connected_at.is_some()
+                && slot.outlived < self.config.retry.retries;
+            if patient {
+                self.attempts.outlive(n, now.saturating_add(self.config.attempt_timeout));
+                continue;
             }
             let error = self.timeout_error(n);
             self.fail(now, n, error, Some(CancelReason::TimedOut));
@@ -175,6 +193,7 @@ impl Refresh {
                 return;
             }
         }
+        self.timers.set(TimerKind::AttemptTimeout, self.attempts.next_timeout());
     }
 
     /// Attempt `n` failed with `error` (and the core cancels it for `cancel`, if given): a

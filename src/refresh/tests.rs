@@ -188,3 +188,62 @@ fn a_lookup_outrun_by_a_connected_seed_says_the_lookup_was_outrun_not_a_connect(
     assert!(text.contains("the lookup was still under way"), "{text}");
     assert!(!text.contains("still connecting"), "{text}");
 }
+
+/// A gentle refresh (a failover) keeps waiting on a broker that accepted the connection and
+/// has not answered, for as many more attempt timeouts as it has retries, instead of closing
+/// it and dialling it again in the next pass; a refresh with no storm-likely cause fails it
+/// at its attempt timeout and redials it after the backoff.
+#[test]
+fn a_gentle_refresh_outlives_attempt_timeouts_on_a_connected_broker_instead_of_redialling() {
+    let mut config = RefreshConfig::default();
+    config.fanout.stagger = crate::config::Stagger::Fixed(Duration::from_millis(100));
+    config.fanout.jitter = 0.0;
+    config.attempt_timeout = Duration::from_millis(150);
+    config.retry.retries = 2;
+    let at = Instant::from_millis;
+    let id = |n| AttemptId::new(0, n);
+    // Broker 0 accepts and never answers; brokers 1 and 2 refuse. Every command until `end`,
+    // with its time.
+    let run = |cause: RefreshCause, end: u64| -> Vec<(u64, Command)> {
+        let ctx = RefreshContext { cause, ..RefreshContext::default() };
+        let mut r = Refresh::with_context(&config, &book(3), at(0), ctx).unwrap();
+        let mut seen = Vec::new();
+        let mut now = 0;
+        while now <= end && !r.is_finished() {
+            while let Some(command) = r.poll_command() {
+                if let Command::Connect { attempt, broker, .. } = &command {
+                    let input = if broker.0 == 0 {
+                        Input::Connected { attempt: *attempt, tls: false }
+                    } else {
+                        Input::Failed { attempt: *attempt, error: AttemptError::new(crate::error::ErrorKind::Refused) }
+                    };
+                    let _ = r.handle_input(at(now), input);
+                }
+                seen.push((now, command));
+            }
+            now += 1;
+            r.handle_timeout(at(now));
+        }
+        seen
+    };
+    let dials_of_0 = |seen: &[(u64, Command)]| {
+        seen.iter().filter(|(_, c)| matches!(c, Command::Connect { broker, .. } if broker.0 == 0)).count()
+    };
+    let cancel_of = |seen: &[(u64, Command)], n: u32| {
+        seen.iter().find_map(|(t, c)| match c {
+            Command::Cancel { attempt, reason } if *attempt == id(n) => Some((*t, *reason)),
+            _ => None,
+        })
+    };
+
+    let gentle = run(RefreshCause::StaleMetadata, 1_000);
+    // Its attempt outlives two timeouts (150 and 300 ms) and fails at the third (450 ms).
+    assert_eq!(cancel_of(&gentle, 0), Some((450, CancelReason::TimedOut)), "{gentle:?}");
+    let before = gentle.iter().take_while(|(t, _)| *t < 450).cloned().collect::<Vec<_>>();
+    assert_eq!(dials_of_0(&before), 1, "no redial of the connected broker while it is waited on: {before:?}");
+
+    let plain = run(RefreshCause::Requested, 1_000);
+    assert_eq!(cancel_of(&plain, 0), Some((150, CancelReason::TimedOut)), "{plain:?}");
+    let before = plain.iter().take_while(|(t, _)| *t < 450).cloned().collect::<Vec<_>>();
+    assert!(dials_of_0(&before) >= 2, "redialled after its timeout and the backoff: {before:?}");
+}
