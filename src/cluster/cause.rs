@@ -24,6 +24,11 @@
 //! growth's count (see [`crate::config::Adaptive`]). In a failover a connected broker is far
 //! more likely queued than stopped, and a hedge to another one costs that broker a new
 //! connection (over SASL_SSL a TLS handshake and a SCRAM exchange) while it is as queued.
+//! For the same reason an attempt whose connection is up outlives its attempt timeout, up to
+//! as many more as the refresh has retries, instead of being closed and its broker dialled
+//! again in the next pass: a queued broker, or one throttling new connections (KIP-612's
+//! `max.connection.creation.rate`), keeps the client's place, and a redial would count
+//! against the throttle again (`docs/performance/gentleness.md`).
 
 use serde::{Deserialize, Serialize};
 
