@@ -148,7 +148,6 @@ impl AttemptTable {
         true
     }
 
-    /// The oldest attempt in flight: the next to time out.
     /// Gives in-flight attempt `n` until `timeout_at` (no earlier than any other in-flight
     /// attempt's): it moves behind them, so the oldest attempt still times out first.
     pub(super) fn outlive(&mut self, n: u32, timeout_at: Instant) {
@@ -158,6 +157,7 @@ impl AttemptTable {
         self.in_flight.move_to_back(n);
     }
 
+    /// The oldest attempt in flight: the next to time out.
     pub(super) fn oldest(&self) -> Option<u32> {
         self.in_flight.front()
     }

@@ -142,12 +142,8 @@ impl Conversation {
                 let Sasl::Scram { hash, password, .. } = &self.sasl else {
                     return Err(self.out_of_order());
                 };
-                let given = self.keys.clone();
                 let last = scram::client_final(*hash, password.expose(), &first, &self.nonce, bytes, &mut self.keys)?;
-                self.derived = match (&given, &self.keys) {
-                    (Some(given), Some(used)) => !Arc::ptr_eq(given, used),
-                    (_, used) => used.is_some(),
-                };
+                self.derived = last.derived;
                 self.state = State::ServerFinal(last.server_signature);
                 Ok(Step::Send(last.message.into_bytes()))
             }

@@ -43,6 +43,8 @@ pub(super) fn client_first(username: &str, nonce: &str) -> ClientFirst {
 pub(super) struct ClientFinal {
     pub(super) message: String,
     pub(super) server_signature: Vec<u8>,
+    /// Whether the keys were derived for this answer (not taken from those kept).
+    pub(super) derived: bool,
 }
 
 /// The keys RFC 5802 derives from the password for one salt and iteration count: its
@@ -157,9 +159,9 @@ pub(super) fn client_final(
     // RFC 5802's AuthMessage, `bare,server-first,without-proof`, is signed in parts: joined,
     // it would hold the server's nonce twice, twice the frame it came in.
     let auth_message = [first.bare.as_bytes(), b",", server_first, b",", without_proof.as_bytes()];
-    let keys = match keys {
-        Some(kept) if kept.answers(hash, &salt, iterations) => kept.clone(),
-        _ => keys.insert(Arc::new(ScramKeys::derive(hash, password, salt, iterations))).clone(),
+    let (keys, derived) = match keys {
+        Some(kept) if kept.answers(hash, &salt, iterations) => (kept.clone(), false),
+        _ => (keys.insert(Arc::new(ScramKeys::derive(hash, password, salt, iterations))).clone(), true),
     };
     let (proof, server_signature) = match hash {
         ScramHash::Sha256 => prove::<sha2::Sha256>(&keys, &auth_message),
@@ -167,7 +169,7 @@ pub(super) fn client_final(
     };
     // Joined at its exact size (`format!` would reserve twice the broker's nonce).
     let message = [without_proof.as_str(), ",p=", &BASE64.encode(proof)].concat();
-    Ok(ClientFinal { message, server_signature })
+    Ok(ClientFinal { message, server_signature, derived })
 }
 
 /// Checks the server's last message (`v=signature`, or `e=error`): a server that cannot sign
