@@ -350,3 +350,62 @@ fn herded_leads_concentrate_the_storm_on_one_broker() {
     assert!(herded.peak_requests >= 85, "every client leads on one survivor: {}", herded.peak_requests);
     assert_eq!(herded.connections, 0, "nobody led on the dead broker, so nobody reconnects");
 }
+
+/// The clients' own work ([`ClientWork`]) delays each client exactly by what it handles when
+/// every client has a machine of its own, and queues with the brokers' work when they share
+/// cores, as on a lab machine running both.
+#[test]
+fn client_work_delays_its_client_and_queues_on_shared_cores() {
+    use stagger_sim::fleet::ClientWork;
+    let base = FleetConfig { clients: 300, brokers: 3, seed: 3, ..FleetConfig::default() };
+    let work = ClientWork { per_message: Duration::from_micros(300), tls: Duration::ZERO };
+    let own = FleetConfig { client_work: work, ..base.clone() };
+    let run = |c: &FleetConfig| WarmFleet::new(c, &Policy::Oracle).run(FleetScenario::FailoverStorm);
+    let (b, o) = (run(&base), run(&own));
+    assert_eq!(b.times_us.len(), o.times_us.len());
+    // The oracle's refresh handles one message, its Metadata answer; the application's
+    // request is paid before the refresh is timed, and shifts every client alike.
+    for (x, y) in b.times_us.iter().zip(&o.times_us) {
+        assert_eq!(y - x, work.per_message.as_micros() as u64, "each refresh later by one message's work");
+    }
+    let shared = FleetConfig { shared_cores: 1, ..base.clone() };
+    let shared_with_clients = FleetConfig { client_work: work, ..shared.clone() };
+    let (s, c) = (run(&shared), run(&shared_with_clients));
+    check_books(&c, 300);
+    assert_eq!(s.requests, c.requests, "the same requests");
+    // 300 requests and 300 answers of client work on the one core the brokers use: the
+    // last refresh waits for most of them.
+    let p99 = |r: &ScenarioResult| r.time_to_metadata.p99_ms.unwrap();
+    assert!(
+        p99(&c) - p99(&s) > 0.5 * 600.0 * 0.3,
+        "shared core: {} ms, with the clients' work {} ms",
+        p99(&s),
+        p99(&c)
+    );
+}
+
+/// With network threads, a broker runs its connections' TLS handshakes on them, beside its
+/// request queue: a storm's reconnecting clients' handshakes no longer hold one queue that
+/// every kept client's request waits in; the counts stay.
+#[test]
+fn network_threads_let_requests_pass_other_threads_handshakes() {
+    let base = FleetConfig {
+        clients: 300,
+        brokers: 3,
+        security: Security::sasl_ssl_scram(Duration::from_millis(4), Duration::ZERO),
+        ..FleetConfig::default()
+    };
+    let threads = FleetConfig { network_threads: 3, ..base.clone() };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let one = WarmFleet::new(&base, &strategy).run(FleetScenario::FailoverStorm);
+    let three = WarmFleet::new(&threads, &strategy).run(FleetScenario::FailoverStorm);
+    check_books(&three, 300);
+    assert_eq!((one.connections, one.tls_handshakes), (three.connections, three.tls_handshakes));
+    let p50 = |r: &ScenarioResult| r.time_to_metadata.p50_ms.unwrap();
+    assert!(
+        p50(&three) < 0.5 * p50(&one),
+        "one queue: p50 {} ms; three network threads: {} ms",
+        p50(&one),
+        p50(&three)
+    );
+}

@@ -8,9 +8,11 @@
 //! (`stagger_lab::fleet_file`). This program reads one or more of those files (`--real PATH`,
 //! repeatable; PLAINTEXT and SASL_SSL runs may be mixed, each listener gets its own section),
 //! builds the same fleet in the simulator — clients, brokers, warm-up, request and storm
-//! windows, the listener's security — once per fit (the prices at rest; saturated; and
+//! windows, the listener's security — once per fit (the prices at rest; saturated;
 //! pipelined: the saturated price as work that holds the broker's queue, what rest adds above
-//! it as latency that does not), runs every strategy through `healthy`, `one_hung` and
+//! it as latency that does not; and the machine: the lab's shared cores, the brokers' CPU per
+//! request as their work, their connection work beside their requests, and the clients' own
+//! work on the same cores, from runs that measured those), runs every strategy through `healthy`, `one_hung` and
 //! `failover_storm`, and prints Markdown: real against simulated p50, p99, attempts, new
 //! connections, ApiVersions and Metadata requests per refresh and the peak, with each cell's
 //! factor and whether the model is within the bounds the gentleness issue sets (×1.5 on p50
@@ -19,11 +21,11 @@
 //!
 //! ```text
 //! R=docs/performance/real
-//! for i in 13 14; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
-//! for i in 14 15; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//! for i in 17 18; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
+//! for i in 18 19; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
-//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-13.json \
-//!     --real $R/fleet-real-plain-14.json --real $R/fleet-real-sasl-14.json --real $R/fleet-real-sasl-15.json \
+//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-17.json \
+//!     --real $R/fleet-real-plain-18.json --real $R/fleet-real-sasl-18.json --real $R/fleet-real-sasl-19.json \
 //!     --out docs/performance/fleet-vs-real.md
 //! ```
 //!
@@ -40,10 +42,14 @@ use std::time::{Duration, Instant};
 use stagger::RefreshConfig;
 use stagger_lab::fleet_file::{self, FleetFile, RefreshEntry, Run};
 use stagger_sim::fleet::{
-    FleetConfig, FleetScenario, HostDelay, Latency, ScenarioResult, Security, Strategy, WarmFleet,
+    ClientWork, FleetConfig, FleetScenario, HostDelay, Latency, ScenarioResult, Security, Strategy, WarmFleet,
 };
 
 const SCENARIOS: [FleetScenario; 3] = [FleetScenario::Healthy, FleetScenario::OneHung, FleetScenario::FailoverStorm];
+
+/// Network threads per listener of the brokers `scripts/kafka.sh` starts
+/// (`num.network.threads`), which the machine fit gives its brokers.
+const KAFKA_NETWORK_THREADS: u32 = 2;
 
 /// The bounds of the gentleness issue: a typical factor within these, per metric.
 const BOUND_TIME: f64 = 1.5;
@@ -222,9 +228,9 @@ struct Fit {
     config: FleetConfig,
 }
 
-/// The fits of one listener's runs: broker prices at rest and saturated. (Brokers sharing
-/// this machine's 2 cores, `FleetConfig::shared_cores`, changed nothing at 3 brokers: the
-/// saturated prices were measured with the brokers sharing them already.)
+/// The fits of one listener's runs: broker prices at rest, saturated, pipelined (both), and
+/// the lab's machine (its shared cores and the clients' work on them), where the runs
+/// measured what that needs.
 fn fits(files: &[FleetFile]) -> Vec<Fit> {
     let first = &files[0];
     let avg = |f: fn(&fleet_file::Fit) -> Option<f64>| mean_price(files, f);
@@ -326,7 +332,126 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
             },
         });
     }
+    if let (Some((meta_rest, api_rest)), Some(machine)) = (rest, machine_prices(files)) {
+        // Latency above the brokers' CPU, as the pipelined fit's above the saturated price.
+        let mut latency = Latency {
+            metadata: micros((meta_rest - machine.metadata_cpu).max(0.0)),
+            api_versions: micros((api_rest - machine.api_versions_cpu).max(0.0)),
+            ..Latency::default()
+        };
+        let mut security = secure_saturated.unwrap_or(Security::PLAINTEXT);
+        if let (Some(rest), Some(work)) = (secure_rest, secure_saturated) {
+            latency.tls = rest.tls_time.unwrap_or_default().saturating_sub(work.tls_time.unwrap_or_default());
+            latency.sasl = rest.sasl_time;
+            security.sasl_time = Duration::ZERO;
+        }
+        out.push(Fit {
+            name: "sim (machine)".into(),
+            how: format!(
+                "the lab's machine: {} cores shared by the brokers and the clients' process; work = the brokers' CPU \
+                 per request in the saturated loops, latency = rest − that; connection work in a queue of its own \
+                 (Kafka's network threads); the clients' process CPU in the storms as {} µs per message handled{}",
+                machine.cores,
+                machine.client.per_message.as_micros(),
+                if machine.client.tls.is_zero() {
+                    String::new()
+                } else {
+                    format!(" and {} µs per TLS handshake", machine.client.tls.as_micros())
+                }
+            ),
+            config: FleetConfig {
+                service_time: micros(machine.metadata_cpu),
+                api_versions_time: micros(machine.api_versions_cpu),
+                accept_time: micros(machine.accept_cpu),
+                security,
+                latency,
+                shared_cores: machine.cores,
+                network_threads: KAFKA_NETWORK_THREADS,
+                client_work: machine.client,
+                ..base.clone()
+            },
+        });
+    }
     out
+}
+
+/// What the lab's machine charges, for the machine fit: see [`machine_prices`].
+struct MachinePrices {
+    cores: u32,
+    /// The brokers' CPU per Metadata and per ApiVersions request, and per accepted
+    /// connection beside its two requests (µs).
+    metadata_cpu: f64,
+    api_versions_cpu: f64,
+    accept_cpu: f64,
+    client: ClientWork,
+}
+
+/// The machine fit's prices, from runs that measured them (`None` if any run did not):
+///
+/// * the cores, from the runs' machine (`"2 cores, …"`);
+/// * the brokers' CPU per Metadata and ApiVersions request in the saturated loops against
+///   the storm's two survivors through their forwarders, and per fresh connection in the
+///   connect-to-close loops less its two requests;
+/// * the clients' process CPU in the storms (`Run::client_cpu_ms`, which includes the
+///   forwarders relaying their bytes) over the messages the clients handled: each refresh's
+///   request, each new connection, each ApiVersions and Metadata answer, over SASL_SSL each
+///   TLS handshake and SASL exchange too. Over SASL_SSL, where the strategies' storms open
+///   very different numbers of connections, a least-squares fit splits a TLS handshake's
+///   own cost from a message's. These are what the storms cost the clients, in CPU time;
+///   what the tables compare is how long the refreshes took.
+fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
+    let cores = files[0].machine.split_whitespace().next()?.parse::<u32>().ok().filter(|&c| c > 0)?;
+    let mean = |f: &dyn Fn(&FleetFile) -> Option<f64>| -> Option<f64> {
+        let v: Option<Vec<f64>> = files.iter().map(f).collect();
+        v.map(|v| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let metadata_cpu = mean(&|f| f.calibration.burst_metadata_two_forwarded.brokers_cpu_per_request_us)?;
+    let api_versions_cpu = mean(&|f| f.calibration.burst_api_versions_two_forwarded.brokers_cpu_per_request_us)?;
+    let fresh = mean(&|f| f.calibration.churn_two_forwarded.brokers_cpu_per_request_us)?;
+    let accept_cpu = (fresh - metadata_cpu - api_versions_cpu).max(0.0);
+    let tls_listener = files[0].listener == "sasl_ssl";
+    // (client CPU µs, messages, TLS handshakes) per storm run.
+    let mut rows = Vec::new();
+    for run in files.iter().flat_map(|f| &f.runs).filter(|r| r.scenario == "failover_storm") {
+        let cpu = run.client_cpu_ms? * 1e3;
+        let connections: usize = run.connections_per_broker.iter().sum();
+        let api_versions = match (&run.api_versions_per_broker, &run.secured) {
+            (Some(a), _) if !tls_listener => a.iter().sum::<usize>(),
+            (_, Some(s)) => s.api_versions_logged_per_broker.iter().sum::<usize>() + connections,
+            _ => return None,
+        };
+        let (secured, tls) = if tls_listener { (2 * connections, connections) } else { (0, 0) };
+        let messages = run.refreshes + connections + api_versions + run.requests + secured;
+        rows.push((cpu, messages as f64, tls as f64));
+    }
+    let (per_message, tls) = least_squares(&rows)?;
+    Some(MachinePrices {
+        cores,
+        metadata_cpu,
+        api_versions_cpu,
+        accept_cpu,
+        client: ClientWork { per_message: micros(per_message), tls: micros(tls) },
+    })
+}
+
+/// `y ≈ m·x + t·z` over `(y, x, z)` rows, both factors at least 0: the two-factor fit when
+/// `z` varies enough to tell them apart and gives `t ≥ 0`, else `y ≈ m·x` alone.
+fn least_squares(rows: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
+    let sum = |f: &dyn Fn(&(f64, f64, f64)) -> f64| rows.iter().map(f).sum::<f64>();
+    let (xx, xz, zz) = (sum(&|r| r.1 * r.1), sum(&|r| r.1 * r.2), sum(&|r| r.2 * r.2));
+    let (xy, zy) = (sum(&|r| r.1 * r.0), sum(&|r| r.2 * r.0));
+    if xx <= 0.0 {
+        return None;
+    }
+    let det = xx * zz - xz * xz;
+    if det > 1e-9 * xx * zz.max(1.0) {
+        let m = (xy * zz - zy * xz) / det;
+        let t = (zy * xx - xy * xz) / det;
+        if m >= 0.0 && t >= 0.0 {
+            return Some((m, t));
+        }
+    }
+    Some(((xy / xx).max(0.0), 0.0))
 }
 
 /// The machine's pauses at rest ([`HostDelay`]): over every calm (`healthy`) real run, the
@@ -586,6 +711,12 @@ fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
          refreshes that needed one attempt (their lead was not the stopped node) over the same strategy's healthy \
          median, fitted from the very runs the one-hung tables compare, so those tables check the rest of the model \
          (the hedged clients, the tail) more than its median. \
+         The machine fit models the lab itself, where the brokers and the process of all clients (and the forwarders \
+         relaying their bytes) share the machine's cores (`shared_cores`): a broker's work is its CPU per request in \
+         the saturated loops and waits for its queue and for a core; its connection work (accept, TLS, SASL) has a \
+         queue of its own, as Kafka's network threads do (`connection_queue`); and every message a client handles \
+         takes a turn on the cores too (`client_work`: the clients' process CPU in the real storms over the \
+         messages they handled, an input counted in CPU time, while the tables compare times). \
          Real counts: time to metadata from `Client::refresh_because` to its return; attempts from `Client::stats`; \
          connections accepted by the counting forwarders; ApiVersions and Metadata from the forwarders over PLAINTEXT \
          and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —). \

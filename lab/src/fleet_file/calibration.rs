@@ -129,6 +129,16 @@ pub struct Burst {
     pub repetitions: Vec<Vec<f64>>,
     /// 1 / answers per second (µs): the mean time per request of a saturated server.
     pub service_us: Vec<f64>,
+    /// CPU time (user + system, `/proc`) every broker process used per answered request
+    /// (µs; the median over the repetitions): what a request costs the brokers, apart from
+    /// the machine time it waited for; in fresh-connection loops, per connection. Absent in
+    /// older files and in the SASL_SSL loops (`Churn` counts those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brokers_cpu_per_request_us: Option<f64>,
+    /// CPU time this process (the driving loops, and the forwarders where they relay) used
+    /// per answered request (µs; the median over the repetitions). Absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_cpu_per_request_us: Option<f64>,
 }
 
 /// Fresh-connection refreshes in closed loops, saturated.

@@ -197,6 +197,11 @@ pub struct Run {
     /// the kernel's tick). Absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_cpu_peak_ms_per_100ms: Option<Vec<f64>>,
+    /// CPU time of the process that ran the clients (and, in `fleet_real`, the forwarders
+    /// relaying their bytes) from just before the first refresh to the last one's end (ms):
+    /// what the clients' side took from the cores the brokers share. Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_ms: Option<f64>,
 }
 
 /// One measured refresh: `[client, asked_us, took_us, attempts]` in the file.

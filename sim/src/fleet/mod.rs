@@ -124,6 +124,22 @@ pub struct FleetConfig {
     /// broker's work then waits for its own queue and for a free core, as on one machine
     /// running every broker.
     pub shared_cores: u32,
+    /// Network threads per broker (default 0: one queue for all of a broker's work). Kafka
+    /// pins each connection to one of its listener's network threads, which accepts it, runs
+    /// its TLS handshake and SASL exchange, answers a SASL listener's pre-authentication
+    /// ApiVersions, and reads every request from it before a request thread does the work.
+    /// With `n` (at most [`FleetConfig::MAX_NETWORK_THREADS`]), each broker has `n` such
+    /// queues beside its request queue: a request on a kept connection waits for the
+    /// handshakes queued on its connection's thread, not for all of them. The queues still
+    /// share a core when [`FleetConfig::shared_cores`] is set.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub network_threads: u32,
+    /// What the clients' own process spends handling a refresh's messages (default none).
+    /// With [`FleetConfig::shared_cores`] it takes turns on the cores the brokers use, as a
+    /// lab running clients and brokers on one machine does ([`ClientWork`]); without, it
+    /// only delays the client.
+    #[serde(skip_serializing_if = "ClientWork::is_zero")]
+    pub client_work: ClientWork,
     /// Broker time per request that does not hold the broker's queue (default none): the
     /// hand-offs between a real broker's network and request threads ([`Latency`]).
     pub latency: Latency,
@@ -186,6 +202,8 @@ impl Default for FleetConfig {
             security: Security::PLAINTEXT,
             storm_causes: true,
             shared_cores: 0,
+            network_threads: 0,
+            client_work: ClientWork::default(),
             latency: Latency::default(),
             host_delay: HostDelay::default(),
             hung_slowdown: 1.0,
@@ -220,6 +238,31 @@ pub struct Latency {
     pub tls: Duration,
     /// Beside [`Security::sasl_time`].
     pub sasl: Duration,
+}
+
+/// CPU the client's process spends on each step of a refresh.
+///
+/// Why it is modelled: a fleet's clients run on machines of their own, where this work only
+/// delays each client a little. In a lab whose clients and brokers share the cores (as
+/// `fleet_real`'s on one 2-core machine), a storm's 300 refreshes at once make the clients'
+/// work a queue of its own in front of the brokers', and leaving it out made the model's
+/// storms faster than the real ones (`docs/performance/fleet-vs-real.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClientWork {
+    /// Per message the client handles: the application's request, a completed connection,
+    /// each answer (TLS, ApiVersions, SASL, Metadata) or refusal.
+    pub per_message: Duration,
+    /// Beside its message, per TLS handshake the client completes: its key exchange and
+    /// its check of the broker's certificate.
+    pub tls: Duration,
+}
+
+impl ClientWork {
+    /// No client work: the model as it is without a shared machine.
+    pub fn is_zero(&self) -> bool {
+        self.per_message.is_zero() && self.tls.is_zero()
+    }
 }
 
 /// A share of Metadata answers delayed by a pause of the machine, exponentially distributed:
@@ -277,7 +320,14 @@ impl Security {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 impl FleetConfig {
+    /// The most [`FleetConfig::network_threads`] a broker has (more are taken as this many).
+    pub const MAX_NETWORK_THREADS: u32 = 8;
+
     /// The same fleet with `clients` clients (tests use a few hundred).
     pub fn with_clients(mut self, clients: u32) -> Self {
         self.clients = clients;

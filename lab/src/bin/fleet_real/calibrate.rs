@@ -11,6 +11,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::broker_cpu::cpu_us;
 use stagger::kafka::{ExchangeConfig, KafkaAttempt};
 use stagger::{AttemptId, Input};
 use stagger_lab::fleet_file::{Burst, Idle, Spread};
@@ -121,7 +122,8 @@ pub async fn idle(target: SocketAddr, frames: &Frames, count: usize, gap: Durati
     Ok(Idle { connect: Spread::of(connect), api_versions: Spread::of(api), metadata: Spread::of(meta) })
 }
 
-/// [`burst_once`] `reps` times; the median per target.
+/// [`burst_once`] `reps` times; the median per target, and the median CPU per request of
+/// the broker processes `pids` and of this process.
 pub async fn burst(
     targets: &[SocketAddr],
     frame: &[u8],
@@ -129,11 +131,23 @@ pub async fn burst(
     connections: usize,
     requests_per_target: usize,
     reps: usize,
+    pids: &[i32],
 ) -> Res<Burst> {
     let mut repetitions = Vec::new();
     let mut one = Burst::default();
+    let (mut brokers_cpu, mut own_cpu) = (Vec::new(), Vec::new());
+    let brokers_now = || pids.iter().map(|p| cpu_us(&p.to_string())).sum::<Option<u64>>();
     for _ in 0..reps.max(1) {
+        let before = (brokers_now(), cpu_us("self"));
         one = burst_once(targets, frame, api, connections, requests_per_target).await?;
+        // Each loop's first request, untimed, is answered too.
+        let answered = ((one.requests_per_target + connections) * targets.len()).max(1) as f64;
+        if let (Some(b), Some(a)) = (before.0, brokers_now()) {
+            brokers_cpu.push(a.saturating_sub(b) as f64 / answered);
+        }
+        if let (Some(b), Some(a)) = (before.1, cpu_us("self")) {
+            own_cpu.push(a.saturating_sub(b) as f64 / answered);
+        }
         repetitions.push(one.per_second.clone());
     }
     let per_second = median_per_target(&repetitions, targets.len());
@@ -141,8 +155,15 @@ pub async fn burst(
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
         repetitions,
+        brokers_cpu_per_request_us: median(brokers_cpu),
+        own_cpu_per_request_us: median(own_cpu),
         ..one
     })
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 async fn burst_once(
@@ -184,23 +205,30 @@ async fn burst_once(
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
         repetitions: Vec::new(),
+        ..Burst::default()
     })
 }
 
 /// Fresh-connection attempts per second: `connections` closed loops per target, each loop
 /// connecting, asking ApiVersions then Metadata, and closing, `attempts_per_target` in all
 /// per target; the median over `reps` repetitions (what an attempt costs a saturated broker
-/// when it cannot reuse a kept connection).
+/// when it cannot reuse a kept connection), with the median CPU per attempt of the broker
+/// processes `pids` and of this process.
 pub async fn churn(
     targets: &[SocketAddr],
     frames: &Frames,
     connections: usize,
     attempts_per_target: usize,
     reps: usize,
+    pids: &[i32],
 ) -> Res<Burst> {
     let per_loop = attempts_per_target.div_ceil(connections);
     let mut repetitions = Vec::new();
+    let (mut brokers_cpu, mut own_cpu) = (Vec::new(), Vec::new());
+    let brokers_now = || pids.iter().map(|p| cpu_us(&p.to_string())).sum::<Option<u64>>();
     for _ in 0..reps.max(1) {
+        let before = (brokers_now(), cpu_us("self"));
+        let answered = (per_loop * connections * targets.len()).max(1) as f64;
         let mut set = JoinSet::new();
         for (ti, &target) in targets.iter().enumerate() {
             for _ in 0..connections {
@@ -222,6 +250,12 @@ pub async fn churn(
         }
         let rates = by_target(set, targets.len()).await?.iter_mut().map(|done| steady_rate(done)).collect();
         repetitions.push(rates);
+        if let (Some(b), Some(a)) = (before.0, brokers_now()) {
+            brokers_cpu.push(a.saturating_sub(b) as f64 / answered);
+        }
+        if let (Some(b), Some(a)) = (before.1, cpu_us("self")) {
+            own_cpu.push(a.saturating_sub(b) as f64 / answered);
+        }
     }
     let per_second = median_per_target(&repetitions, targets.len());
     Ok(Burst {
@@ -232,6 +266,8 @@ pub async fn churn(
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
         repetitions,
+        brokers_cpu_per_request_us: median(brokers_cpu),
+        own_cpu_per_request_us: median(own_cpu),
     })
 }
 

@@ -36,6 +36,9 @@
 //!    broker's process in CPU time, in all and within its busiest 100 ms (`/proc`, read every
 //!    10 ms: `lab/src/bin/fleet_real/broker_cpu.rs`): a request on a kept connection and a new
 //!    TLS and SASL connection count as one request each, and cost the broker very differently.
+//!    And what they cost this process, which runs every client and forwarder on the same
+//!    cores (`client_cpu_ms`, the kernel's CPU clock for the process): the fleet model's
+//!    machine fit charges it to the clients.
 //!
 //! Writes everything (every refresh's time, every broker's requests per 100 ms, the
 //! calibration and the fitted simulator parameters) as JSON (`stagger_lab::fleet_file`) to
@@ -642,6 +645,7 @@ fn calibrate(lab: &Lab) -> Res<Calibration> {
     let node = lab.args.node as usize - 1;
     let survivors: Vec<SocketAddr> = (0..BROKERS).filter(|&i| i != node).map(|i| direct[i]).collect();
     let survivors_fwd: Vec<SocketAddr> = (0..BROKERS).filter(|&i| i != node).map(|i| fwd[i]).collect();
+    let pids: Vec<i32> = (1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect();
     let mut calibration = lab.rt.block_on(async {
         let frames: Frames = calibrate::capture(direct[0], PROBE_ID).await?;
         eprintln!(
@@ -660,18 +664,19 @@ fn calibrate(lab: &Lab) -> Res<Calibration> {
             idle_fwd.push(calibrate::idle(fwd[b], &frames, 300, gap).await?);
         }
         let (conns, n, reps) = (32, 3000, 3);
+        let pids = &pids;
         let mut alone = Vec::new();
         for &d in &direct {
-            alone.push(calibrate::burst(&[d], &frames.metadata, "metadata", conns, n, reps).await?);
+            alone.push(calibrate::burst(&[d], &frames.metadata, "metadata", conns, n, reps, pids).await?);
         }
-        let all = calibrate::burst(&direct, &frames.metadata, "metadata", conns, n, reps).await?;
-        let two = calibrate::burst(&survivors, &frames.metadata, "metadata", conns, n, reps).await?;
-        let all_fwd = calibrate::burst(&fwd, &frames.metadata, "metadata", conns, n, reps).await?;
-        let two_fwd = calibrate::burst(&survivors_fwd, &frames.metadata, "metadata", conns, n, reps).await?;
-        let api_all = calibrate::burst(&direct, &frames.api_versions, "api_versions", conns, n, reps).await?;
+        let all = calibrate::burst(&direct, &frames.metadata, "metadata", conns, n, reps, pids).await?;
+        let two = calibrate::burst(&survivors, &frames.metadata, "metadata", conns, n, reps, pids).await?;
+        let all_fwd = calibrate::burst(&fwd, &frames.metadata, "metadata", conns, n, reps, pids).await?;
+        let two_fwd = calibrate::burst(&survivors_fwd, &frames.metadata, "metadata", conns, n, reps, pids).await?;
+        let api_all = calibrate::burst(&direct, &frames.api_versions, "api_versions", conns, n, reps, pids).await?;
         let api_two_fwd =
-            calibrate::burst(&survivors_fwd, &frames.api_versions, "api_versions", conns, n, reps).await?;
-        let churn_two_fwd = calibrate::churn(&survivors_fwd, &frames, 16, 600, reps).await?;
+            calibrate::burst(&survivors_fwd, &frames.api_versions, "api_versions", conns, n, reps, pids).await?;
+        let churn_two_fwd = calibrate::churn(&survivors_fwd, &frames, 16, 600, reps, pids).await?;
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Calibration {
             api_versions_request_bytes: frames.api_versions.len(),
             metadata_request_bytes: frames.metadata.len(),
@@ -1034,6 +1039,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let broker_cpu = broker_cpu::Sampler::start((1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect());
     let t0 = Instant::now() + Duration::from_millis(20);
     let t0_us = lab.us(t0);
+    let process_before = process_cpu_us();
     let mut refreshes: Vec<Refresh> = lab.rt.block_on(async {
         let mut schedule = Rng::new(scenario_seed);
         let start = tokio::time::Instant::from_std(t0);
@@ -1093,6 +1099,9 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         }
         out
     });
+    // This process's CPU while the clients refreshed: the clients', and the forwarders'
+    // relaying their bytes, on the cores the brokers use too.
+    let process_cpu = process_before.zip(process_cpu_us()).map(|(b, a)| a.saturating_sub(b) as f64 / 1e3);
     std::thread::sleep(GRACE);
     if scenario == Scenario::FailoverStorm && args.storm_connection_rate.is_some() {
         throttle::set_rate(&lab.cluster.plaintext()[survivor(node)], None)?;
@@ -1174,6 +1183,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     run.cpu_busy = busy;
     run.broker_cpu_ms = Some(broker_cpu.total_ms);
     run.broker_cpu_peak_ms_per_100ms = Some(broker_cpu.peak_ms_per_100ms);
+    run.client_cpu_ms = process_cpu;
     Ok(run)
 }
 
@@ -1207,6 +1217,16 @@ fn survivor(node: u32) -> usize {
 /// The seed (forwarder) of the broker a scenario hangs or kills.
 fn dead_seed(lab: &Lab) -> String {
     lab.seeds()[lab.args.node as usize - 1].clone()
+}
+
+/// CPU time this process (every client and forwarder thread) has used, µs, at the
+/// kernel's own precision rather than `/proc`'s 10 ms ticks: a storm's refreshes last tens
+/// of milliseconds.
+fn process_cpu_us() -> Option<u64> {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    (rc == 0).then(|| t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000)
 }
 
 /// The 1-minute load average.

@@ -156,6 +156,7 @@ pub async fn churn(
             service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
             per_second,
             repetitions,
+            ..Burst::default()
         },
         broker_cpu_us: median_per_target(&broker_cpu, targets.len()),
         client_cpu_us: client_cpu.get(client_cpu.len() / 2).copied().unwrap_or(0.0),

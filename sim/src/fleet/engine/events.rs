@@ -1,7 +1,8 @@
 //! The event loop: pops timed events in order and carries out each client's `Connect` and
 //! `Cancel` against the simulated brokers, feeding the results back as an adapter would.
 
-use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Tally, MAX_EVENTS};
+use super::machine::Then;
+use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Queue, Read, Tally, MAX_EVENTS};
 use crate::fleet::math;
 use stagger::{AttemptError, AttemptId, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
 
@@ -13,8 +14,36 @@ const SASL: usize = 3;
 
 impl Engine {
     pub(super) fn push(&mut self, at: u64, ev: Ev) {
-        self.heap.push(Entry { at, seq: self.seq, ev });
+        self.push_entry(at, ev, false);
+    }
+
+    fn push_entry(&mut self, at: u64, ev: Ev, paid: bool) {
+        self.heap.push(Entry { at, seq: self.seq, ev, paid });
         self.seq += 1;
+    }
+
+    /// The client's own work on `ev` ([`crate::fleet::ClientWork`], µs): each message it
+    /// handles, and a TLS handshake's key exchange beside it. Events that reach a broker
+    /// or wake a timer cost the client nothing here.
+    fn client_work(&self, ev: &Ev) -> u32 {
+        let (message, tls) = self.client_work_us;
+        match ev {
+            Ev::Secured { .. } => message.saturating_add(tls),
+            Ev::Request { .. }
+            | Ev::Connected { .. }
+            | Ev::ApiAnswer { .. }
+            | Ev::Authenticated { .. }
+            | Ev::Response { .. }
+            | Ev::Refused { .. } => message,
+            Ev::Timer { .. }
+            | Ev::Reused { .. }
+            | Ev::TlsArrive { .. }
+            | Ev::ApiArrive { .. }
+            | Ev::SaslArrive { .. }
+            | Ev::MetaArrive { .. }
+            | Ev::Slice { .. }
+            | Ev::Read { .. } => 0,
+        }
     }
 
     /// The next attempt's round trip (`rtt · [0.8, 1.2]`), service time (exponential, mean
@@ -43,7 +72,7 @@ impl Engine {
     }
 
     pub(super) fn run(&mut self) {
-        while let Some(Entry { at, ev, .. }) = self.heap.pop() {
+        while let Some(Entry { at, ev, paid, .. }) = self.heap.pop() {
             self.events += 1;
             if self.events > MAX_EVENTS {
                 self.overflow = true;
@@ -51,8 +80,21 @@ impl Engine {
             }
             self.now = self.now.max(at);
             let now = self.now;
+            let work = if paid { 0 } else { self.client_work(&ev) };
+            if work > 0 {
+                // The client handles the event once its work is done.
+                self.work(work, Then { ev, delay: 0, paid: true });
+                continue;
+            }
             match ev {
                 Ev::Request { client, measured } => self.on_request(client as usize, measured),
+                Ev::Read { client, attempt, broker, draw, read } => self.requested(client, attempt, broker, draw, read),
+                Ev::Slice { core } => {
+                    if let Some(m) = &mut self.machine {
+                        m.slice_done(now, core);
+                    }
+                    self.take_machine_events();
+                }
                 Ev::Timer { client, gen } => {
                     let c = &mut self.clients[client as usize];
                     if c.timer_gen == gen {
@@ -84,10 +126,10 @@ impl Engine {
                     if self.is_measured(client as usize, attempt) {
                         self.tally_mut(|t| t.tls_handshakes += 1);
                     }
-                    if let Some(done) = self.serve(broker as usize, self.tls_us.unwrap_or(0)) {
-                        let at = done + self.latency_us[TLS] + (draw.rtt / 2) as u64;
-                        self.push(at, Ev::Secured { client, attempt, broker, draw });
-                    }
+                    let then = Ev::Secured { client, attempt, broker, draw };
+                    let delay = self.latency_us[TLS] + (draw.rtt / 2) as u64;
+                    let queue = self.network(client, broker);
+                    self.serve(broker as usize, self.tls_us.unwrap_or(0), queue, Some((then, delay)));
                 }
                 Ev::Secured { client, attempt, broker, draw } => {
                     let ci = client as usize;
@@ -103,9 +145,15 @@ impl Engine {
                     if self.is_measured(client as usize, attempt) {
                         self.tally_mut(|t| t.api_versions += 1);
                     }
-                    if let Some(done) = self.serve(broker as usize, self.api_us) {
-                        let at = done + self.latency_us[API_VERSIONS] + (draw.rtt / 2) as u64;
-                        self.push(at, Ev::ApiAnswer { client, attempt, broker, draw, kept });
+                    if kept || self.sasl_round_trips == 0 {
+                        self.request(client, attempt, broker, draw, Read::ApiVersions { kept });
+                    } else {
+                        // A SASL listener answers a new connection's ApiVersions before it
+                        // authenticates, on the network thread that runs its handshakes.
+                        let then = Ev::ApiAnswer { client, attempt, broker, draw, kept };
+                        let delay = self.latency_us[API_VERSIONS] + (draw.rtt / 2) as u64;
+                        let queue = self.network(client, broker);
+                        self.serve(broker as usize, self.api_us, queue, Some((then, delay)));
                     }
                 }
                 Ev::ApiAnswer { client, attempt, broker, draw, kept } => {
@@ -124,11 +172,11 @@ impl Engine {
                 Ev::SaslArrive { client, attempt, broker, draw } => {
                     // The exchange's broker work is charged at once; its further round trips
                     // only delay the client.
-                    if let Some(done) = self.serve(broker as usize, self.sasl_us) {
-                        let more = self.sasl_round_trips.saturating_sub(1) as u64 * draw.rtt as u64;
-                        let at = done + self.latency_us[SASL] + (draw.rtt / 2) as u64 + more;
-                        self.push(at, Ev::Authenticated { client, attempt, broker, draw });
-                    }
+                    let more = self.sasl_round_trips.saturating_sub(1) as u64 * draw.rtt as u64;
+                    let then = Ev::Authenticated { client, attempt, broker, draw };
+                    let delay = self.latency_us[SASL] + (draw.rtt / 2) as u64 + more;
+                    let queue = self.network(client, broker);
+                    self.serve(broker as usize, self.sasl_us, queue, Some((then, delay)));
                 }
                 Ev::Authenticated { client, attempt, broker, draw } => {
                     self.send_metadata(client, attempt, broker, draw, None)
@@ -138,10 +186,7 @@ impl Engine {
                     if let Some(t) = &mut self.tally {
                         t.arrivals[b].push(now.saturating_sub(t.t0).min(u32::MAX as u64) as u32);
                     }
-                    if let Some(done) = self.serve(b, draw.service) {
-                        let at = done + self.latency_us[METADATA] + (draw.rtt / 2) as u64 + draw.host as u64;
-                        self.push(at, Ev::Response { client, attempt });
-                    }
+                    self.request(client, attempt, broker, draw, Read::Metadata);
                 }
                 Ev::Response { client, attempt } => {
                     let ci = client as usize;
@@ -305,29 +350,94 @@ impl Engine {
         Some(b)
     }
 
-    /// Work taking `service` µs joins broker `b`'s queue now. Returns when it is done
-    /// (`None` for a broker that never answers).
-    ///
-    /// With shared cores the work also needs a core once its broker's queue reaches it: the
-    /// latest core already free by then (so no core idles while a later one is taken), or
-    /// else the first to free up.
-    fn serve(&mut self, b: usize, service: u32) -> Option<u64> {
+    /// The queue of the network thread `client`'s connections to `broker` are pinned to
+    /// (the request queue when brokers have no network threads).
+    fn network(&self, client: u32, broker: u16) -> Queue {
+        match self.network_threads {
+            0 => Queue::Requests,
+            n => Queue::Network((mix(u64::from(client), u64::from(broker)) % u64::from(n)) as u8),
+        }
+    }
+
+    /// A request reached `broker`: its network thread reads it first, if it has them.
+    fn request(&mut self, client: u32, attempt: AttemptId, broker: u16, draw: Draw, read: Read) {
+        match self.network(client, broker) {
+            Queue::Requests => self.requested(client, attempt, broker, draw, read),
+            queue => {
+                let then = Ev::Read { client, attempt, broker, draw, read };
+                self.serve(broker as usize, 0, queue, Some((then, 0)));
+            }
+        }
+    }
+
+    /// A request read from its connection waits for `broker`'s request threads.
+    fn requested(&mut self, client: u32, attempt: AttemptId, broker: u16, draw: Draw, read: Read) {
+        let (work, then, delay) = match read {
+            Read::ApiVersions { kept } => (
+                self.api_us,
+                Ev::ApiAnswer { client, attempt, broker, draw, kept },
+                self.latency_us[API_VERSIONS] + (draw.rtt / 2) as u64,
+            ),
+            Read::Metadata => (
+                draw.service,
+                Ev::Response { client, attempt },
+                self.latency_us[METADATA] + (draw.rtt / 2) as u64 + draw.host as u64,
+            ),
+        };
+        self.serve(broker as usize, work, Queue::Requests, Some((then, delay)));
+    }
+
+    /// Work taking `service` µs joins broker `b`'s `queue` now; once done, `then`'s event
+    /// follows after its delay. A broker that never answers takes none.
+    fn serve(&mut self, b: usize, service: u32, queue: Queue, then: Option<(Ev, u64)>) {
         let broker = &mut self.brokers[b];
         if broker.mode != Mode::Healthy {
-            return None;
+            return;
         }
-        let mut start = broker.free_at.max(self.now);
-        let ready = self.cores.iter().enumerate().filter(|&(_, &free)| free <= start).max_by_key(|&(_, &free)| free);
-        let core = ready.or_else(|| self.cores.iter().enumerate().min_by_key(|&(_, &free)| free)).map(|(k, _)| k);
-        if let Some(k) = core {
-            start = start.max(self.cores[k]);
+        let free_at = match queue {
+            Queue::Requests => &mut broker.free_at,
+            Queue::Network(k) => &mut broker.network_free_at[k as usize % broker.network_free_at.len()],
+        };
+        // On cores of its own the broker's queue alone says when the work is done; on shared
+        // cores this is only the oracle's estimate, and the machine decides.
+        let done = (*free_at).max(self.now) + service as u64;
+        *free_at = done;
+        let then = then.map(|(ev, delay)| Then { ev, delay, paid: false });
+        match &mut self.machine {
+            Some(m) => {
+                m.submit(self.now, service, Some((b as u16, queue)), then);
+                self.take_machine_events();
+            }
+            None => {
+                if let Some(then) = then {
+                    self.push(done + then.delay, then.ev);
+                }
+            }
         }
-        let done = start + service as u64;
-        if let Some(k) = core {
-            self.cores[k] = done;
+    }
+
+    /// A client's work of `work` µs, then `then`: on a shared core when the machine has
+    /// them, else on the client's own.
+    fn work(&mut self, work: u32, then: Then) {
+        match &mut self.machine {
+            Some(m) => {
+                m.submit(self.now, work, None, Some(then));
+                self.take_machine_events();
+            }
+            None => self.push_entry(self.now + work as u64, then.ev, then.paid),
         }
-        broker.free_at = done;
-        Some(done)
+    }
+
+    /// Pushes what the machine scheduled: slices' ends and finished work's next events.
+    fn take_machine_events(&mut self) {
+        let Some(m) = &mut self.machine else { return };
+        let mut out = core::mem::take(&mut m.out);
+        for (at, ev, paid) in out.drain(..) {
+            self.push_entry(at, ev, paid);
+        }
+        if let Some(m) = &mut self.machine {
+            m.out = out;
+        }
     }
 
     fn on_connected(&mut self, ci: usize, attempt: AttemptId, broker: u16, draw: Draw) {
@@ -344,7 +454,8 @@ impl Engine {
         }
         // The broker accepts the connection, and closes it later, whatever the client does
         // with it from now on; a stopped broker's kernel accepts, the broker does no work.
-        self.serve(broker as usize, self.accept_us);
+        let queue = self.network(ci as u32, broker);
+        self.serve(broker as usize, self.accept_us, queue, None);
         let at = self.now + (draw.rtt / 2) as u64;
         let (client, broker) = (ci as u32, broker);
         let next = match self.tls_us {

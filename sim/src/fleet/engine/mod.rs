@@ -16,6 +16,7 @@ use core::cmp::Ordering;
 use core::time::Duration;
 
 mod events;
+mod machine;
 mod placement;
 mod warm;
 
@@ -42,6 +43,9 @@ struct Broker {
     mode: Mode,
     /// When the broker finishes the last request queued so far (µs).
     free_at: u64,
+    /// When each network thread finishes the work queued on it so far (µs), with
+    /// [`FleetConfig::network_threads`]; unused without.
+    network_free_at: [u64; NETWORK_THREADS],
     /// When it would finish if every request the oracle has sent it, including those
     /// still on the wire, were queued already: what the all-knowing oracle balances on.
     promised_until: u64,
@@ -81,6 +85,10 @@ enum Ev {
     Response { client: u32, attempt: AttemptId },
     /// The broker refused `attempt`'s connection.
     Refused { client: u32, attempt: AttemptId },
+    /// A slice of work on shared core `core` ends ([`machine`]).
+    Slice { core: u16 },
+    /// A broker's network thread has read `attempt`'s request; it joins the request queue.
+    Read { client: u32, attempt: AttemptId, broker: u16, draw: Draw, read: Read },
 }
 
 /// The random parts of one attempt: its connection's round trip and the broker time its
@@ -98,6 +106,33 @@ struct Entry {
     at: u64,
     seq: u64,
     ev: Ev,
+    /// Whether the client's work on `ev` ([`FleetConfig::client_work`]) is done: the event
+    /// first queues for a core, then comes back paid.
+    paid: bool,
+}
+
+/// The most network threads a broker has ([`FleetConfig::MAX_NETWORK_THREADS`]).
+const NETWORK_THREADS: usize = FleetConfig::MAX_NETWORK_THREADS as usize;
+
+/// Which of a broker's queues a piece of work waits in ([`FleetConfig::network_threads`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Queue {
+    /// The request threads: Metadata, and ApiVersions on an authenticated connection (and
+    /// everything, without network threads).
+    Requests,
+    /// Network thread `k`: accepting, the TLS handshake, the SASL exchange and its
+    /// ApiVersions, and reading each request, for the connections pinned to it.
+    Network(u8),
+}
+
+/// What a network thread read, for the request threads to do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Read {
+    /// ApiVersions (`kept`: on a kept connection).
+    ApiVersions {
+        kept: bool,
+    },
+    Metadata,
 }
 
 impl PartialEq for Entry {
@@ -197,9 +232,12 @@ struct Engine {
     latency_us: [u64; 4],
     /// [`crate::fleet::HostDelay`]: the share of answers delayed and their mean delay (µs).
     host_delay: (f64, f64),
-    /// When each of the brokers' shared cores is next free (µs); empty when every broker
-    /// has cores of its own.
-    cores: Vec<u64>,
+    /// The cores every broker and client shares; `None` when each has cores of its own.
+    machine: Option<machine::Machine>,
+    /// [`FleetConfig::network_threads`].
+    network_threads: u8,
+    /// [`FleetConfig::client_work`]: per message, and beside it per TLS handshake (µs).
+    client_work_us: (u32, u32),
     warm_spacing_us: u64,
     tally: Option<Tally>,
     scratch: Vec<ClusterEvent>,

@@ -185,7 +185,7 @@ impl Engine {
             });
         }
         Engine {
-            brokers: alloc::vec![Broker { mode: Mode::Healthy, free_at: 0, promised_until: 0 }; brokers],
+            brokers: alloc::vec![Broker { mode: Mode::Healthy, free_at: 0, network_free_at: [0; super::NETWORK_THREADS], promised_until: 0 }; brokers],
             clients,
             heap: BinaryHeap::with_capacity(config.clients as usize * 2),
             seq: 0,
@@ -204,7 +204,10 @@ impl Engine {
             latency_us: [config.latency.metadata, config.latency.api_versions, config.latency.tls, config.latency.sasl]
                 .map(|d| micros_u32(d) as u64),
             host_delay: (config.host_delay.share.clamp(0.0, 1.0), duration_micros(config.host_delay.mean) as f64),
-            cores: alloc::vec![0; config.shared_cores.min(1024) as usize],
+            machine: (config.shared_cores > 0)
+                .then(|| super::machine::Machine::new(config.shared_cores.min(1024) as usize, brokers)),
+            network_threads: config.network_threads.min(FleetConfig::MAX_NETWORK_THREADS) as u8,
+            client_work_us: (micros_u32(config.client_work.per_message), micros_u32(config.client_work.tls)),
             warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
             tally: None,
             scratch: Vec::with_capacity(16),
