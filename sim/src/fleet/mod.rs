@@ -36,10 +36,16 @@
 //!   socket and queues it before the client can take it back — so wasted attempts cost
 //!   capacity, as on a real cluster. A **hung** broker accepts connections and never answers
 //!   anything (not even ApiVersions or a TLS handshake); a **dead** one refuses connections.
-//!   With [`FleetConfig::shared_cores`] set, all brokers' work also waits for one of that
-//!   many cores, as on one machine that runs several brokers. Each kind of request may also
-//!   carry a [`Latency`]: time after its work before the answer leaves, which does not hold
-//!   the queue (a real broker's hand-offs between threads).
+//!   Each kind of request may also carry a [`Latency`]: time after its work before the
+//!   answer leaves, which does not hold the queue (a real broker's hand-offs between
+//!   threads). With [`FleetConfig::network_threads`], a broker runs each connection's
+//!   accept, TLS handshake and SASL exchange, and reads its requests, on one of that many
+//!   queues of its own, beside the queue of requests, as Kafka's network threads do.
+//! * **A shared machine** (for a lab, not a fleet): with [`FleetConfig::shared_cores`], every
+//!   broker's work and every client's own work ([`ClientWork`]) takes turns on that many
+//!   cores, in slices, the work that has run least first (`engine/machine.rs`), as on one
+//!   machine running brokers and clients. `fleet_fit`'s machine fit models the lab of
+//!   `fleet_real` this way.
 //! * **Spares**: a client whose loser owed only its Metadata answer when the race ended lets
 //!   that answer come and offers the connection to its core
 //!   ([`Cluster::keep_spare`](stagger::Cluster::keep_spare)), as the session does; a
@@ -120,9 +126,10 @@ pub struct FleetConfig {
     /// that broker's partitions answer NOT_LEADER. False: every client asks plainly
     /// (`RefreshCause::Requested`), as an application that does not pass the cause on.
     pub storm_causes: bool,
-    /// Cores all brokers share (0, the default: every broker runs on cores of its own). A
-    /// broker's work then waits for its own queue and for a free core, as on one machine
-    /// running every broker.
+    /// Cores all brokers, and the clients' own work ([`FleetConfig::client_work`]), share
+    /// (0, the default: every broker runs on cores of its own). A broker's work then waits
+    /// for its own queue and then for a turn on a core, in slices, the work that has run
+    /// least first, as on one machine running every broker and client.
     pub shared_cores: u32,
     /// Network threads per broker (default 0: one queue for all of a broker's work). Kafka
     /// pins each connection to one of its listener's network threads, which accepts it, runs
