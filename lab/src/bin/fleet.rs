@@ -8,7 +8,9 @@
 //! (the network round trip and the mean broker time per Metadata request; default 1 and 1),
 //! `--no-storm-causes` (the storm's clients refresh without saying why), `--sasl-ssl-ms X`
 //! (a SASL_SSL SCRAM listener whose TLS handshake and SASL exchange cost a broker X ms per
-//! new connection; `fleet_real --listener sasl_ssl` measures it),
+//! new connection; `fleet_real --listener sasl_ssl` measures it), `--network-threads N`
+//! (each broker runs its connections' handshakes and request reads on N queues beside its
+//! request queue, as Kafka's network threads do; default 0, one queue),
 //! `--sweep` (instead: the tuning sweep of the adaptive knobs, about ten minutes; writes
 //! `tuning.md` and `tuning.json`).
 //!
@@ -55,6 +57,9 @@ fn parse_args() -> Result<Args, String> {
             "--service-ms" => args.config.service_time = millis(&value()?, "--service-ms")?,
             "--sweep" => args.sweep = true,
             "--no-storm-causes" => args.config.storm_causes = false,
+            "--network-threads" => {
+                args.config.network_threads = value()?.parse().map_err(|e| format!("--network-threads: {e}"))?
+            }
             "--sasl-ssl-ms" => {
                 let broker = millis(&value()?, "--sasl-ssl-ms")?;
                 args.config.security = stagger_sim::fleet::Security::sasl_ssl_scram(broker, Duration::ZERO);
@@ -62,7 +67,7 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 println!(
                     "usage: fleet [--out DIR] [--clients N] [--brokers N] [--seed N] [--threads N] \
-                     [--rtt-ms X] [--service-ms X] [--no-storm-causes] [--sasl-ssl-ms X] [--sweep]"
+                     [--rtt-ms X] [--service-ms X] [--no-storm-causes] [--sasl-ssl-ms X] [--network-threads N] [--sweep]"
                 );
                 std::process::exit(0);
             }

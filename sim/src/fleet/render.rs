@@ -25,8 +25,8 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
         out,
         "{} clients share {} brokers (virtual time, seed {}). Network round trip {} (±20 %); an \
          attempt on a new connection is a TCP handshake, then ApiVersions, then Metadata, one round \
-         trip each (on the connection a client kept from its last refresh, ApiVersions and Metadata). Each \
-         broker serves one FIFO queue; a Metadata request takes an exponentially distributed {} \
+         trip each (on the connection a client kept from its last refresh, ApiVersions and Metadata). {} \
+         a Metadata request takes an exponentially distributed {} \
          on average ({:.0} per second per broker), an ApiVersions request {}, and every accepted \
          connection {} (accept and close). Listener: {}{}{}. Hung brokers accept connections and \
          never answer; the dead broker of the storm refuses them. Each client is a core `Cluster` with \
@@ -41,6 +41,13 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
         c.brokers,
         c.seed,
         dur(c.rtt),
+        match c.network_threads {
+            0 => String::from("Each broker serves one FIFO queue;"),
+            n => alloc::format!(
+                "Each broker serves its requests from one FIFO queue, and each connection's accept, TLS, SASL \
+                 and request reads from one of {n} network-thread queues;"
+            ),
+        },
         dur(c.service_time),
         1e6 / (duration_micros(c.service_time).max(1) as f64),
         dur(c.api_versions_time),
