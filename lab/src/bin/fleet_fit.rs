@@ -925,3 +925,28 @@ fn verdict(md: &mut String, summaries: &[Summary]) {
     }
     let _ = writeln!(md);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::least_squares;
+
+    #[test]
+    fn least_squares_splits_two_prices_when_the_second_count_varies() {
+        // CPU = 40 per message + 400 per handshake, exactly.
+        let rows: Vec<(f64, f64, f64)> =
+            [(1000.0, 5.0), (1400.0, 100.0), (990.0, 3.0)].iter().map(|&(m, t)| (40.0 * m + 400.0 * t, m, t)).collect();
+        let (m, t) = least_squares(&rows).unwrap();
+        assert!((m - 40.0).abs() < 1e-6 && (t - 400.0).abs() < 1e-6, "{m} {t}");
+    }
+
+    #[test]
+    fn least_squares_charges_messages_alone_when_the_second_count_cannot_be_told_apart() {
+        // No handshakes (PLAINTEXT): one price, through the origin.
+        let rows = [(4000.0, 100.0, 0.0), (9000.0, 200.0, 0.0)];
+        assert_eq!(least_squares(&rows), Some((44.0, 0.0)));
+        // A fit that would need a negative handshake price falls back to the one price.
+        let rows = [(1000.0, 10.0, 0.0), (900.0, 10.0, 5.0)];
+        assert_eq!(least_squares(&rows), Some((95.0, 0.0)));
+        assert_eq!(least_squares(&[]), None);
+    }
+}
