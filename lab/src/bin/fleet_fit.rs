@@ -24,10 +24,15 @@
 //! for i in 17 18; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
 //! for i in 18 19; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
-//! cargo run --release -p stagger-lab --bin fleet_fit -- --real $R/fleet-real-plain-17.json \
-//!     --real $R/fleet-real-plain-18.json --real $R/fleet-real-sasl-18.json --real $R/fleet-real-sasl-19.json \
+//! cargo run --release -p stagger-lab --bin fleet_fit -- \
+//!     $(for f in plain-13 plain-14 plain-17 plain-18 sasl-14 sasl-15 sasl-18 sasl-19; do echo --real $R/fleet-real-$f.json; done) \
 //!     --out docs/performance/fleet-vs-real.md
 //! ```
+//!
+//! PLAINTEXT 13 and 14 and SASL_SSL 14 and 15 came from the same commands a day earlier,
+//! before `fleet_real` measured the machine's CPU; the machine fit takes its prices from the
+//! runs that measured them, and every run counts in the real means. A storm's time varies
+//! between sessions on this machine by more than between two runs of one session.
 //!
 //! The real runs behind `docs/performance/fleet-vs-real.md` are kept in `docs/performance/real/`,
 //! so the fit can be rerun (and a model change checked against them) without a cluster.
@@ -50,6 +55,10 @@ const SCENARIOS: [FleetScenario; 3] = [FleetScenario::Healthy, FleetScenario::On
 /// Network threads per listener of the brokers `scripts/kafka.sh` starts
 /// (`num.network.threads`), which the machine fit gives its brokers.
 const KAFKA_NETWORK_THREADS: u32 = 2;
+
+/// Threads of `fleet_real`'s runtime that run the clients and their drivers (its forwarders
+/// have one more of their own).
+const FLEET_REAL_CLIENT_THREADS: u32 = 2;
 
 /// The bounds of the gentleness issue: a typical factor within these, per metric.
 const BOUND_TIME: f64 = 1.5;
@@ -348,16 +357,20 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
         out.push(Fit {
             name: "sim (machine)".into(),
             how: format!(
-                "the lab's machine: {} cores shared by the brokers and the clients' process; work = the brokers' CPU \
-                 per request in the saturated loops, latency = rest − that; connection work in a queue of its own \
-                 (Kafka's network threads); the clients' process CPU in the storms as {} µs per message handled{}",
+                "the lab's machine: {} cores shared, in slices, by the brokers' threads and the clients' process; \
+                 work = the brokers' CPU per request in the saturated loops, latency = rest − that; accept, TLS, \
+                 SASL and request reads on {} network threads per broker; the clients' CPU in the storms as {} µs \
+                 per message handled{} on {} threads, and the forwarders' {} µs per request relayed on one",
                 machine.cores,
+                KAFKA_NETWORK_THREADS,
                 machine.client.per_message.as_micros(),
                 if machine.client.tls.is_zero() {
                     String::new()
                 } else {
                     format!(" and {} µs per TLS handshake", machine.client.tls.as_micros())
-                }
+                },
+                machine.client.threads,
+                machine.client.relay.as_micros(),
             ),
             config: FleetConfig {
                 service_time: micros(machine.metadata_cpu),
@@ -386,34 +399,45 @@ struct MachinePrices {
     client: ClientWork,
 }
 
-/// The machine fit's prices, from runs that measured them (`None` if any run did not):
+/// The machine fit's prices, averaged over the runs that measured them (`None` if none did):
 ///
 /// * the cores, from the runs' machine (`"2 cores, …"`);
 /// * the brokers' CPU per Metadata and ApiVersions request in the saturated loops against
 ///   the storm's two survivors through their forwarders, and per fresh connection in the
 ///   connect-to-close loops less its two requests;
-/// * the clients' process CPU in the storms (`Run::client_cpu_ms`, which includes the
-///   forwarders relaying their bytes) over the messages the clients handled: each refresh's
-///   request, each new connection, each ApiVersions and Metadata answer, over SASL_SSL each
-///   TLS handshake and SASL exchange too. Over SASL_SSL, where the strategies' storms open
-///   very different numbers of connections, a least-squares fit splits a TLS handshake's
-///   own cost from a message's. These are what the storms cost the clients, in CPU time;
-///   what the tables compare is how long the refreshes took.
+/// * the forwarders' CPU per request relayed: the driving process's CPU per request in the
+///   loops through the forwarders less in those straight to the brokers;
+/// * the clients' own CPU in the storms (`Run::client_cpu_ms`, less the forwarders' share)
+///   over the messages the clients handled: each refresh's request, each new connection,
+///   each ApiVersions and Metadata answer, over SASL_SSL each TLS handshake and SASL
+///   exchange too. Over SASL_SSL, where the strategies' storms open very different numbers
+///   of connections, a least-squares fit splits a TLS handshake's own cost from a
+///   message's. These are what the storms cost the clients, in CPU time; what the tables
+///   compare is how long the refreshes took.
 fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
     let cores = files[0].machine.split_whitespace().next()?.parse::<u32>().ok().filter(|&c| c > 0)?;
+    // Over the runs that measured it: the machine and the build are the same.
     let mean = |f: &dyn Fn(&FleetFile) -> Option<f64>| -> Option<f64> {
-        let v: Option<Vec<f64>> = files.iter().map(f).collect();
-        v.map(|v| v.iter().sum::<f64>() / v.len() as f64)
+        let v: Vec<f64> = files.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
     let metadata_cpu = mean(&|f| f.calibration.burst_metadata_two_forwarded.brokers_cpu_per_request_us)?;
     let api_versions_cpu = mean(&|f| f.calibration.burst_api_versions_two_forwarded.brokers_cpu_per_request_us)?;
     let fresh = mean(&|f| f.calibration.churn_two_forwarded.brokers_cpu_per_request_us)?;
     let accept_cpu = (fresh - metadata_cpu - api_versions_cpu).max(0.0);
+    // The forwarders' CPU per request relayed with its answer: the driving process's CPU per
+    // request through them less straight to the brokers.
+    let relay = mean(&|f| {
+        let c = &f.calibration;
+        Some(c.burst_metadata_two_forwarded.own_cpu_per_request_us? - c.burst_metadata_two.own_cpu_per_request_us?)
+    })?
+    .max(0.0);
     let tls_listener = files[0].listener == "sasl_ssl";
-    // (client CPU µs, messages, TLS handshakes) per storm run.
+    // (the clients' own CPU µs, messages, TLS handshakes) per storm run: the process's CPU
+    // less what its forwarders spent relaying.
     let mut rows = Vec::new();
     for run in files.iter().flat_map(|f| &f.runs).filter(|r| r.scenario == "failover_storm") {
-        let cpu = run.client_cpu_ms? * 1e3;
+        let Some(cpu) = run.client_cpu_ms.map(|ms| ms * 1e3) else { continue };
         let connections: usize = run.connections_per_broker.iter().sum();
         let api_versions = match (&run.api_versions_per_broker, &run.secured) {
             (Some(a), _) if !tls_listener => a.iter().sum::<usize>(),
@@ -422,7 +446,8 @@ fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
         };
         let (secured, tls) = if tls_listener { (2 * connections, connections) } else { (0, 0) };
         let messages = run.refreshes + connections + api_versions + run.requests + secured;
-        rows.push((cpu, messages as f64, tls as f64));
+        let relayed = api_versions + run.requests + secured;
+        rows.push(((cpu - relay * relayed as f64).max(0.0), messages as f64, tls as f64));
     }
     let (per_message, tls) = least_squares(&rows)?;
     Some(MachinePrices {
@@ -430,7 +455,12 @@ fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
         metadata_cpu,
         api_versions_cpu,
         accept_cpu,
-        client: ClientWork { per_message: micros(per_message), tls: micros(tls) },
+        client: ClientWork {
+            per_message: micros(per_message),
+            tls: micros(tls),
+            threads: FLEET_REAL_CLIENT_THREADS,
+            relay: micros(relay),
+        },
     })
 }
 

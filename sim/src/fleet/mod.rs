@@ -41,11 +41,11 @@
 //!   threads). With [`FleetConfig::network_threads`], a broker runs each connection's
 //!   accept, TLS handshake and SASL exchange, and reads its requests, on one of that many
 //!   queues of its own, beside the queue of requests, as Kafka's network threads do.
-//! * **A shared machine** (for a lab, not a fleet): with [`FleetConfig::shared_cores`], every
-//!   broker's work and every client's own work ([`ClientWork`]) takes turns on that many
-//!   cores, in slices, the work that has run least first (`engine/machine.rs`), as on one
-//!   machine running brokers and clients. `fleet_fit`'s machine fit models the lab of
-//!   `fleet_real` this way.
+//! * **A shared machine** (for a lab, not a fleet): with [`FleetConfig::shared_cores`], the
+//!   brokers' threads and the clients' threads doing their own work ([`ClientWork`]) take
+//!   turns on that many cores, in slices, the thread that has run least first
+//!   (`engine/machine.rs`), as on one machine running brokers and clients. `fleet_fit`'s
+//!   machine fit models the lab of `fleet_real` this way.
 //! * **Spares**: a client whose loser owed only its Metadata answer when the race ended lets
 //!   that answer come and offers the connection to its core
 //!   ([`Cluster::keep_spare`](stagger::Cluster::keep_spare)), as the session does; a
@@ -128,8 +128,8 @@ pub struct FleetConfig {
     pub storm_causes: bool,
     /// Cores all brokers, and the clients' own work ([`FleetConfig::client_work`]), share
     /// (0, the default: every broker runs on cores of its own). A broker's work then waits
-    /// for its own queue and then for a turn on a core, in slices, the work that has run
-    /// least first, as on one machine running every broker and client.
+    /// for its own thread and then for that thread's turn on a core, in slices, the thread
+    /// that has run least first, as on one machine running every broker and client.
     pub shared_cores: u32,
     /// Network threads per broker (default 0: one queue for all of a broker's work). Kafka
     /// pins each connection to one of its listener's network threads, which accepts it, runs
@@ -263,12 +263,20 @@ pub struct ClientWork {
     /// Beside its message, per TLS handshake the client completes: its key exchange and
     /// its check of the broker's certificate.
     pub tls: Duration,
+    /// Threads the clients' process runs this work on, with shared cores (0 or 1: one),
+    /// each one message at a time; work goes to the thread with least waiting, as tokio's
+    /// workers steal each other's tasks.
+    pub threads: u32,
+    /// Per request a forwarder between the clients and the brokers relays, with its answer
+    /// (a TLS handshake and a SASL exchange count as one each): a lab's counting forwarders,
+    /// on one thread of their own. Zero without forwarders.
+    pub relay: Duration,
 }
 
 impl ClientWork {
     /// No client work: the model as it is without a shared machine.
     pub fn is_zero(&self) -> bool {
-        self.per_message.is_zero() && self.tls.is_zero()
+        self.per_message.is_zero() && self.tls.is_zero() && self.relay.is_zero()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The event loop: pops timed events in order and carries out each client's `Connect` and
 //! `Cancel` against the simulated brokers, feeding the results back as an adapter would.
 
-use super::machine::Then;
+use super::machine::{Owner, Then};
 use super::{broker_of, mix, Draw, Engine, Entry, Ev, Measured, Mode, Queue, Read, Tally, MAX_EVENTS};
 use crate::fleet::math;
 use stagger::{AttemptError, AttemptId, ClusterEvent, ErrorKind, Input, Instant, RefreshCause, Rng};
@@ -22,27 +22,24 @@ impl Engine {
         self.seq += 1;
     }
 
-    /// The client's own work on `ev` ([`crate::fleet::ClientWork`], µs): each message it
-    /// handles, and a TLS handshake's key exchange beside it. Events that reach a broker
-    /// or wake a timer cost the client nothing here.
-    fn client_work(&self, ev: &Ev) -> u32 {
-        let (message, tls) = self.client_work_us;
+    /// The clients' process's own work on `ev` ([`crate::fleet::ClientWork`], µs) and whose
+    /// it is: a client's for each message it handles (and a TLS handshake's key exchange
+    /// beside it), the forwarder's for each request it relays to a broker.
+    fn client_work(&self, ev: &Ev) -> (u32, Owner) {
+        let (message, tls, relay) = self.client_work_us;
+        let client = |c: &u32| Owner::Client(*c);
         match ev {
-            Ev::Secured { .. } => message.saturating_add(tls),
-            Ev::Request { .. }
-            | Ev::Connected { .. }
-            | Ev::ApiAnswer { .. }
-            | Ev::Authenticated { .. }
-            | Ev::Response { .. }
-            | Ev::Refused { .. } => message,
-            Ev::Timer { .. }
-            | Ev::Reused { .. }
-            | Ev::TlsArrive { .. }
-            | Ev::ApiArrive { .. }
-            | Ev::SaslArrive { .. }
-            | Ev::MetaArrive { .. }
-            | Ev::Slice { .. }
-            | Ev::Read { .. } => 0,
+            Ev::Secured { client: c, .. } => (message.saturating_add(tls), client(c)),
+            Ev::Request { client: c, .. }
+            | Ev::Connected { client: c, .. }
+            | Ev::ApiAnswer { client: c, .. }
+            | Ev::Authenticated { client: c, .. }
+            | Ev::Response { client: c, .. }
+            | Ev::Refused { client: c, .. } => (message, client(c)),
+            Ev::TlsArrive { .. } | Ev::ApiArrive { .. } | Ev::SaslArrive { .. } | Ev::MetaArrive { .. } => {
+                (relay, Owner::Forwarder)
+            }
+            Ev::Timer { .. } | Ev::Reused { .. } | Ev::Slice { .. } | Ev::Read { .. } => (0, Owner::Forwarder),
         }
     }
 
@@ -80,10 +77,10 @@ impl Engine {
             }
             self.now = self.now.max(at);
             let now = self.now;
-            let work = if paid { 0 } else { self.client_work(&ev) };
+            let (work, owner) = if paid { (0, Owner::Forwarder) } else { self.client_work(&ev) };
             if work > 0 {
-                // The client handles the event once its work is done.
-                self.work(work, Then { ev, delay: 0, paid: true });
+                // The event takes effect once the client's (or the forwarder's) work is done.
+                self.work(work, owner, Then { ev, delay: 0, paid: true });
                 continue;
             }
             match ev {
@@ -405,7 +402,7 @@ impl Engine {
         let then = then.map(|(ev, delay)| Then { ev, delay, paid: false });
         match &mut self.machine {
             Some(m) => {
-                m.submit(self.now, service, Some((b as u16, queue)), then);
+                m.submit(self.now, service, Owner::Broker(b as u16, queue), then);
                 self.take_machine_events();
             }
             None => {
@@ -418,10 +415,10 @@ impl Engine {
 
     /// A client's work of `work` µs, then `then`: on a shared core when the machine has
     /// them, else on the client's own.
-    fn work(&mut self, work: u32, then: Then) {
+    fn work(&mut self, work: u32, owner: Owner, then: Then) {
         match &mut self.machine {
             Some(m) => {
-                m.submit(self.now, work, None, Some(then));
+                m.submit(self.now, work, owner, Some(then));
                 self.take_machine_events();
             }
             None => self.push_entry(self.now + work as u64, then.ev, then.paid),

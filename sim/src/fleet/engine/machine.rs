@@ -1,19 +1,26 @@
-//! The cores one machine's brokers and clients share ([`FleetConfig::shared_cores`]): work
-//! runs in time slices, and a core goes to the waiting work that has had the least of it.
+//! The cores one machine's brokers and clients share ([`FleetConfig::shared_cores`]): its
+//! threads take turns on them in time slices, the runnable thread that has run least first.
 //!
 //! Why a scheduler and not a timetable: work on shared cores cannot be given a finish time
 //! when it arrives. A broker's TLS handshakes (milliseconds each) booked back to back would
 //! hold a core for a whole storm, and a Metadata request or a client's answer arriving
-//! meanwhile would wait for all of them; a real kernel instead gives the request's thread
-//! a turn within a slice. So work here is a job: it waits for a core, runs a slice of at most
-//! [`SLICE_US`], and goes back to wait if unfinished. The waiting job that has run least goes
-//! first, as Linux's fair scheduler favours a thread that just woke over one that has been
-//! computing: a short request passes a long handshake instead of queueing behind it.
+//! meanwhile would wait for all of them; a real kernel instead gives each runnable thread a
+//! fair share. So the machine runs threads, as Linux's fair scheduler does:
 //!
-//! A broker's queue ([`Queue`]) still serves one job at a time, in arrival order: only its
-//! head waits for a core.
+//! * Each thread serves its own queue of work, one piece at a time, in arrival order: a
+//!   broker's request threads, each of its network threads
+//!   ([`FleetConfig::network_threads`]), and the clients' threads
+//!   ([`ClientWork::threads`]; work goes to the one with least waiting), and the
+//!   forwarders' one ([`ClientWork::relay`]).
+//! * A free core takes the runnable thread that has run least (its virtual runtime) for a
+//!   slice of at most [`SLICE_US`], and puts it back if its work is unfinished.
+//! * A thread that wakes from waiting starts at no less than the least virtual runtime of
+//!   the others less one slice, so sleeping earns it no more than one slice of credit.
 //!
 //! [`FleetConfig::shared_cores`]: crate::fleet::FleetConfig::shared_cores
+//! [`FleetConfig::network_threads`]: crate::fleet::FleetConfig::network_threads
+//! [`ClientWork::threads`]: crate::fleet::ClientWork::threads
+//! [`ClientWork::relay`]: crate::fleet::ClientWork::relay
 
 use alloc::collections::{BinaryHeap, VecDeque};
 use alloc::vec::Vec;
@@ -21,11 +28,14 @@ use core::cmp::Reverse;
 
 use super::{Ev, Queue};
 
-/// The longest a job runs before another waiting job gets the core (µs): about a slice of
-/// Linux's scheduler on a machine with a few busy threads.
+/// The longest a thread runs before another runnable thread gets the core (µs): about a
+/// slice of Linux's scheduler on a machine with a few busy threads.
 pub(super) const SLICE_US: u32 = 1_000;
 
-/// What to do when a job is done: push `ev` (marked `paid`) `delay` µs later.
+/// Threads per broker: its request queue, then its network threads'.
+const LANES: usize = 1 + super::NETWORK_THREADS;
+
+/// What to do when a piece of work is done: push `ev` (marked `paid`) `delay` µs later.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Then {
     pub ev: Ev,
@@ -33,124 +43,149 @@ pub(super) struct Then {
     pub paid: bool,
 }
 
+/// Whose thread a piece of work runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Owner {
+    /// Broker `b`'s thread for `queue`.
+    Broker(u16, Queue),
+    /// The clients' process, for client `i`.
+    Client(u32),
+    /// The forwarders between the clients and the brokers, on one thread.
+    Forwarder,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Job {
     /// Work left (µs).
     left: u32,
-    /// Work done so far (µs): who has had least goes first.
-    done: u32,
     then: Option<Then>,
-    /// The broker queue it belongs to, which moves on when it is done.
-    queue: Option<(u16, Queue)>,
 }
 
-/// The shared cores, and the jobs running on and waiting for them.
+#[derive(Clone, Debug, Default)]
+struct Thread {
+    /// Work waiting, the first being served.
+    work: VecDeque<Job>,
+    /// Time run so far, as the scheduler counts it (µs).
+    vruntime: u64,
+    /// Waiting for or running on a core.
+    runnable: bool,
+}
+
+/// The shared cores and the threads taking turns on them.
 #[derive(Clone, Debug)]
 pub(super) struct Machine {
-    jobs: Vec<Job>,
-    /// Slots of `jobs` free for reuse.
-    free: Vec<u32>,
-    /// Jobs waiting for a core: least work done first, then first come.
-    ready: BinaryHeap<Reverse<(u32, u64, u32)>>,
-    /// The job each core runs.
-    running: Vec<Option<u32>>,
-    /// Per broker, per queue ([`lane`]): jobs behind the one at its head.
-    queues: Vec<[VecDeque<u32>; LANES]>,
-    /// Per broker, per queue: whether its head job is waiting for or running on a core.
-    busy: Vec<[bool; LANES]>,
+    threads: Vec<Thread>,
+    /// Runnable threads not running: least virtual runtime first, then first come.
+    ready: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// The thread each core runs, and the slice it was given.
+    running: Vec<Option<(u32, u32)>>,
+    /// Threads of the clients' process.
+    client_threads: u32,
+    /// The least virtual runtime a runnable thread has had: where a waking thread starts.
+    floor: u64,
     seq: u64,
     /// Events to push, for the engine to take: `(at, event, paid)`.
     pub out: Vec<(u64, Ev, bool)>,
 }
 
-/// Queues per broker: its request queue, then its network threads'.
-const LANES: usize = 1 + super::NETWORK_THREADS;
-
-fn lane(queue: Queue) -> usize {
-    match queue {
-        Queue::Requests => 0,
-        Queue::Network(k) => 1 + (k as usize).min(LANES - 2),
-    }
-}
-
 impl Machine {
-    pub(super) fn new(cores: usize, brokers: usize) -> Machine {
+    /// `cores` shared by `brokers` brokers' threads and `client_threads` threads of the
+    /// clients' process.
+    pub(super) fn new(cores: usize, brokers: usize, client_threads: u32) -> Machine {
+        let client_threads = client_threads.max(1);
         Machine {
-            jobs: Vec::new(),
-            free: Vec::new(),
+            // The brokers', the clients', and the forwarder's.
+            threads: alloc::vec![Thread::default(); brokers * LANES + client_threads as usize + 1],
             ready: BinaryHeap::new(),
             running: alloc::vec![None; cores],
-            queues: (0..brokers).map(|_| core::array::from_fn(|_| VecDeque::new())).collect(),
-            busy: alloc::vec![[false; LANES]; brokers],
+            client_threads,
+            floor: 0,
             seq: 0,
             out: Vec::new(),
         }
     }
 
-    /// Work of `work` µs arrives now, for broker `queue` if any (behind that queue's
-    /// earlier work), with `then` to follow once it is done.
-    pub(super) fn submit(&mut self, now: u64, work: u32, queue: Option<(u16, Queue)>, then: Option<Then>) {
-        let job = Job { left: work, done: 0, then, queue };
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.jobs[id as usize] = job;
-                id
+    fn thread_of(&self, owner: Owner) -> usize {
+        let brokers = (self.threads.len() - 1 - self.client_threads as usize) / LANES;
+        match owner {
+            Owner::Broker(b, queue) => {
+                let lane = match queue {
+                    Queue::Requests => 0,
+                    Queue::Network(k) => 1 + (k as usize).min(LANES - 2),
+                };
+                (b as usize).min(brokers.saturating_sub(1)) * LANES + lane
             }
-            None => {
-                self.jobs.push(job);
-                (self.jobs.len() - 1) as u32
+            // Tokio's workers steal each other's tasks: the work goes to the client thread
+            // with the least work waiting (the first such, counting from client `i`'s own).
+            Owner::Client(i) => {
+                let first = brokers * LANES;
+                let n = self.client_threads as usize;
+                (0..n)
+                    .map(|k| first + (i as usize + k) % n)
+                    .min_by_key(|&t| self.threads[t].work.len())
+                    .unwrap_or(first)
             }
-        };
-        match queue {
-            Some((b, q)) if self.busy[b as usize][lane(q)] => self.queues[b as usize][lane(q)].push_back(id),
-            Some((b, q)) => {
-                self.busy[b as usize][lane(q)] = true;
-                self.wait(id);
-            }
-            None => self.wait(id),
+            Owner::Forwarder => self.threads.len() - 1,
+        }
+    }
+
+    /// Work of `work` µs arrives now for `owner`'s thread (behind that thread's earlier
+    /// work), with `then` to follow once it is done.
+    pub(super) fn submit(&mut self, now: u64, work: u32, owner: Owner, then: Option<Then>) {
+        let t = self.thread_of(owner);
+        self.threads[t].work.push_back(Job { left: work, then });
+        if !self.threads[t].runnable {
+            // It wakes: at most one slice of credit for the time it slept.
+            let thread = &mut self.threads[t];
+            thread.runnable = true;
+            thread.vruntime = thread.vruntime.max(self.floor.saturating_sub(u64::from(SLICE_US)));
+            self.wait(t);
         }
         self.dispatch(now);
     }
 
-    /// Core `core`'s slice ended now: its job goes back to wait, or is done.
+    /// Core `core`'s slice ended now: its thread's work is done or goes on, and the
+    /// thread waits for its next turn or sleeps.
     pub(super) fn slice_done(&mut self, now: u64, core: u16) {
-        let Some(id) = self.running.get_mut(core as usize).and_then(Option::take) else { return };
-        let job = self.jobs[id as usize];
-        if job.left > 0 {
-            self.wait(id);
-        } else {
-            self.free.push(id);
-            if let Some(then) = job.then {
-                self.out.push((now + then.delay, then.ev, then.paid));
+        let Some((t, slice)) = self.running.get_mut(core as usize).and_then(Option::take) else { return };
+        let thread = &mut self.threads[t as usize];
+        thread.vruntime += u64::from(slice);
+        let mut finished = None;
+        if let Some(job) = thread.work.front_mut() {
+            job.left -= slice.min(job.left);
+            if job.left == 0 {
+                finished = job.then;
+                thread.work.pop_front();
             }
-            if let Some((b, q)) = job.queue {
-                match self.queues[b as usize][lane(q)].pop_front() {
-                    Some(next) => self.wait(next),
-                    None => self.busy[b as usize][lane(q)] = false,
-                }
-            }
+        }
+        let more = !thread.work.is_empty();
+        thread.runnable = more;
+        if let Some(then) = finished {
+            self.out.push((now + then.delay, then.ev, then.paid));
+        }
+        if more {
+            self.wait(t as usize);
         }
         self.dispatch(now);
     }
 
-    fn wait(&mut self, id: u32) {
-        self.ready.push(Reverse((self.jobs[id as usize].done, self.seq, id)));
+    fn wait(&mut self, t: usize) {
+        self.ready.push(Reverse((self.threads[t].vruntime, self.seq, t as u32)));
         self.seq += 1;
     }
 
-    /// Gives every idle core a waiting job, for one slice.
+    /// Gives every idle core the runnable thread that has run least, for one slice.
     fn dispatch(&mut self, now: u64) {
         for core in 0..self.running.len() {
             if self.running[core].is_some() {
                 continue;
             }
-            let Some(Reverse((_, _, id))) = self.ready.pop() else { return };
-            let job = &mut self.jobs[id as usize];
-            let slice = job.left.min(SLICE_US);
-            job.left -= slice;
-            job.done = job.done.saturating_add(slice);
-            self.running[core] = Some(id);
-            self.out.push((now + slice as u64, Ev::Slice { core: core as u16 }, true));
+            let Some(Reverse((vruntime, _, t))) = self.ready.pop() else { break };
+            self.floor = self.floor.max(vruntime);
+            let left = self.threads[t as usize].work.front().map_or(0, |j| j.left);
+            let slice = left.min(SLICE_US);
+            self.running[core] = Some((t, slice));
+            self.out.push((now + u64::from(slice), Ev::Slice { core: core as u16 }, true));
         }
     }
 }
@@ -164,6 +199,10 @@ mod tests {
         Ev::Response { client, attempt: AttemptId(0) }
     }
 
+    fn then(client: u32) -> Option<Then> {
+        Some(Then { ev: response(client), delay: 0, paid: false })
+    }
+
     /// Runs `m` to the end: every slice's end is handled at its time. Returns when each
     /// client's response would be pushed.
     fn finish(m: &mut Machine) -> Vec<(u32, u64)> {
@@ -171,7 +210,7 @@ mod tests {
         let mut pending: Vec<(u64, Ev)> = Vec::new();
         loop {
             pending.extend(m.out.drain(..).map(|(at, ev, _)| (at, ev)));
-            pending.sort_by_key(|p| core::cmp::Reverse(p.0));
+            pending.sort_by_key(|p| Reverse(p.0));
             let Some((at, ev)) = pending.pop() else { return done };
             match ev {
                 Ev::Slice { core } => m.slice_done(at, core),
@@ -182,26 +221,39 @@ mod tests {
     }
 
     #[test]
-    fn a_short_job_passes_a_long_one_within_a_slice() {
-        let mut m = Machine::new(1, 1);
-        let then = |c| Some(Then { ev: response(c), delay: 0, paid: false });
-        m.submit(0, 5 * SLICE_US, None, then(1));
-        m.submit(10, 30, None, then(2));
+    fn a_waking_thread_passes_a_busy_one_within_a_slice() {
+        let mut m = Machine::new(1, 2, 1);
+        m.submit(0, 5 * SLICE_US, Owner::Broker(0, Queue::Requests), then(1));
+        m.submit(10, 30, Owner::Broker(1, Queue::Requests), then(2));
         let done = finish(&mut m);
-        // The long job yields the core after its first slice; the short one has had none.
+        // The busy thread yields the core after its first slice; the one that woke has run
+        // less, and goes first.
         assert_eq!(done, alloc::vec![(2, SLICE_US as u64 + 30), (1, 5 * SLICE_US as u64 + 30)]);
     }
 
     #[test]
-    fn a_brokers_queue_serves_one_job_at_a_time_in_arrival_order() {
-        let mut m = Machine::new(2, 1);
-        let then = |c| Some(Then { ev: response(c), delay: 7, paid: false });
-        let q = Some((0, Queue::Requests));
-        m.submit(0, 100, q, then(1));
-        m.submit(0, 10, q, then(2));
-        // Another queue's work takes the second core meanwhile.
-        m.submit(0, 50, Some((0, Queue::Network(0))), then(3));
+    fn a_thread_serves_its_work_in_order_while_others_use_the_other_core() {
+        let mut m = Machine::new(2, 1, 1);
+        m.submit(0, 100, Owner::Broker(0, Queue::Requests), then(1));
+        m.submit(0, 10, Owner::Broker(0, Queue::Requests), then(2));
+        m.submit(0, 50, Owner::Broker(0, Queue::Network(0)), then(3));
         let done = finish(&mut m);
-        assert_eq!(done, alloc::vec![(3, 57), (1, 107), (2, 117)]);
+        assert_eq!(done, alloc::vec![(3, 50), (1, 100), (2, 110)]);
+    }
+
+    #[test]
+    fn the_clients_work_runs_on_their_threads_only() {
+        // Two clients on one client thread wait for each other even with two cores free.
+        let mut m = Machine::new(2, 1, 1);
+        m.submit(0, 40, Owner::Client(0), then(1));
+        m.submit(0, 40, Owner::Client(1), then(2));
+        assert_eq!(finish(&mut m), alloc::vec![(1, 40), (2, 80)]);
+        // With two client threads they run at once.
+        let mut m = Machine::new(2, 1, 2);
+        m.submit(0, 40, Owner::Client(0), then(1));
+        m.submit(0, 40, Owner::Client(1), then(2));
+        let mut done = finish(&mut m);
+        done.sort_unstable();
+        assert_eq!(done, alloc::vec![(1, 40), (2, 40)]);
     }
 }

@@ -236,8 +236,9 @@ struct Engine {
     machine: Option<machine::Machine>,
     /// [`FleetConfig::network_threads`].
     network_threads: u8,
-    /// [`FleetConfig::client_work`]: per message, and beside it per TLS handshake (µs).
-    client_work_us: (u32, u32),
+    /// [`FleetConfig::client_work`]: per message, beside it per TLS handshake, and per
+    /// request relayed (µs).
+    client_work_us: (u32, u32, u32),
     warm_spacing_us: u64,
     tally: Option<Tally>,
     scratch: Vec<ClusterEvent>,

@@ -204,10 +204,16 @@ impl Engine {
             latency_us: [config.latency.metadata, config.latency.api_versions, config.latency.tls, config.latency.sasl]
                 .map(|d| micros_u32(d) as u64),
             host_delay: (config.host_delay.share.clamp(0.0, 1.0), duration_micros(config.host_delay.mean) as f64),
-            machine: (config.shared_cores > 0)
-                .then(|| super::machine::Machine::new(config.shared_cores.min(1024) as usize, brokers)),
+            machine: (config.shared_cores > 0).then(|| {
+                let cores = config.shared_cores.min(1024) as usize;
+                super::machine::Machine::new(cores, brokers, config.client_work.threads.min(1024))
+            }),
             network_threads: config.network_threads.min(FleetConfig::MAX_NETWORK_THREADS) as u8,
-            client_work_us: (micros_u32(config.client_work.per_message), micros_u32(config.client_work.tls)),
+            client_work_us: (
+                micros_u32(config.client_work.per_message),
+                micros_u32(config.client_work.tls),
+                micros_u32(config.client_work.relay),
+            ),
             warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
             tally: None,
             scratch: Vec::with_capacity(16),
