@@ -410,3 +410,30 @@ fn network_threads_let_requests_pass_other_threads_handshakes() {
         p50(&three)
     );
 }
+
+/// A client derives its SCRAM keys in its first SASL exchange only: a cold start's
+/// refreshes pay the derivation, a storm after the warm-up does not.
+#[test]
+fn scram_keys_are_derived_once_per_client() {
+    use stagger_sim::fleet::ClientWork;
+    let base = FleetConfig {
+        clients: 12,
+        brokers: 3,
+        security: Security::sasl_ssl_scram(Duration::from_millis(1), Duration::ZERO),
+        ..FleetConfig::default()
+    };
+    let keys = Duration::from_millis(5);
+    let deriving =
+        FleetConfig { client_work: ClientWork { key_derivation: keys, ..ClientWork::default() }, ..base.clone() };
+    let sequential = Policy::core("sequential", RefreshConfig::sequential());
+    let run = |c: &FleetConfig, s: FleetScenario| WarmFleet::new(c, &sequential).run(s);
+    let (cold, cold_deriving) = (run(&base, FleetScenario::ColdStart), run(&deriving, FleetScenario::ColdStart));
+    // Twelve clients barely queue: the median refresh is later by about the derivation.
+    let p50 = |r: &ScenarioResult| r.time_to_metadata.p50_ms.unwrap();
+    let later = p50(&cold_deriving) - p50(&cold);
+    assert!(later > 0.9 * 5.0, "a cold start derives: p50 {} ms, deriving {} ms", p50(&cold), p50(&cold_deriving));
+    let (storm, storm_deriving) =
+        (run(&base, FleetScenario::FailoverStorm), run(&deriving, FleetScenario::FailoverStorm));
+    assert!(storm.connections > 0, "the storm reconnects");
+    assert_eq!(storm.times_us, storm_deriving.times_us, "a warm client has its keys");
+}

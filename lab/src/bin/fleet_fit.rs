@@ -367,7 +367,11 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
                 if machine.client.tls.is_zero() {
                     String::new()
                 } else {
-                    format!(" and {} µs per TLS handshake", machine.client.tls.as_micros())
+                    format!(
+                        ", {} µs per TLS handshake and {} µs for a client's SCRAM keys",
+                        machine.client.tls.as_micros(),
+                        machine.client.key_derivation.as_micros()
+                    )
                 },
                 machine.client.threads,
                 machine.client.relay.as_micros(),
@@ -450,6 +454,16 @@ fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
         rows.push(((cpu - relay * relayed as f64).max(0.0), messages as f64, tls as f64));
     }
     let (per_message, tls) = least_squares(&rows)?;
+    // A client's first SASL exchange also derives its SCRAM keys: what a one-shot SASL_SSL
+    // refresh costs the client in the loops beyond a PLAINTEXT one, less its TLS handshake.
+    let key_derivation = mean(&|f| {
+        let s = f.calibration.secured.as_ref()?;
+        Some(
+            s.churn_refresh_sasl_ssl_two_forwarded.client_cpu_us
+                - s.churn_refresh_plaintext_two_forwarded.client_cpu_us,
+        )
+    })
+    .map_or(0.0, |extra| (extra - tls).max(0.0));
     Some(MachinePrices {
         cores,
         metadata_cpu,
@@ -460,6 +474,7 @@ fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
             tls: micros(tls),
             threads: FLEET_REAL_CLIENT_THREADS,
             relay: micros(relay),
+            key_derivation: micros(key_derivation),
         },
     })
 }
@@ -741,12 +756,13 @@ fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
          refreshes that needed one attempt (their lead was not the stopped node) over the same strategy's healthy \
          median, fitted from the very runs the one-hung tables compare, so those tables check the rest of the model \
          (the hedged clients, the tail) more than its median. \
-         The machine fit models the lab itself, where the brokers and the process of all clients (and the forwarders \
-         relaying their bytes) share the machine's cores (`shared_cores`): a broker's work is its CPU per request in \
-         the saturated loops and waits for its queue and for a core; its connection work (accept, TLS, SASL) has a \
-         queue of its own, as Kafka's network threads do (`connection_queue`); and every message a client handles \
-         takes a turn on the cores too (`client_work`: the clients' process CPU in the real storms over the \
-         messages they handled, an input counted in CPU time, while the tables compare times). \
+         The machine fit models the lab itself, where the brokers' threads and those of the process running all \
+         clients and the forwarders share the machine's cores (`shared_cores`, taken in slices, the thread that has \
+         run least first): a broker's work is its CPU per request in the saturated loops; its accept, TLS, SASL and \
+         request reads run on its network threads beside its request thread (`network_threads`); and the clients' \
+         own work (`client_work`: per message on the runtime's worker threads, per request relayed on the \
+         forwarders' thread, and each client's one SCRAM key derivation) is what the real storms and loops cost the \
+         process in CPU time, an input, while the tables compare times. \
          Real counts: time to metadata from `Client::refresh_because` to its return; attempts from `Client::stats`; \
          connections accepted by the counting forwarders; ApiVersions and Metadata from the forwarders over PLAINTEXT \
          and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —). \

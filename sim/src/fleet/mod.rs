@@ -271,12 +271,15 @@ pub struct ClientWork {
     /// (a TLS handshake and a SASL exchange count as one each): a lab's counting forwarders,
     /// on one thread of their own. Zero without forwarders.
     pub relay: Duration,
+    /// Once per client, in its first SASL exchange: deriving the SCRAM keys from the
+    /// password (PBKDF2), which a client then keeps for every later connection.
+    pub key_derivation: Duration,
 }
 
 impl ClientWork {
     /// No client work: the model as it is without a shared machine.
     pub fn is_zero(&self) -> bool {
-        self.per_message.is_zero() && self.tls.is_zero() && self.relay.is_zero()
+        self.per_message.is_zero() && self.tls.is_zero() && self.relay.is_zero() && self.key_derivation.is_zero()
     }
 }
 

@@ -24,16 +24,22 @@ impl Engine {
 
     /// The clients' process's own work on `ev` ([`crate::fleet::ClientWork`], µs) and whose
     /// it is: a client's for each message it handles (and a TLS handshake's key exchange
-    /// beside it), the forwarder's for each request it relays to a broker.
-    fn client_work(&self, ev: &Ev) -> (u32, Owner) {
-        let (message, tls, relay) = self.client_work_us;
+    /// beside it, and its first SASL exchange's key derivation), the forwarder's for each
+    /// request it relays to a broker.
+    fn client_work(&mut self, ev: &Ev) -> (u32, Owner) {
+        let (message, tls, relay, keys) = self.client_work_us;
         let client = |c: &u32| Owner::Client(*c);
         match ev {
             Ev::Secured { client: c, .. } => (message.saturating_add(tls), client(c)),
+            Ev::Authenticated { client: c, .. } => {
+                let derived = &mut self.clients[*c as usize].keys_derived;
+                let derive = if *derived { 0 } else { keys };
+                *derived = true;
+                (message.saturating_add(derive), client(c))
+            }
             Ev::Request { client: c, .. }
             | Ev::Connected { client: c, .. }
             | Ev::ApiAnswer { client: c, .. }
-            | Ev::Authenticated { client: c, .. }
             | Ev::Response { client: c, .. }
             | Ev::Refused { client: c, .. } => (message, client(c)),
             Ev::TlsArrive { .. } | Ev::ApiArrive { .. } | Ev::SaslArrive { .. } | Ev::MetaArrive { .. } => {

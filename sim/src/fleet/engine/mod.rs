@@ -178,6 +178,8 @@ struct Client {
     timer_at: Option<u64>,
     timer_gen: u32,
     warm_left: u32,
+    /// Whether the client has derived its SCRAM keys ([`crate::fleet::ClientWork::key_derivation`]).
+    keys_derived: bool,
     measured: Option<Measured>,
     /// Attempts drawn so far in the measurement (picks each attempt's random stream).
     draws: u32,
@@ -236,9 +238,9 @@ struct Engine {
     machine: Option<machine::Machine>,
     /// [`FleetConfig::network_threads`].
     network_threads: u8,
-    /// [`FleetConfig::client_work`]: per message, beside it per TLS handshake, and per
-    /// request relayed (µs).
-    client_work_us: (u32, u32, u32),
+    /// [`FleetConfig::client_work`]: per message, beside it per TLS handshake, per request
+    /// relayed, and a client's first SASL exchange's key derivation (µs).
+    client_work_us: (u32, u32, u32, u32),
     warm_spacing_us: u64,
     tally: Option<Tally>,
     scratch: Vec<ClusterEvent>,
