@@ -21,11 +21,11 @@
 //!
 //! ```text
 //! R=docs/performance/real
-//! for i in 17 18; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
-//! for i in 18 19; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//! for i in 17 18 19 20; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
+//! for i in 18 19 21 22; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
-//! cargo run --release -p stagger-lab --bin fleet_fit -- \
-//!     $(for f in plain-13 plain-14 plain-17 plain-18 sasl-14 sasl-15 sasl-18 sasl-19; do echo --real $R/fleet-real-$f.json; done) \
+//! cargo run --release -p stagger-lab --bin fleet_fit -- $(for f in plain-13 plain-14 plain-17 plain-18 plain-19 \
+//!     plain-20 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22; do echo --real $R/fleet-real-$f.json; done) \
 //!     --out docs/performance/fleet-vs-real.md
 //! ```
 //!
