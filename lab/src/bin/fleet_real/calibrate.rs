@@ -135,19 +135,12 @@ pub async fn burst(
 ) -> Res<Burst> {
     let mut repetitions = Vec::new();
     let mut one = Burst::default();
-    let (mut brokers_cpu, mut own_cpu) = (Vec::new(), Vec::new());
-    let brokers_now = || pids.iter().map(|p| cpu_us(&p.to_string())).sum::<Option<u64>>();
+    let mut cpu = CpuPerRequest::new(pids);
     for _ in 0..reps.max(1) {
-        let before = (brokers_now(), cpu_us("self"));
+        let before = cpu.now();
         one = burst_once(targets, frame, api, connections, requests_per_target).await?;
         // Each loop's first request, untimed, is answered too.
-        let answered = ((one.requests_per_target + connections) * targets.len()).max(1) as f64;
-        if let (Some(b), Some(a)) = (before.0, brokers_now()) {
-            brokers_cpu.push(a.saturating_sub(b) as f64 / answered);
-        }
-        if let (Some(b), Some(a)) = (before.1, cpu_us("self")) {
-            own_cpu.push(a.saturating_sub(b) as f64 / answered);
-        }
+        cpu.record(before, (one.requests_per_target + connections) * targets.len());
         repetitions.push(one.per_second.clone());
     }
     let per_second = median_per_target(&repetitions, targets.len());
@@ -155,8 +148,8 @@ pub async fn burst(
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
         repetitions,
-        brokers_cpu_per_request_us: median(brokers_cpu),
-        own_cpu_per_request_us: median(own_cpu),
+        brokers_cpu_per_request_us: median(cpu.brokers),
+        own_cpu_per_request_us: median(cpu.own),
         ..one
     })
 }
@@ -164,6 +157,37 @@ pub async fn burst(
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
+}
+
+/// CPU per answered request, per repetition: of the broker processes `pids` (`/proc`) and
+/// of this process.
+struct CpuPerRequest<'a> {
+    pids: &'a [i32],
+    brokers: Vec<f64>,
+    own: Vec<f64>,
+}
+
+impl<'a> CpuPerRequest<'a> {
+    fn new(pids: &'a [i32]) -> Self {
+        CpuPerRequest { pids, brokers: Vec::new(), own: Vec::new() }
+    }
+
+    /// The brokers' and this process's CPU so far (µs).
+    fn now(&self) -> (Option<u64>, Option<u64>) {
+        (self.pids.iter().map(|p| cpu_us(&p.to_string())).sum(), cpu_us("self"))
+    }
+
+    /// One repetition since `before`, which answered `answered` requests.
+    fn record(&mut self, before: (Option<u64>, Option<u64>), answered: usize) {
+        let answered = answered.max(1) as f64;
+        let after = self.now();
+        if let (Some(b), Some(a)) = (before.0, after.0) {
+            self.brokers.push(a.saturating_sub(b) as f64 / answered);
+        }
+        if let (Some(b), Some(a)) = (before.1, after.1) {
+            self.own.push(a.saturating_sub(b) as f64 / answered);
+        }
+    }
 }
 
 async fn burst_once(
@@ -224,11 +248,9 @@ pub async fn churn(
 ) -> Res<Burst> {
     let per_loop = attempts_per_target.div_ceil(connections);
     let mut repetitions = Vec::new();
-    let (mut brokers_cpu, mut own_cpu) = (Vec::new(), Vec::new());
-    let brokers_now = || pids.iter().map(|p| cpu_us(&p.to_string())).sum::<Option<u64>>();
+    let mut cpu = CpuPerRequest::new(pids);
     for _ in 0..reps.max(1) {
-        let before = (brokers_now(), cpu_us("self"));
-        let answered = (per_loop * connections * targets.len()).max(1) as f64;
+        let before = cpu.now();
         let mut set = JoinSet::new();
         for (ti, &target) in targets.iter().enumerate() {
             for _ in 0..connections {
@@ -250,12 +272,7 @@ pub async fn churn(
         }
         let rates = by_target(set, targets.len()).await?.iter_mut().map(|done| steady_rate(done)).collect();
         repetitions.push(rates);
-        if let (Some(b), Some(a)) = (before.0, brokers_now()) {
-            brokers_cpu.push(a.saturating_sub(b) as f64 / answered);
-        }
-        if let (Some(b), Some(a)) = (before.1, cpu_us("self")) {
-            own_cpu.push(a.saturating_sub(b) as f64 / answered);
-        }
+        cpu.record(before, per_loop * connections * targets.len());
     }
     let per_second = median_per_target(&repetitions, targets.len());
     Ok(Burst {
@@ -266,8 +283,8 @@ pub async fn churn(
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
         repetitions,
-        brokers_cpu_per_request_us: median(brokers_cpu),
-        own_cpu_per_request_us: median(own_cpu),
+        brokers_cpu_per_request_us: median(cpu.brokers),
+        own_cpu_per_request_us: median(cpu.own),
     })
 }
 

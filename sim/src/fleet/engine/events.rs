@@ -25,11 +25,11 @@ impl Engine {
     /// The clients' process's own work on `ev` ([`crate::fleet::ClientWork`], µs) and whose
     /// it is: a client's for each message it handles (and a TLS handshake's key exchange
     /// beside it, and its first SASL exchange's key derivation), the forwarder's for each
-    /// request it relays to a broker.
-    fn client_work(&mut self, ev: &Ev) -> (u32, Owner) {
+    /// request it relays to a broker; `None` when it costs nothing.
+    fn client_work(&mut self, ev: &Ev) -> Option<(u32, Owner)> {
         let (message, tls, relay, keys) = self.client_work_us;
         let client = |c: &u32| Owner::Client(*c);
-        match ev {
+        let (work, owner) = match ev {
             Ev::Secured { client: c, .. } => (message.saturating_add(tls), client(c)),
             Ev::Authenticated { client: c, .. } => {
                 let derived = &mut self.clients[*c as usize].keys_derived;
@@ -45,8 +45,9 @@ impl Engine {
             Ev::TlsArrive { .. } | Ev::ApiArrive { .. } | Ev::SaslArrive { .. } | Ev::MetaArrive { .. } => {
                 (relay, Owner::Forwarder)
             }
-            Ev::Timer { .. } | Ev::Reused { .. } | Ev::Slice { .. } | Ev::Read { .. } => (0, Owner::Forwarder),
-        }
+            Ev::Timer { .. } | Ev::Reused { .. } | Ev::Slice { .. } | Ev::Read { .. } => return None,
+        };
+        (work > 0).then_some((work, owner))
     }
 
     /// The next attempt's round trip (`rtt · [0.8, 1.2]`), service time (exponential, mean
@@ -83,8 +84,7 @@ impl Engine {
             }
             self.now = self.now.max(at);
             let now = self.now;
-            let (work, owner) = if paid { (0, Owner::Forwarder) } else { self.client_work(&ev) };
-            if work > 0 {
+            if let Some((work, owner)) = (!paid).then(|| self.client_work(&ev)).flatten() {
                 // The event takes effect once the client's (or the forwarder's) work is done.
                 self.work(work, owner, Then { ev, delay: 0, paid: true });
                 continue;
