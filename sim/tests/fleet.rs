@@ -385,6 +385,47 @@ fn client_work_delays_its_client_and_queues_on_shared_cores() {
     );
 }
 
+/// A broker's work beside its request path (the JVM's compiler and collector) takes turns on
+/// shared cores but holds no queue: with cores to spare it changes no refresh's time, on
+/// one core it slows a storm of TLS handshakes; without shared cores it is ignored.
+#[test]
+fn broker_background_takes_cores_but_holds_no_queue() {
+    use stagger_sim::fleet::BrokerBackground;
+    let base = FleetConfig {
+        clients: 300,
+        brokers: 3,
+        seed: 5,
+        network_threads: 2,
+        security: Security::sasl_ssl_scram(Duration::from_millis(2), Duration::ZERO),
+        ..FleetConfig::default()
+    };
+    let background = BrokerBackground {
+        accept: Duration::from_micros(100),
+        tls: Duration::from_millis(2),
+        request: Duration::from_micros(50),
+    };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let run = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::FailoverStorm);
+    let with = |c: &FleetConfig| FleetConfig { broker_background: background, ..c.clone() };
+    // Brokers on cores of their own: nothing changes.
+    assert_eq!(run(&base).times_us, run(&with(&base)).times_us);
+    // Every thread has a core of its own: the background runs beside, no answer waits.
+    let plenty = FleetConfig { shared_cores: 64, ..base.clone() };
+    assert_eq!(run(&plenty).times_us, run(&with(&plenty)).times_us);
+    // One core: the reconnecting clients' handshakes share it with the work they caused.
+    let one = FleetConfig { shared_cores: 1, ..base.clone() };
+    let (alone, busy) = (run(&one), run(&with(&one)));
+    check_books(&busy, 300);
+    assert_eq!((alone.connections, alone.tls_handshakes), (busy.connections, busy.tls_handshakes));
+    let p99 = |r: &ScenarioResult| r.time_to_metadata.p99_ms.unwrap();
+    assert!(
+        p99(&busy) > 1.3 * p99(&alone),
+        "one core: p99 {} ms, with the brokers' background work {} ms",
+        p99(&alone),
+        p99(&busy)
+    );
+}
+
 /// With network threads, a broker runs its connections' TLS handshakes on them, beside its
 /// request queue: a storm's reconnecting clients' handshakes no longer hold one queue that
 /// every kept client's request waits in; the counts stay.

@@ -45,9 +45,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use stagger::RefreshConfig;
-use stagger_lab::fleet_file::{self, FleetFile, RefreshEntry, Run};
+use stagger_lab::fleet_file::{self, Burst, FleetFile, RefreshEntry, Run, ThreadCpu};
 use stagger_sim::fleet::{
-    ClientWork, FleetConfig, FleetScenario, HostDelay, Latency, ScenarioResult, Security, Strategy, WarmFleet,
+    BrokerBackground, ClientWork, FleetConfig, FleetScenario, HostDelay, Latency, ScenarioResult, Security, Strategy,
+    WarmFleet,
 };
 
 const SCENARIOS: [FleetScenario; 3] = [FleetScenario::Healthy, FleetScenario::OneHung, FleetScenario::FailoverStorm];
@@ -348,8 +349,9 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
             api_versions: micros((api_rest - machine.api_versions_cpu).max(0.0)),
             ..Latency::default()
         };
-        let mut security = secure_saturated.unwrap_or(Security::PLAINTEXT);
-        if let (Some(rest), Some(work)) = (secure_rest, secure_saturated) {
+        let secure_machine = machine.tls_sasl_cpu.map(|cpu| Security::sasl_ssl_scram(micros(cpu), Duration::ZERO));
+        let mut security = secure_machine.unwrap_or(Security::PLAINTEXT);
+        if let (Some(rest), Some(work)) = (secure_rest, secure_machine) {
             latency.tls = rest.tls_time.unwrap_or_default().saturating_sub(work.tls_time.unwrap_or_default());
             latency.sasl = rest.sasl_time;
             security.sasl_time = Duration::ZERO;
@@ -358,10 +360,11 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
             name: "sim (machine)".into(),
             how: format!(
                 "the lab's machine: {} cores shared, in slices, by the brokers' threads and the clients' process; \
-                 work = the brokers' CPU per request in the saturated loops, latency = rest − that; accept, TLS, \
+                 work = the brokers' {} CPU per request in the saturated loops, latency = rest − that; accept, TLS, \
                  SASL and request reads on {} network threads per broker; the clients' CPU in the storms as {} µs \
                  per message handled{} on {} threads, and the forwarders' {} µs per request relayed on one",
                 machine.cores,
+                if machine.request_path { "request path's" } else { "processes'" },
                 KAFKA_NETWORK_THREADS,
                 machine.client.per_message.as_micros(),
                 if machine.client.tls.is_zero() {
@@ -385,6 +388,7 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
                 shared_cores: machine.cores,
                 network_threads: KAFKA_NETWORK_THREADS,
                 client_work: machine.client,
+                broker_background: machine.background,
                 ..base.clone()
             },
         });
@@ -400,6 +404,15 @@ struct MachinePrices {
     metadata_cpu: f64,
     api_versions_cpu: f64,
     accept_cpu: f64,
+    /// Over SASL_SSL, the brokers' CPU a TLS handshake and SASL exchange add to a fresh
+    /// connection (µs).
+    tls_sasl_cpu: Option<f64>,
+    /// What the brokers' processes spent beside the request path per piece of work on it
+    /// (zero unless `request_path`).
+    background: BrokerBackground,
+    /// Whether the prices are the request path's alone (runs that read the brokers' threads
+    /// apart), not the whole processes'.
+    request_path: bool,
     client: ClientWork,
 }
 
@@ -425,10 +438,51 @@ fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
         let v: Vec<f64> = files.iter().filter_map(f).collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
-    let metadata_cpu = mean(&|f| f.calibration.burst_metadata_two_forwarded.brokers_cpu_per_request_us)?;
-    let api_versions_cpu = mean(&|f| f.calibration.burst_api_versions_two_forwarded.brokers_cpu_per_request_us)?;
-    let fresh = mean(&|f| f.calibration.churn_two_forwarded.brokers_cpu_per_request_us)?;
+    // The request path's CPU (network threads and request handlers) where the runs read the
+    // brokers' threads apart: the work a request waits for. The JIT's compiler threads spent
+    // about as much again in the SASL_SSL loops, beside the requests, not in their way.
+    // Older runs have the whole processes' only; prices never mix the two.
+    let request_path =
+        files.iter().any(|f| f.calibration.burst_metadata_two_forwarded.brokers_threads_cpu_per_request_us.is_some());
+    let burst_cpu = |b: &Burst| match request_path {
+        true => b.brokers_threads_cpu_per_request_us.map(|t| t.request_path),
+        false => b.brokers_cpu_per_request_us,
+    };
+    let metadata_cpu = mean(&|f| burst_cpu(&f.calibration.burst_metadata_two_forwarded))?;
+    let api_versions_cpu = mean(&|f| burst_cpu(&f.calibration.burst_api_versions_two_forwarded))?;
+    let fresh = mean(&|f| burst_cpu(&f.calibration.churn_two_forwarded))?;
+    let tls_sasl_cpu = mean(&|f| {
+        let s = f.calibration.secured.as_ref()?;
+        let (tls, plain) = (&s.churn_refresh_sasl_ssl_two_forwarded, &s.churn_refresh_plaintext_two_forwarded);
+        match request_path {
+            true => Some(tls.broker_threads_cpu_us?.request_path - plain.broker_threads_cpu_us?.request_path),
+            false => Some(f.fit.secured.as_ref()?.tls_sasl_broker_cpu_us),
+        }
+    });
     let accept_cpu = (fresh - metadata_cpu - api_versions_cpu).max(0.0);
+    // Beside the request path, per piece of work on it: the rest of each loop's CPU.
+    let beside = |t: Option<ThreadCpu>| t.map(|t| t.total() - t.request_path);
+    let bursts_beside = |b: &Burst| beside(b.brokers_threads_cpu_per_request_us);
+    let background = match request_path {
+        false => BrokerBackground::default(),
+        true => {
+            let meta = mean(&|f| bursts_beside(&f.calibration.burst_metadata_two_forwarded)).unwrap_or(0.0);
+            let api = mean(&|f| bursts_beside(&f.calibration.burst_api_versions_two_forwarded)).unwrap_or(0.0);
+            let fresh = mean(&|f| bursts_beside(&f.calibration.churn_two_forwarded)).unwrap_or(0.0);
+            let tls = mean(&|f| {
+                let s = f.calibration.secured.as_ref()?;
+                Some(
+                    beside(s.churn_refresh_sasl_ssl_two_forwarded.broker_threads_cpu_us)?
+                        - beside(s.churn_refresh_plaintext_two_forwarded.broker_threads_cpu_us)?,
+                )
+            });
+            BrokerBackground {
+                accept: micros((fresh - meta - api).max(0.0)),
+                tls: micros(tls.unwrap_or(0.0).max(0.0)),
+                request: micros(((meta + api) / 2.0).max(0.0)),
+            }
+        }
+    };
     // The forwarders' CPU per request relayed with its answer: the driving process's CPU per
     // request through them less straight to the brokers.
     let relay = mean(&|f| {
@@ -469,6 +523,9 @@ fn machine_prices(files: &[FleetFile]) -> Option<MachinePrices> {
         metadata_cpu,
         api_versions_cpu,
         accept_cpu,
+        tls_sasl_cpu,
+        background,
+        request_path,
         client: ClientWork {
             per_message: micros(per_message),
             tls: micros(tls),
@@ -520,12 +577,16 @@ fn host_delay(files: &[FleetFile]) -> HostDelay {
 }
 
 /// How much slower the brokers still answering were while one was hung
-/// ([`FleetConfig::hung_slowdown`]): in each real `one_hung` run, the median time of the
-/// refreshes that needed one attempt (their lead was not the stopped node) over the median of
-/// the same strategy's `healthy` run in the same file; the geometric mean over runs, never
-/// below 1.
+/// ([`FleetConfig::hung_slowdown`]): in each real `one_hung` run, the refreshes that needed
+/// one attempt (their lead was not the stopped node) over the same strategy's `healthy` run
+/// in the same file, compared at the quantile where the `one_hung` run's median falls; the
+/// geometric mean over runs, never below 1.
+///
+/// Why that quantile and not their medians: the hedged refreshes are the slow ones, so with
+/// a share `s` of one-attempt refreshes, the run's median is their `0.5 / s`-quantile (the
+/// 75th percentile when a third of the clients led on the stopped node). While a broker is
+/// stopped, the others' answers spread out more than they slow down at the median.
 fn hung_slowdown(files: &[FleetFile]) -> f64 {
-    let median = |v: Vec<u64>| v.get(v.len() / 2).map(|&m| m as f64);
     let mut logs = Vec::new();
     for f in files {
         for hung in f.runs.iter().filter(|r| r.scenario == "one_hung") {
@@ -534,7 +595,12 @@ fn hung_slowdown(files: &[FleetFile]) -> f64 {
             };
             let one_attempt = answered_us(hung, |e| e.3 == 1);
             let all = answered_us(calm, |_| true);
-            if let (Some(h), Some(c)) = (median(one_attempt), median(all)) {
+            if one_attempt.is_empty() {
+                continue;
+            }
+            let q = (0.5 * hung.refresh_list.len() as f64 / one_attempt.len() as f64).min(0.99);
+            let at = |v: &[u64]| v.get((v.len() as f64 * q) as usize).map(|&t| t as f64);
+            if let (Some(h), Some(c)) = (at(&one_attempt), at(&all)) {
                 if h > 0.0 && c > 0.0 {
                     logs.push((h / c).ln());
                 }
@@ -758,7 +824,10 @@ fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
          (the hedged clients, the tail) more than its median. \
          The machine fit models the lab itself, where the brokers' threads and those of the process running all \
          clients and the forwarders share the machine's cores (`shared_cores`, taken in slices, the thread that has \
-         run least first): a broker's work is its CPU per request in the saturated loops; its accept, TLS, SASL and \
+         run least first): a broker's work is its request path's CPU per request in the saturated loops (its network \
+         threads' and request handlers', where the runs read the JVM's threads apart; else the whole process's), \
+         and what the rest of its process spent per piece of that work in the same loops (`broker_background`: the \
+         JIT compiler, the collector) takes turns on the cores without holding any queue; its accept, TLS, SASL and \
          request reads run on its network threads beside its request thread (`network_threads`); and the clients' \
          own work (`client_work`: per message on the runtime's worker threads, per request relayed on the \
          forwarders' thread, and each client's one SCRAM key derivation) is what the real storms and loops cost the \

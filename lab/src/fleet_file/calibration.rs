@@ -139,6 +139,56 @@ pub struct Burst {
     /// per answered request (µs; the median over the repetitions). Absent as above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_cpu_per_request_us: Option<f64>,
+    /// `brokers_cpu_per_request_us` by the kind of thread that spent it (µs per answered
+    /// request, each kind the median over the repetitions). Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brokers_threads_cpu_per_request_us: Option<ThreadCpu>,
+}
+
+/// A broker process's CPU time by the kind of thread that spent it (µs), read from each
+/// thread's `/proc/PID/task/TID/schedstat` (nanoseconds, where `/proc/PID/stat` counts 10 ms
+/// ticks). Only `request_path` is work a request waits for: the JIT compiles and the
+/// collector runs beside it, on the same cores, but no answer waits for them to finish.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCpu {
+    /// Kafka's network threads and request handlers (`data-plane-kafka-*`): accepts, TLS and
+    /// SASL, reading requests, answering them.
+    pub request_path: f64,
+    /// The JVM's JIT compiler threads (`C1`/`C2 CompilerThread`).
+    pub compiler: f64,
+    /// The garbage collector (the `VM Thread`, which runs the serial collector's pauses, and
+    /// any `GC`/`G1` threads).
+    pub gc: f64,
+    /// Everything else: the controller, replication, schedulers, logging.
+    pub other: f64,
+}
+
+impl ThreadCpu {
+    /// All kinds together.
+    pub fn total(&self) -> f64 {
+        self.request_path + self.compiler + self.gc + self.other
+    }
+
+    /// Each kind's `f` of the kinds in `all` (the median, say), kind by kind.
+    pub fn each(all: &[ThreadCpu], f: impl Fn(Vec<f64>) -> f64) -> ThreadCpu {
+        let kind = |k: fn(&ThreadCpu) -> f64| f(all.iter().map(k).collect());
+        ThreadCpu {
+            request_path: kind(|t| t.request_path),
+            compiler: kind(|t| t.compiler),
+            gc: kind(|t| t.gc),
+            other: kind(|t| t.other),
+        }
+    }
+
+    /// This minus `before`, kind by kind, scaled by `scale`.
+    pub fn since(&self, before: &ThreadCpu, scale: f64) -> ThreadCpu {
+        ThreadCpu {
+            request_path: (self.request_path - before.request_path) * scale,
+            compiler: (self.compiler - before.compiler) * scale,
+            gc: (self.gc - before.gc) * scale,
+            other: (self.other - before.other) * scale,
+        }
+    }
 }
 
 /// Fresh-connection refreshes in closed loops, saturated.
@@ -154,6 +204,11 @@ pub struct Churn {
     /// CPU time this process used per refresh (µs): the clients' TLS, PBKDF2 and driver, and
     /// the forwarders' relaying.
     pub client_cpu_us: f64,
+    /// The target brokers' CPU per refresh by the kind of thread that spent it (µs; the
+    /// mean over the targets, each kind the median over the repetitions). Absent in older
+    /// files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_threads_cpu_us: Option<ThreadCpu>,
     /// Refreshes that failed (not counted in the rates).
     pub failed: usize,
 }

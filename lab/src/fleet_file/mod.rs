@@ -9,7 +9,7 @@
 mod calibration;
 mod fit;
 
-pub use calibration::{Burst, Calibration, Churn, Fresh, HandshakeTimes, Idle, SecuredCalibration, Spread};
+pub use calibration::{Burst, Calibration, Churn, Fresh, HandshakeTimes, Idle, SecuredCalibration, Spread, ThreadCpu};
 pub use fit::{Fit, SecuredFit};
 
 use std::path::{Path, PathBuf};
@@ -197,6 +197,11 @@ pub struct Run {
     /// the kernel's tick). Absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_cpu_peak_ms_per_100ms: Option<Vec<f64>>,
+    /// Each broker's CPU time over the same span by the kind of thread that spent it (ms, from
+    /// the threads' `schedstat`; zeros for a broker not running at either end). Absent in
+    /// older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_threads_cpu_ms: Option<Vec<ThreadCpu>>,
     /// CPU time of the process that ran the clients (and, in `fleet_real`, the forwarders
     /// relaying their bytes) from just before the first refresh to the last one's end (ms):
     /// what the clients' side took from the cores the brokers share. Absent in older files.

@@ -147,6 +147,12 @@ pub struct FleetConfig {
     /// only delays the client.
     #[serde(skip_serializing_if = "ClientWork::is_zero")]
     pub client_work: ClientWork,
+    /// What each broker's process spends beside its request path because of the work on it
+    /// (default none): the JVM compiling the code the work ran, collecting its garbage
+    /// ([`BrokerBackground`]). With [`FleetConfig::shared_cores`] it takes turns on the
+    /// cores on a thread of its own; no answer waits for it. Ignored without shared cores.
+    #[serde(skip_serializing_if = "BrokerBackground::is_zero")]
+    pub broker_background: BrokerBackground,
     /// Broker time per request that does not hold the broker's queue (default none): the
     /// hand-offs between a real broker's network and request threads ([`Latency`]).
     pub latency: Latency,
@@ -155,7 +161,8 @@ pub struct FleetConfig {
     pub host_delay: HostDelay,
     /// How many times slower the other brokers and the network are while some brokers are
     /// hung (the hung scenarios' incident; default 1, no change): what a refresh on a kept
-    /// connection pays (round trip, ApiVersions and Metadata work and latency, pauses) is
+    /// connection pays (round trip, ApiVersions and Metadata work and latency, the clients'
+    /// and forwarders' work per message, pauses) is
     /// multiplied by it, a new connection's costs are not. On a real KRaft cluster the
     /// stopped node is a controller too, and the refreshes that never touched it took
     /// 1.25–1.4× their healthy time (`docs/performance/storm.md`); `fleet_fit` fits it from
@@ -211,6 +218,7 @@ impl Default for FleetConfig {
             shared_cores: 0,
             network_threads: 0,
             client_work: ClientWork::default(),
+            broker_background: BrokerBackground::default(),
             latency: Latency::default(),
             host_delay: HostDelay::default(),
             hung_slowdown: 1.0,
@@ -280,6 +288,33 @@ impl ClientWork {
     /// No client work: the model as it is without a shared machine.
     pub fn is_zero(&self) -> bool {
         self.per_message.is_zero() && self.tls.is_zero() && self.relay.is_zero() && self.key_derivation.is_zero()
+    }
+}
+
+/// A broker process's CPU beside its request path, per piece of work on that path: on the
+/// lab's brokers (a JVM each), the JIT compiler threads, the collector and the rest spent
+/// nearly as much per SASL_SSL connection as the request path did, in the same loops
+/// (`fleet_real`'s `broker_threads_cpu_us`; `docs/performance/storm.md`).
+///
+/// Why apart from the prices: a request does not wait for this work, but on shared cores
+/// it takes turns with the threads requests do wait for. Charged as the request path's own
+/// price, it made a storm's TLS handshakes queue behind work they never wait for; left
+/// out, the cores looked idler than they were.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BrokerBackground {
+    /// Per accepted connection.
+    pub accept: Duration,
+    /// Per TLS handshake, with its SASL exchange where there is one.
+    pub tls: Duration,
+    /// Per request answered (Metadata or ApiVersions).
+    pub request: Duration,
+}
+
+impl BrokerBackground {
+    /// No background work: the model as it is without it.
+    pub fn is_zero(&self) -> bool {
+        self.accept.is_zero() && self.tls.is_zero() && self.request.is_zero()
     }
 }
 

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use stagger_lab::fleet_file::ThreadCpu;
+
 /// How often the sampler reads each broker's CPU time. The kernel counts it in 10 ms ticks,
 /// so a 100 ms window is read to within about a tick.
 const EVERY: Duration = Duration::from_millis(10);
@@ -97,6 +99,44 @@ fn peak_us(series: &[(u64, Option<u64>)], window_us: u64) -> f64 {
     peak
 }
 
+/// Process `pid`'s CPU time so far by the kind of thread that spent it (µs), summed over its
+/// threads' `schedstat` (nanoseconds). Threads are told apart by their names, which Linux
+/// cuts to 15 bytes: Kafka's network threads and request handlers both read
+/// `data-plane-kafk`. `None` if the process is gone.
+pub fn threads_cpu(pid: i32) -> Option<ThreadCpu> {
+    let mut cpu = ThreadCpu::default();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let path = task.path();
+        let (Ok(name), Ok(stat)) =
+            (std::fs::read_to_string(path.join("comm")), std::fs::read_to_string(path.join("schedstat")))
+        else {
+            continue; // the thread ended meanwhile
+        };
+        let Some(ns) = stat.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()) else { continue };
+        *kind_of(&mut cpu, name.trim_end()) += ns as f64 / 1e3;
+    }
+    Some(cpu)
+}
+
+/// Which of `cpu`'s kinds a thread named `name` (as `comm` gives it) counts in.
+fn kind_of<'a>(cpu: &'a mut ThreadCpu, name: &str) -> &'a mut f64 {
+    if name.starts_with("data-plane-kafk") {
+        &mut cpu.request_path
+    } else if name.contains("CompilerThre") {
+        &mut cpu.compiler
+    } else if name == "VM Thread" || name.starts_with("GC Thread") || name.starts_with("G1 ") {
+        &mut cpu.gc
+    } else {
+        &mut cpu.other
+    }
+}
+
+/// The brokers `pids`' [`threads_cpu`] together (a process gone counts nothing).
+pub fn all_threads_cpu(pids: &[i32]) -> ThreadCpu {
+    let all: Vec<ThreadCpu> = pids.iter().filter_map(|&p| threads_cpu(p)).collect();
+    ThreadCpu::each(&all, |v| v.iter().sum())
+}
+
 /// CPU time (user + system) process `pid` (or `self`) has used, µs.
 pub fn cpu_us(pid: &str) -> Option<u64> {
     stat_cpu_us(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
@@ -141,6 +181,28 @@ mod tests {
         assert_eq!(peak_us(&series[..11], 100_000), 60_000.0);
         assert_eq!(peak_us(&[(0, None), (100_000, None)], 100_000), 0.0);
         assert_eq!(total_us(&[]), 0);
+    }
+
+    #[test]
+    fn threads_are_told_apart_by_their_names() {
+        let mut cpu = ThreadCpu::default();
+        for (name, us) in [
+            ("data-plane-kafk", 1.0),
+            ("C2 CompilerThre", 2.0),
+            ("C1 CompilerThre", 4.0),
+            ("VM Thread", 8.0),
+            ("GC Thread#0", 16.0),
+            ("kafka-1-raft-io", 32.0),
+            ("java", 64.0),
+        ] {
+            *kind_of(&mut cpu, name) += us;
+        }
+        assert_eq!(cpu, ThreadCpu { request_path: 1.0, compiler: 6.0, gc: 24.0, other: 96.0 });
+        assert_eq!(cpu.total(), 127.0);
+        // This test's own process: its threads' CPU is there, and none of it is Kafka's.
+        let own = threads_cpu(std::process::id() as i32).expect("this process has threads");
+        assert!(own.other > 0.0 && own.request_path == 0.0);
+        assert_eq!(threads_cpu(-1), None);
     }
 
     #[test]

@@ -11,10 +11,10 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::broker_cpu::cpu_us;
+use crate::broker_cpu::{all_threads_cpu, cpu_us};
 use stagger::kafka::{ExchangeConfig, KafkaAttempt};
 use stagger::{AttemptId, Input};
-use stagger_lab::fleet_file::{Burst, Idle, Spread};
+use stagger_lab::fleet_file::{Burst, Idle, Spread, ThreadCpu};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
@@ -144,14 +144,12 @@ pub async fn burst(
         repetitions.push(one.per_second.clone());
     }
     let per_second = median_per_target(&repetitions, targets.len());
-    Ok(Burst {
+    Ok(cpu.into_burst(Burst {
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
         repetitions,
-        brokers_cpu_per_request_us: median(cpu.brokers),
-        own_cpu_per_request_us: median(cpu.own),
         ..one
-    })
+    }))
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -159,33 +157,49 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     v.get(v.len() / 2).copied()
 }
 
-/// CPU per answered request, per repetition: of the broker processes `pids` (`/proc`) and
-/// of this process.
+/// CPU per answered request, per repetition: of the broker processes `pids` (`/proc`), the
+/// same by the kind of thread that spent it, and of this process.
 struct CpuPerRequest<'a> {
     pids: &'a [i32],
     brokers: Vec<f64>,
+    threads: Vec<ThreadCpu>,
     own: Vec<f64>,
 }
 
+/// The CPU counters [`CpuPerRequest`] reads at each end of a repetition.
+type Counters = (Option<u64>, ThreadCpu, Option<u64>);
+
 impl<'a> CpuPerRequest<'a> {
     fn new(pids: &'a [i32]) -> Self {
-        CpuPerRequest { pids, brokers: Vec::new(), own: Vec::new() }
+        CpuPerRequest { pids, brokers: Vec::new(), threads: Vec::new(), own: Vec::new() }
     }
 
-    /// The brokers' and this process's CPU so far (µs).
-    fn now(&self) -> (Option<u64>, Option<u64>) {
-        (self.pids.iter().map(|p| cpu_us(&p.to_string())).sum(), cpu_us("self"))
+    /// The brokers' (all, and by thread kind) and this process's CPU so far (µs).
+    fn now(&self) -> Counters {
+        (self.pids.iter().map(|p| cpu_us(&p.to_string())).sum(), all_threads_cpu(self.pids), cpu_us("self"))
     }
 
     /// One repetition since `before`, which answered `answered` requests.
-    fn record(&mut self, before: (Option<u64>, Option<u64>), answered: usize) {
+    fn record(&mut self, before: Counters, answered: usize) {
         let answered = answered.max(1) as f64;
         let after = self.now();
         if let (Some(b), Some(a)) = (before.0, after.0) {
             self.brokers.push(a.saturating_sub(b) as f64 / answered);
         }
-        if let (Some(b), Some(a)) = (before.1, after.1) {
+        self.threads.push(after.1.since(&before.1, 1.0 / answered));
+        if let (Some(b), Some(a)) = (before.2, after.2) {
             self.own.push(a.saturating_sub(b) as f64 / answered);
+        }
+    }
+
+    /// What the repetitions measured, into `burst`.
+    fn into_burst(self, burst: Burst) -> Burst {
+        Burst {
+            brokers_cpu_per_request_us: median(self.brokers),
+            own_cpu_per_request_us: median(self.own),
+            brokers_threads_cpu_per_request_us: (!self.threads.is_empty())
+                .then(|| ThreadCpu::each(&self.threads, |v| median(v).unwrap_or(0.0))),
+            ..burst
         }
     }
 }
@@ -275,7 +289,7 @@ pub async fn churn(
         cpu.record(before, per_loop * connections * targets.len());
     }
     let per_second = median_per_target(&repetitions, targets.len());
-    Ok(Burst {
+    Ok(cpu.into_burst(Burst {
         targets: targets.iter().map(ToString::to_string).collect(),
         api: "connect+api_versions+metadata".into(),
         connections,
@@ -283,9 +297,8 @@ pub async fn churn(
         service_us: per_second.iter().map(|r| if *r > 0.0 { 1e6 / r } else { 0.0 }).collect(),
         per_second,
         repetitions,
-        brokers_cpu_per_request_us: median(cpu.brokers),
-        own_cpu_per_request_us: median(cpu.own),
-    })
+        ..Burst::default()
+    }))
 }
 
 /// Completions per second in the steady middle of `done` (sorted here): the first and last

@@ -152,6 +152,7 @@ use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng, Stagger};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
 use stagger_lab::fleet_file::{
     Calibration, Fit, FleetFile, Fresh, Idle, RefreshEntry, Run, SecuredCalibration, SecuredCounts, SecuredFit, Spread,
+    ThreadCpu,
 };
 use stagger_tokio::{Client, ClientOptions, ExchangeConfig, RefreshOptions, TlsOptions};
 use tokio::runtime::Runtime;
@@ -1036,7 +1037,9 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let window = if scenario == Scenario::FailoverStorm { args.storm } else { args.window };
     lab.take_logs()?;
     let (load_before, cpu_before) = (loadavg(), cpu_ticks());
-    let broker_cpu = broker_cpu::Sampler::start((1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect());
+    let pids: Vec<i32> = (1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect();
+    let threads_before: Vec<Option<ThreadCpu>> = pids.iter().map(|&p| broker_cpu::threads_cpu(p)).collect();
+    let broker_cpu = broker_cpu::Sampler::start(pids.clone());
     let t0 = Instant::now() + Duration::from_millis(20);
     let t0_us = lab.us(t0);
     let process_before = process_cpu_us();
@@ -1107,6 +1110,14 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         throttle::set_rate(&lab.cluster.plaintext()[survivor(node)], None)?;
     }
     let broker_cpu = broker_cpu.finish();
+    let broker_threads: Vec<ThreadCpu> = pids
+        .iter()
+        .zip(&threads_before)
+        .map(|(&pid, before)| match (before, broker_cpu::threads_cpu(pid)) {
+            (Some(b), Some(a)) => a.since(b, 1e-3),
+            _ => ThreadCpu::default(),
+        })
+        .collect();
     let end_us = lab.us(Instant::now());
     let logs = lab.take_logs()?;
     let (load_after, cpu_after) = (loadavg(), cpu_ticks());
@@ -1183,6 +1194,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     run.cpu_busy = busy;
     run.broker_cpu_ms = Some(broker_cpu.total_ms);
     run.broker_cpu_peak_ms_per_100ms = Some(broker_cpu.peak_ms_per_100ms);
+    run.broker_threads_cpu_ms = Some(broker_threads);
     run.client_cpu_ms = process_cpu;
     Ok(run)
 }

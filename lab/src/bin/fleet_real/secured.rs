@@ -26,12 +26,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stagger_lab::fleet_file::{Burst, Churn, Fresh, HandshakeTimes, Spread};
+use stagger_lab::fleet_file::{Burst, Churn, Fresh, HandshakeTimes, Spread, ThreadCpu};
 
 use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions};
 use tokio::task::JoinSet;
 
-use crate::broker_cpu::cpu_us;
+use crate::broker_cpu::{cpu_us, threads_cpu};
 use crate::calibrate::{by_target, median_per_target, steady_rate};
 use crate::forwarder::Handshake;
 
@@ -102,10 +102,12 @@ pub async fn churn(
     let options = Arc::new(options.clone());
     let mut repetitions = Vec::new();
     let mut broker_cpu = Vec::new();
+    let mut by_thread = Vec::new();
     let mut client_cpu = Vec::new();
     let failed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for _ in 0..reps.max(1) {
         let before: Vec<Option<u64>> = pids.iter().map(|p| cpu_us(&p.to_string())).collect();
+        let threads_before: Vec<Option<ThreadCpu>> = pids.iter().map(|&p| threads_cpu(p)).collect();
         let self_before = cpu_us("self");
         let mut set = JoinSet::new();
         for (ti, target) in targets.iter().enumerate() {
@@ -141,6 +143,16 @@ pub async fn churn(
                 })
                 .collect::<Vec<f64>>(),
         );
+        // Per refresh, the mean over the targets.
+        let per_target: Vec<ThreadCpu> = pids
+            .iter()
+            .zip(&threads_before)
+            .zip(&answered)
+            .filter_map(|((&pid, before), &n)| Some(threads_cpu(pid)?.since(before.as_ref()?, 1.0 / n as f64)))
+            .collect();
+        if !per_target.is_empty() {
+            by_thread.push(ThreadCpu::each(&per_target, |v| v.iter().sum::<f64>() / v.len() as f64));
+        }
         if let (Some(b), Some(a)) = (self_before, cpu_us("self")) {
             client_cpu.push(a.saturating_sub(b) as f64 / answered.iter().sum::<usize>() as f64);
         }
@@ -160,6 +172,12 @@ pub async fn churn(
         },
         broker_cpu_us: median_per_target(&broker_cpu, targets.len()),
         client_cpu_us: client_cpu.get(client_cpu.len() / 2).copied().unwrap_or(0.0),
+        broker_threads_cpu_us: (!by_thread.is_empty()).then(|| {
+            ThreadCpu::each(&by_thread, |mut v| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            })
+        }),
         failed: failed.load(std::sync::atomic::Ordering::Relaxed),
     })
 }

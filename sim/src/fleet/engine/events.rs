@@ -133,6 +133,7 @@ impl Engine {
                     let delay = self.latency_us[TLS] + (draw.rtt / 2) as u64;
                     let queue = self.network(client, broker);
                     self.serve(broker as usize, self.tls_us.unwrap_or(0), queue, Some((then, delay)));
+                    self.background(broker as usize, self.background_us.1);
                 }
                 Ev::Secured { client, attempt, broker, draw } => {
                     let ci = client as usize;
@@ -157,6 +158,7 @@ impl Engine {
                         let delay = self.latency_us[API_VERSIONS] + (draw.rtt / 2) as u64;
                         let queue = self.network(client, broker);
                         self.serve(broker as usize, self.api_us, queue, Some((then, delay)));
+                        self.background(broker as usize, self.background_us.2);
                     }
                 }
                 Ev::ApiAnswer { client, attempt, broker, draw, kept } => {
@@ -388,6 +390,7 @@ impl Engine {
             ),
         };
         self.serve(broker as usize, work, Queue::Requests, Some((then, delay)));
+        self.background(broker as usize, self.background_us.2);
     }
 
     /// Work taking `service` µs joins broker `b`'s `queue` now; once done, `then`'s event
@@ -400,6 +403,7 @@ impl Engine {
         let free_at = match queue {
             Queue::Requests => &mut broker.free_at,
             Queue::Network(k) => &mut broker.network_free_at[k as usize % broker.network_free_at.len()],
+            Queue::Background => return,
         };
         // On cores of its own the broker's queue alone says when the work is done; on shared
         // cores this is only the oracle's estimate, and the machine decides.
@@ -416,6 +420,19 @@ impl Engine {
                     self.push(done + then.delay, then.ev);
                 }
             }
+        }
+    }
+
+    /// What `us` of work on broker `b`'s request path costs its process beside it
+    /// ([`FleetConfig::broker_background`](crate::fleet::FleetConfig::broker_background)): on
+    /// its background thread, with shared cores; nothing follows it.
+    fn background(&mut self, b: usize, us: u32) {
+        if us == 0 || self.brokers[b].mode != Mode::Healthy {
+            return;
+        }
+        if let Some(m) = &mut self.machine {
+            m.submit(self.now, us, Owner::Broker(b as u16, Queue::Background), None);
+            self.take_machine_events();
         }
     }
 
@@ -459,6 +476,7 @@ impl Engine {
         // with it from now on; a stopped broker's kernel accepts, the broker does no work.
         let queue = self.network(ci as u32, broker);
         self.serve(broker as usize, self.accept_us, queue, None);
+        self.background(broker as usize, self.background_us.0);
         let at = self.now + (draw.rtt / 2) as u64;
         let (client, broker) = (ci as u32, broker);
         let next = match self.tls_us {

@@ -32,8 +32,8 @@ use super::{Ev, Queue};
 /// slice of Linux's scheduler on a machine with a few busy threads.
 pub(super) const SLICE_US: u32 = 1_000;
 
-/// Threads per broker: its request queue, then its network threads'.
-const LANES: usize = 1 + super::NETWORK_THREADS;
+/// Threads per broker: its request queue, its network threads', then its background work's.
+const LANES: usize = 2 + super::NETWORK_THREADS;
 
 /// What to do when a piece of work is done: push `ev` (marked `paid`) `delay` µs later.
 #[derive(Clone, Copy, Debug)]
@@ -111,7 +111,8 @@ impl Machine {
             Owner::Broker(b, queue) => {
                 let lane = match queue {
                     Queue::Requests => 0,
-                    Queue::Network(k) => 1 + (k as usize).min(LANES - 2),
+                    Queue::Network(k) => 1 + (k as usize).min(LANES - 3),
+                    Queue::Background => LANES - 1,
                 };
                 (b as usize).min(brokers.saturating_sub(1)) * LANES + lane
             }

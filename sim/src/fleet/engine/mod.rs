@@ -123,6 +123,9 @@ enum Queue {
     /// Network thread `k`: accepting, the TLS handshake, the SASL exchange and its
     /// ApiVersions, and reading each request, for the connections pinned to it.
     Network(u8),
+    /// The process's work beside the request path ([`FleetConfig::broker_background`]),
+    /// with shared cores only: no answer waits for it.
+    Background,
 }
 
 /// What a network thread read, for the request threads to do next.
@@ -241,6 +244,8 @@ struct Engine {
     /// [`FleetConfig::client_work`]: per message, beside it per TLS handshake, per request
     /// relayed, and a client's first SASL exchange's key derivation (µs).
     client_work_us: (u32, u32, u32, u32),
+    /// [`FleetConfig::broker_background`]: per accept, per TLS handshake, per request (µs).
+    background_us: (u32, u32, u32),
     warm_spacing_us: u64,
     tally: Option<Tally>,
     scratch: Vec<ClusterEvent>,
@@ -263,7 +268,8 @@ pub struct WarmFleet {
 
 impl Engine {
     /// Multiplies by `factor` what a refresh on a kept connection pays: the round trip, the
-    /// ApiVersions and Metadata work and their latencies, and the pauses
+    /// ApiVersions and Metadata work and their latencies, the clients' and forwarders' work
+    /// per message ([`FleetConfig::client_work`](super::FleetConfig::client_work)), and the pauses
     /// ([`FleetConfig::hung_slowdown`](super::FleetConfig::hung_slowdown), measured on such
     /// refreshes); a new connection's accept, TLS and SASL costs stay. A factor that is not a
     /// positive finite number changes nothing.
@@ -278,6 +284,9 @@ impl Engine {
             *us = (*us as f64 * factor) as u64;
         }
         self.host_delay.1 *= factor;
+        let scale = |us: &mut u32| *us = (f64::from(*us) * factor).min(f64::from(u32::MAX)) as u32;
+        scale(&mut self.client_work_us.0);
+        scale(&mut self.client_work_us.2);
     }
 }
 

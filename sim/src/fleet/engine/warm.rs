@@ -216,6 +216,11 @@ impl Engine {
                 micros_u32(config.client_work.relay),
                 micros_u32(config.client_work.key_derivation),
             ),
+            background_us: (
+                micros_u32(config.broker_background.accept),
+                micros_u32(config.broker_background.tls),
+                micros_u32(config.broker_background.request),
+            ),
             warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
             tally: None,
             scratch: Vec::with_capacity(16),
