@@ -21,17 +21,19 @@
 //!
 //! ```text
 //! R=docs/performance/real
-//! for i in 17 18 19 20; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
-//! for i in 18 19 21 22; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//! for i in 21 22; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
+//! for i in 23 24 25; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
 //! cargo run --release -p stagger-lab --bin fleet_fit -- $(for f in plain-13 plain-14 plain-17 plain-18 plain-19 \
-//!     plain-20 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22; do echo --real $R/fleet-real-$f.json; done) \
-//!     --out docs/performance/fleet-vs-real.md
+//!     plain-20 plain-21 plain-22 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22 sasl-23 sasl-24 sasl-25; \
+//!     do echo --real $R/fleet-real-$f.json; done) --out docs/performance/fleet-vs-real.md
 //! ```
 //!
-//! PLAINTEXT 13 and 14 and SASL_SSL 14 and 15 came from the same commands a day earlier,
-//! before `fleet_real` measured the machine's CPU; the machine fit takes its prices from the
-//! runs that measured them, and every run counts in the real means. A storm's time varies
+//! The older runs (PLAINTEXT 13, 14, 17–20; SASL_SSL 14, 15, 18, 19, 21, 22) came from the
+//! same commands in earlier sessions: 13–15 before `fleet_real` measured the machine's CPU,
+//! 17–22 before it read the brokers' CPU per thread. The machine fit takes each price from the
+//! runs that measured it (the brokers' request path from those that read the threads apart),
+//! and every run counts in the real means. A storm's time varies
 //! between sessions on this machine by more than between two runs of one session.
 //!
 //! The real runs behind `docs/performance/fleet-vs-real.md` are kept in `docs/performance/real/`,
@@ -360,11 +362,22 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
             name: "sim (machine)".into(),
             how: format!(
                 "the lab's machine: {} cores shared, in slices, by the brokers' threads and the clients' process; \
-                 work = the brokers' {} CPU per request in the saturated loops, latency = rest − that; accept, TLS, \
+                 work = the brokers' {} CPU per request in the saturated loops, latency = rest − that{}; accept, TLS, \
                  SASL and request reads on {} network threads per broker; the clients' CPU in the storms as {} µs \
                  per message handled{} on {} threads, and the forwarders' {} µs per request relayed on one",
                 machine.cores,
                 if machine.request_path { "request path's" } else { "processes'" },
+                if machine.background.is_zero() {
+                    String::new()
+                } else {
+                    format!(
+                        "; beside it, on a thread of its own, the rest of the process's CPU in the loops: {} µs per \
+                         accept, {} µs per TLS handshake, {} µs per request",
+                        machine.background.accept.as_micros(),
+                        machine.background.tls.as_micros(),
+                        machine.background.request.as_micros()
+                    )
+                },
                 KAFKA_NETWORK_THREADS,
                 machine.client.per_message.as_micros(),
                 if machine.client.tls.is_zero() {
@@ -820,7 +833,7 @@ fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
          slower than twice their median, and their mean time above it), which holds no queue. While a broker is hung, \
          every one of these prices is multiplied by `hung_slowdown` (*others while one hangs*): the real one-hung runs' \
          refreshes that needed one attempt (their lead was not the stopped node) over the same strategy's healthy \
-         median, fitted from the very runs the one-hung tables compare, so those tables check the rest of the model \
+         ones, at the quantile where the one-hung run's median falls, fitted from the very runs the one-hung tables compare, so those tables check the rest of the model \
          (the hedged clients, the tail) more than its median. \
          The machine fit models the lab itself, where the brokers' threads and those of the process running all \
          clients and the forwarders share the machine's cores (`shared_cores`, taken in slices, the thread that has \
