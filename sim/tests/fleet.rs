@@ -426,6 +426,36 @@ fn broker_background_takes_cores_but_holds_no_queue() {
     );
 }
 
+/// Counting Metadata requests when a broker has read them changes what is counted, not what
+/// happens: the same refreshes and requests; without network threads, the same counts too.
+#[test]
+fn count_reads_counts_later_and_changes_nothing_else() {
+    let base = FleetConfig {
+        clients: 300,
+        brokers: 3,
+        seed: 7,
+        security: Security::sasl_ssl_scram(Duration::from_millis(2), Duration::ZERO),
+        ..FleetConfig::default()
+    };
+    let strategy = Policy::core("sequential", RefreshConfig::sequential());
+    let run = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::FailoverStorm);
+    let reads = |c: &FleetConfig| FleetConfig { count_reads: true, ..c.clone() };
+    let (a, r) = (run(&base), run(&reads(&base)));
+    assert_eq!(
+        (a.times_us.clone(), a.requests_per_broker.clone()),
+        (r.times_us.clone(), r.requests_per_broker.clone())
+    );
+    assert_eq!(a.peak_requests, r.peak_requests);
+    // On a shared machine a network thread hands a request on when its poll iteration ends,
+    // behind the handshakes of that iteration: the same requests, counted later.
+    let machine = FleetConfig { shared_cores: 2, network_threads: 2, ..base.clone() };
+    let (a, r) = (run(&machine), run(&reads(&machine)));
+    check_books(&r, 300);
+    assert_eq!(a.times_us, r.times_us);
+    assert_eq!(a.requests_per_broker, r.requests_per_broker);
+    assert_ne!(a.peak_requests, r.peak_requests, "reads come after arrivals, spread by the handshakes");
+}
+
 /// With network threads, a broker runs its connections' TLS handshakes on them, beside its
 /// request queue: a storm's reconnecting clients' handshakes no longer hold one queue that
 /// every kept client's request waits in; the counts stay.

@@ -265,6 +265,9 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
         peak_window: micros(first.peak_window_ms * 1e3),
         host_delay: host_delay(files),
         hung_slowdown: hung_slowdown(files),
+        // Over SASL_SSL the real requests are counted by the brokers' request logs, when a
+        // broker has read them; over PLAINTEXT by the forwarders, as they reach it.
+        count_reads: sasl,
         ..FleetConfig::default()
     };
     // A fresh connection's cost: over PLAINTEXT all of it is the accept. Over SASL_SSL the TLS
@@ -841,13 +844,15 @@ fn header(md: &mut String, groups: &[(String, Vec<FleetFile>)]) {
          threads' and request handlers', where the runs read the JVM's threads apart; else the whole process's), \
          and what the rest of its process spent per piece of that work in the same loops (`broker_background`: the \
          JIT compiler, the collector) takes turns on the cores without holding any queue; its accept, TLS, SASL and \
-         request reads run on its network threads beside its request thread (`network_threads`); and the clients' \
+         request reads run on its network threads beside its request thread (`network_threads`), in poll \
+         iterations that hand the requests they read on when they end, as Kafka's selector loop does; and the clients' \
          own work (`client_work`: per message on the runtime's worker threads, per request relayed on the \
          forwarders' thread, and each client's one SCRAM key derivation) is what the real storms and loops cost the \
          process in CPU time, an input, while the tables compare times. \
          Real counts: time to metadata from `Client::refresh_because` to its return; attempts from `Client::stats`; \
          connections accepted by the counting forwarders; ApiVersions and Metadata from the forwarders over PLAINTEXT \
-         and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —). \
+         and from the brokers' request log over SASL_SSL (where the pre-authentication ApiVersions is not counted: —; \
+         the log counts a request once the broker has read it, and so does the model there, `count_reads`). \
          *Warm spares / client* is the warm fleet's state before the incident, not a compared metric: the connections \
          a client held beside its lead (`ClientStats::kept_connections` − 1; in runs written before that was counted, \
          the warm-up's `ClientStats::spares_kept`), which a storm's refresh reuses instead of opening a new connection. \

@@ -44,8 +44,11 @@
 //! * **A shared machine** (for a lab, not a fleet): with [`FleetConfig::shared_cores`], the
 //!   brokers' threads and the clients' threads doing their own work ([`ClientWork`]) take
 //!   turns on that many cores, in slices, the thread that has run least first
-//!   (`engine/machine.rs`), as on one machine running brokers and clients. `fleet_fit`'s
-//!   machine fit models the lab of `fleet_real` this way.
+//!   (`engine/machine.rs`), as on one machine running brokers and clients. There a broker's
+//!   network threads work in poll iterations, as Kafka's selector loop does, and its
+//!   process's work beside the request path (the JIT compiler, the collector:
+//!   [`BrokerBackground`]) takes its turns too. `fleet_fit`'s machine fit models the lab of
+//!   `fleet_real` this way.
 //! * **Spares**: a client whose loser owed only its Metadata answer when the race ended lets
 //!   that answer come and offers the connection to its core
 //!   ([`Cluster::keep_spare`](stagger::Cluster::keep_spare)), as the session does; a
@@ -153,6 +156,13 @@ pub struct FleetConfig {
     /// cores on a thread of its own; no answer waits for it. Ignored without shared cores.
     #[serde(skip_serializing_if = "BrokerBackground::is_zero")]
     pub broker_background: BrokerBackground,
+    /// Count a broker's Metadata requests (the requests per broker and the peak) when it has
+    /// read them, handed from its network thread to its request threads, instead of when
+    /// they reach it (default false): as a broker's own request log counts them, which is
+    /// how `fleet_real` counts over SASL_SSL, where a forwarder cannot read the requests.
+    /// The same without network threads.
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
+    pub count_reads: bool,
     /// Broker time per request that does not hold the broker's queue (default none): the
     /// hand-offs between a real broker's network and request threads ([`Latency`]).
     pub latency: Latency,
@@ -219,6 +229,7 @@ impl Default for FleetConfig {
             network_threads: 0,
             client_work: ClientWork::default(),
             broker_background: BrokerBackground::default(),
+            count_reads: false,
             latency: Latency::default(),
             host_delay: HostDelay::default(),
             hung_slowdown: 1.0,

@@ -83,13 +83,14 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          healthy, one-broker-hung and failover-storm scenarios, at 300 clients on 3 brokers, over \
          PLAINTEXT and SASL_SSL (eight and nine runs), started from the real fleet's state. There \
          the model's attempts, new connections, ApiVersions and Metadata requests per refresh and \
-         its peak are within ×1.15 of the real cluster's in every scenario, but for one request in \
-         one hung broker's peak (7 against 6) and the SASL_SSL storm's peak (×1.20). Its times are \
+         its peak are typically within ×1.15 of the real cluster's in every scenario (the one \
+         cell beyond: one hung broker's PLAINTEXT peak, 7 against 6 requests). Its times are \
          checked with the lab's machine modelled (the brokers' and 300 clients' threads sharing 2 \
-         cores, Kafka's network threads, the brokers' request path apart from their JIT compiler \
-         and collector, the clients' own work): within ×1.5 in every scenario on both listeners \
-         (the storm ×1.42 on p50 and ×1.26 on p99 over PLAINTEXT, ×1.28 and ×1.23 over \
-         SASL_SSL; storm.md says how). The fleet below models brokers with cores of their \
+         cores, Kafka's network threads and their poll iterations, the brokers' request path \
+         apart from their JIT compiler and collector, the clients' own work): within ×1.5 in \
+         every scenario on both listeners (the storm ×1.43 on p50 and ×1.25 on p99 over \
+         PLAINTEXT, ×1.33 and ×1.22 over SASL_SSL; storm.md says how). The fleet below models \
+         brokers with cores of their \
          own and clients on machines of their own. So the counts and peaks below are claims the \
          check covers, at its scale; their times are the model's. A third of the brokers hung, \
          the cold start and the scale of thousands of clients on tens of brokers are the model's \

@@ -187,9 +187,8 @@ impl Engine {
                     self.send_metadata(client, attempt, broker, draw, None)
                 }
                 Ev::MetaArrive { client, attempt, broker, draw } => {
-                    let b = broker as usize;
-                    if let Some(t) = &mut self.tally {
-                        t.arrivals[b].push(now.saturating_sub(t.t0).min(u32::MAX as u64) as u32);
+                    if !self.count_reads {
+                        self.count_metadata(broker);
                     }
                     self.request(client, attempt, broker, draw, Read::Metadata);
                 }
@@ -375,8 +374,20 @@ impl Engine {
         }
     }
 
+    /// A Metadata request counts for `broker` now (its arrival or its read,
+    /// [`FleetConfig::count_reads`](crate::fleet::FleetConfig::count_reads)).
+    fn count_metadata(&mut self, broker: u16) {
+        let now = self.now;
+        if let Some(t) = &mut self.tally {
+            t.arrivals[broker as usize].push(now.saturating_sub(t.t0).min(u32::MAX as u64) as u32);
+        }
+    }
+
     /// A request read from its connection waits for `broker`'s request threads.
     fn requested(&mut self, client: u32, attempt: AttemptId, broker: u16, draw: Draw, read: Read) {
+        if read == Read::Metadata && self.count_reads {
+            self.count_metadata(broker);
+        }
         let (work, then, delay) = match read {
             Read::ApiVersions { kept } => (
                 self.api_us,

@@ -16,6 +16,11 @@
 //!   slice of at most [`SLICE_US`], and puts it back if its work is unfinished.
 //! * A thread that wakes from waiting starts at no less than the least virtual runtime of
 //!   the others less one slice, so sleeping earns it no more than one slice of credit.
+//! * A broker's network thread works in poll iterations, as Kafka's selector loop does: an
+//!   iteration serves every piece of work waiting when it began (work arriving meanwhile
+//!   waits for the next), and hands the requests it read to the request threads only when
+//!   it ends. So a request on a kept connection, read beside a storm's TLS handshakes, waits
+//!   for all of that iteration's handshakes, whichever came first.
 //!
 //! [`FleetConfig::shared_cores`]: crate::fleet::FleetConfig::shared_cores
 //! [`FleetConfig::network_threads`]: crate::fleet::FleetConfig::network_threads
@@ -65,6 +70,12 @@ struct Job {
 struct Thread {
     /// Work waiting, the first being served.
     work: VecDeque<Job>,
+    /// Whether the thread works in poll iterations (a broker's network thread).
+    polls: bool,
+    /// Pieces of work left in the current poll iteration (0: none running).
+    iteration_left: usize,
+    /// Requests read in the current poll iteration, handed on when it ends.
+    read: Vec<Then>,
     /// Time run so far, as the scheduler counts it (µs).
     vruntime: u64,
     /// Waiting for or running on a core.
@@ -93,9 +104,13 @@ impl Machine {
     /// clients' process.
     pub(super) fn new(cores: usize, brokers: usize, client_threads: u32) -> Machine {
         let client_threads = client_threads.max(1);
+        // The brokers', the clients', and the forwarder's.
+        let mut threads = alloc::vec![Thread::default(); brokers * LANES + client_threads as usize + 1];
+        for (t, thread) in threads.iter_mut().enumerate().take(brokers * LANES) {
+            thread.polls = (1..LANES - 1).contains(&(t % LANES));
+        }
         Machine {
-            // The brokers', the clients', and the forwarder's.
-            threads: alloc::vec![Thread::default(); brokers * LANES + client_threads as usize + 1],
+            threads,
             ready: BinaryHeap::new(),
             running: alloc::vec![None; cores],
             client_threads,
@@ -134,7 +149,12 @@ impl Machine {
     /// work), with `then` to follow once it is done.
     pub(super) fn submit(&mut self, now: u64, work: u32, owner: Owner, then: Option<Then>) {
         let t = self.thread_of(owner);
-        self.threads[t].work.push_back(Job { left: work, then });
+        let thread = &mut self.threads[t];
+        thread.work.push_back(Job { left: work, then });
+        if thread.polls && thread.iteration_left == 0 {
+            // An idle selector wakes for this work: an iteration of it alone.
+            thread.iteration_left = thread.work.len();
+        }
         if !self.threads[t].runnable {
             // It wakes: at most one slice of credit for the time it slept.
             let thread = &mut self.threads[t];
@@ -149,21 +169,36 @@ impl Machine {
     /// thread waits for its next turn or sleeps.
     pub(super) fn slice_done(&mut self, now: u64, core: u16) {
         let Some((t, slice)) = self.running.get_mut(core as usize).and_then(Option::take) else { return };
-        let thread = &mut self.threads[t as usize];
+        let Machine { threads, out, .. } = self;
+        let thread = &mut threads[t as usize];
         thread.vruntime += u64::from(slice);
         let mut finished = None;
         if let Some(job) = thread.work.front_mut() {
             job.left -= slice.min(job.left);
             if job.left == 0 {
-                finished = job.then;
+                finished = Some(job.then);
                 thread.work.pop_front();
+            }
+        }
+        let emit = |out: &mut Vec<(u64, Ev, bool)>, then: Then| out.push((now + then.delay, then.ev, then.paid));
+        match finished {
+            // A poll iteration hands what it read on when it ends.
+            Some(Some(then)) if thread.polls && matches!(then.ev, Ev::Read { .. }) => thread.read.push(then),
+            Some(Some(then)) => emit(out, then),
+            _ => {}
+        }
+        if thread.polls && finished.is_some() {
+            thread.iteration_left = thread.iteration_left.saturating_sub(1);
+            if thread.iteration_left == 0 {
+                for then in thread.read.drain(..) {
+                    emit(out, then);
+                }
+                // The next iteration serves everything that waits now.
+                thread.iteration_left = thread.work.len();
             }
         }
         let more = !thread.work.is_empty();
         thread.runnable = more;
-        if let Some(then) = finished {
-            self.out.push((now + then.delay, then.ev, then.paid));
-        }
         if more {
             self.wait(t as usize);
         }
@@ -215,7 +250,7 @@ mod tests {
             let Some((at, ev)) = pending.pop() else { return done };
             match ev {
                 Ev::Slice { core } => m.slice_done(at, core),
-                Ev::Response { client, .. } => done.push((client, at)),
+                Ev::Response { client, .. } | Ev::Read { client, .. } => done.push((client, at)),
                 _ => unreachable!(),
             }
         }
@@ -240,6 +275,32 @@ mod tests {
         m.submit(0, 50, Owner::Broker(0, Queue::Network(0)), then(3));
         let done = finish(&mut m);
         assert_eq!(done, alloc::vec![(3, 50), (1, 100), (2, 110)]);
+    }
+
+    #[test]
+    fn a_network_thread_hands_its_reads_on_when_its_poll_iteration_ends() {
+        use super::super::{Draw, Read};
+        let read = |client: u32| {
+            let draw = Draw { rtt: 0, service: 0, host: 0 };
+            let ev = Ev::Read { client, attempt: AttemptId(0), broker: 0, draw, read: Read::Metadata };
+            Some(Then { ev, delay: 0, paid: false })
+        };
+        let mut m = Machine::new(2, 1, 1);
+        let network = Owner::Broker(0, Queue::Network(0));
+        // An idle thread's first handshake is an iteration of its own.
+        m.submit(0, 2_000, network, then(1));
+        // A read and a handshake that arrive meanwhile wait for the next iteration; the
+        // read takes no time, but is handed on when that iteration's handshake is done.
+        m.submit(10, 0, network, read(2));
+        m.submit(20, 2_000, network, then(3));
+        let mut done = finish(&mut m);
+        done.sort_unstable();
+        assert_eq!(done, alloc::vec![(1, 2_000), (2, 4_000), (3, 4_000)]);
+        // The request thread is no poll loop: what it finishes goes on at once.
+        let mut m = Machine::new(2, 1, 1);
+        m.submit(0, 0, Owner::Broker(0, Queue::Requests), read(2));
+        m.submit(0, 2_000, Owner::Broker(0, Queue::Requests), then(1));
+        assert_eq!(finish(&mut m), alloc::vec![(2, 0), (1, 2_000)]);
     }
 
     #[test]

@@ -246,6 +246,8 @@ struct Engine {
     client_work_us: (u32, u32, u32, u32),
     /// [`FleetConfig::broker_background`]: per accept, per TLS handshake, per request (µs).
     background_us: (u32, u32, u32),
+    /// [`FleetConfig::count_reads`].
+    count_reads: bool,
     warm_spacing_us: u64,
     tally: Option<Tally>,
     scratch: Vec<ClusterEvent>,

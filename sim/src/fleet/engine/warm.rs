@@ -221,6 +221,7 @@ impl Engine {
                 micros_u32(config.broker_background.tls),
                 micros_u32(config.broker_background.request),
             ),
+            count_reads: config.count_reads,
             warm_spacing_us: duration_micros(config.warmup_spacing).max(1),
             tally: None,
             scratch: Vec::with_capacity(16),
