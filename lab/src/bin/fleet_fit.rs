@@ -21,11 +21,12 @@
 //!
 //! ```text
 //! R=docs/performance/real
-//! for i in 21 22; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
-//! for i in 23 24 25; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//! for i in 21 22 23; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
+//! for i in 23 24 25 26; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
 //! cargo run --release -p stagger-lab --bin fleet_fit -- $(for f in plain-13 plain-14 plain-17 plain-18 plain-19 \
-//!     plain-20 plain-21 plain-22 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22 sasl-23 sasl-24 sasl-25; \
+//!     plain-20 plain-21 plain-22 plain-23 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22 sasl-23 sasl-24 \
+//!     sasl-25 sasl-26; \
 //!     do echo --real $R/fleet-real-$f.json; done) --out docs/performance/fleet-vs-real.md
 //! ```
 //!
@@ -1061,7 +1062,30 @@ fn verdict(md: &mut String, summaries: &[Summary]) {
 
 #[cfg(test)]
 mod tests {
-    use super::least_squares;
+    use super::{hung_slowdown, least_squares, FleetFile, RefreshEntry, Run};
+
+    #[test]
+    fn hung_slowdown_compares_at_the_quantile_of_the_runs_median() {
+        let run = |scenario: &str, times: Vec<(u64, u64)>| Run {
+            scenario: scenario.into(),
+            strategy: "sequential".into(),
+            refresh_list: times.iter().enumerate().map(|(i, &(t, a))| RefreshEntry(i, 0, Some(t), a)).collect(),
+            ..Run::default()
+        };
+        // Calm: 300 refreshes of 1000..1299 µs.
+        let calm = run("healthy", (0..300).map(|i| (1_000 + i, 1)).collect());
+        // One hung: 200 one-attempt refreshes, half near 1.1 ms and half near 3 ms, and 100
+        // hedged ones far slower. The run's median is the one-attempt refreshes' 75th
+        // percentile (3050 µs), compared with the calm run's (1225 µs).
+        let mut hung: Vec<(u64, u64)> = (0..100).map(|i| (1_100 + i, 1)).collect();
+        hung.extend((0..100).map(|i| (3_000 + i, 1)));
+        hung.extend((0..100).map(|_| (50_000, 2)));
+        let file = FleetFile { runs: vec![calm, run("one_hung", hung)], ..FleetFile::default() };
+        let factor = hung_slowdown(&[file]);
+        assert!((factor - 3_050.0 / 1_225.0).abs() < 1e-9, "{factor}");
+        // Never below 1; no one-hung run, no slowdown.
+        assert_eq!(hung_slowdown(&[FleetFile::default()]), 1.0);
+    }
 
     #[test]
     fn least_squares_splits_two_prices_when_the_second_count_varies() {
