@@ -22,11 +22,11 @@
 //! ```text
 //! R=docs/performance/real
 //! for i in 21 22 23; do cargo run --release -p stagger-lab --bin fleet_real -- --out $R/fleet-real-plain-$i.json; done
-//! for i in 23 24 25 26; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
+//! for i in 23 24 25 26 27; do cargo run --release -p stagger-lab --bin fleet_real -- --listener sasl_ssl \
 //!     --out $R/fleet-real-sasl-$i.json; done
 //! cargo run --release -p stagger-lab --bin fleet_fit -- $(for f in plain-13 plain-14 plain-17 plain-18 plain-19 \
 //!     plain-20 plain-21 plain-22 plain-23 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22 sasl-23 sasl-24 \
-//!     sasl-25 sasl-26; \
+//!     sasl-25 sasl-26 sasl-27; \
 //!     do echo --real $R/fleet-real-$f.json; done) --out docs/performance/fleet-vs-real.md
 //! ```
 //!

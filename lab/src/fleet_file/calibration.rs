@@ -180,13 +180,15 @@ impl ThreadCpu {
         }
     }
 
-    /// This minus `before`, kind by kind, scaled by `scale`.
+    /// This minus `before`, kind by kind, scaled by `scale`. A thread that ended between
+    /// the two readings takes its CPU with it, so a kind never goes below zero.
     pub fn since(&self, before: &ThreadCpu, scale: f64) -> ThreadCpu {
+        let d = |after: f64, before: f64| (after - before).max(0.0) * scale;
         ThreadCpu {
-            request_path: (self.request_path - before.request_path) * scale,
-            compiler: (self.compiler - before.compiler) * scale,
-            gc: (self.gc - before.gc) * scale,
-            other: (self.other - before.other) * scale,
+            request_path: d(self.request_path, before.request_path),
+            compiler: d(self.compiler, before.compiler),
+            gc: d(self.gc, before.gc),
+            other: d(self.other, before.other),
         }
     }
 }

@@ -202,6 +202,17 @@ pub struct Run {
     /// older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_threads_cpu_ms: Option<Vec<ThreadCpu>>,
+    /// Each broker's CPU by the kind of thread over the fleet's cold start: from the
+    /// warm-up's start until one second after the last client's first refresh began (ms;
+    /// some clients' second refreshes, calm ones on kept connections, fall in it too). What
+    /// the bootstrap's handshakes cost the brokers, the JIT's work included. Absent in older
+    /// files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start_broker_threads_cpu_ms: Option<Vec<ThreadCpu>>,
+    /// New connections the clients opened over the same span (`ClientStats::connections_opened`).
+    /// Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start_connections: Option<u64>,
     /// CPU time of the process that ran the clients (and, in `fleet_real`, the forwarders
     /// relaying their bytes) from just before the first refresh to the last one's end (ms):
     /// what the clients' side took from the cores the brokers share. Absent in older files.

@@ -131,6 +131,33 @@ fn kind_of<'a>(cpu: &'a mut ThreadCpu, name: &str) -> &'a mut f64 {
     }
 }
 
+/// Each broker's [`threads_cpu`] at a start, to tell what it spent since.
+pub struct ThreadsCpu {
+    pids: Vec<i32>,
+    before: Vec<Option<ThreadCpu>>,
+}
+
+impl ThreadsCpu {
+    /// Reads the brokers `pids` (node order) now.
+    pub fn start(pids: Vec<i32>) -> ThreadsCpu {
+        let before = pids.iter().map(|&p| threads_cpu(p)).collect();
+        ThreadsCpu { pids, before }
+    }
+
+    /// What each broker spent since the start, by kind of thread (ms); zeros for a broker
+    /// not running at either end.
+    pub fn ms_since(&self) -> Vec<ThreadCpu> {
+        self.pids
+            .iter()
+            .zip(&self.before)
+            .map(|(&pid, before)| match (before, threads_cpu(pid)) {
+                (Some(b), Some(a)) => a.since(b, 1e-3),
+                _ => ThreadCpu::default(),
+            })
+            .collect()
+    }
+}
+
 /// The brokers `pids`' [`threads_cpu`] together (a process gone counts nothing).
 pub fn all_threads_cpu(pids: &[i32]) -> ThreadCpu {
     let all: Vec<ThreadCpu> = pids.iter().filter_map(|&p| threads_cpu(p)).collect();

@@ -152,7 +152,6 @@ use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng, Stagger};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
 use stagger_lab::fleet_file::{
     Calibration, Fit, FleetFile, Fresh, Idle, RefreshEntry, Run, SecuredCalibration, SecuredCounts, SecuredFit, Spread,
-    ThreadCpu,
 };
 use stagger_tokio::{Client, ClientOptions, ExchangeConfig, RefreshOptions, TlsOptions};
 use tokio::runtime::Runtime;
@@ -171,6 +170,11 @@ const PROBE_ID: &str = "fleet-probe";
 const BROKERS: usize = 3;
 /// Periodic refreshes pushed a day away, as in the simulator: only the scenario refreshes.
 const REFRESH_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// How long the cold start is read for after the last client's first refresh began
+/// (`Run::cold_start_broker_threads_cpu_ms`): a SASL_SSL bootstrap on this machine takes
+/// tens of milliseconds, hundreds at worst.
+const COLD_START_TAIL: Duration = Duration::from_millis(1_000);
+
 /// A refresh still running after this long counts as given up.
 const GIVE_UP: Duration = Duration::from_secs(90);
 /// The window of the peak count.
@@ -967,6 +971,19 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     // The calm warm-up: the simulator's schedule (first at a random time within one
     // spacing, then every spacing × [0.5, 1.5)).
     let spacing = args.warmup_spacing;
+    // The cold start, read apart: the brokers' CPU by thread and the clients' new
+    // connections from the warm-up's start until every client's first refresh has had
+    // `COLD_START_TAIL` to finish.
+    let pids: Vec<i32> = (1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect();
+    let cold_start = {
+        let before = broker_cpu::ThreadsCpu::start(pids);
+        let clients = clients.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(spacing + COLD_START_TAIL);
+            let opened: u64 = clients.iter().map(|c| c.stats().connections_opened).sum();
+            (before.ms_since(), opened)
+        })
+    };
     let warm_failed = lab.rt.block_on(async {
         let mut set = JoinSet::new();
         for (i, client) in clients.iter().enumerate() {
@@ -1005,6 +1022,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         (failed, first_leads)
     });
     let (warm_failed, first_leads) = warm_failed;
+    let cold_start = cold_start.join().ok();
     let warm_logs = lab.take_logs()?;
     let warm_latency = broker_latency(&warm_logs, METADATA, 0, u64::MAX);
     let warm_api_latency = broker_latency(&warm_logs, API_VERSIONS, 0, u64::MAX);
@@ -1038,8 +1056,8 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     lab.take_logs()?;
     let (load_before, cpu_before) = (loadavg(), cpu_ticks());
     let pids: Vec<i32> = (1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect();
-    let threads_before: Vec<Option<ThreadCpu>> = pids.iter().map(|&p| broker_cpu::threads_cpu(p)).collect();
-    let broker_cpu = broker_cpu::Sampler::start(pids.clone());
+    let threads_before = broker_cpu::ThreadsCpu::start(pids.clone());
+    let broker_cpu = broker_cpu::Sampler::start(pids);
     let t0 = Instant::now() + Duration::from_millis(20);
     let t0_us = lab.us(t0);
     let process_before = process_cpu_us();
@@ -1110,14 +1128,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         throttle::set_rate(&lab.cluster.plaintext()[survivor(node)], None)?;
     }
     let broker_cpu = broker_cpu.finish();
-    let broker_threads: Vec<ThreadCpu> = pids
-        .iter()
-        .zip(&threads_before)
-        .map(|(&pid, before)| match (before, broker_cpu::threads_cpu(pid)) {
-            (Some(b), Some(a)) => a.since(b, 1e-3),
-            _ => ThreadCpu::default(),
-        })
-        .collect();
+    let broker_threads = threads_before.ms_since();
     let end_us = lab.us(Instant::now());
     let logs = lab.take_logs()?;
     let (load_after, cpu_after) = (loadavg(), cpu_ticks());
@@ -1171,6 +1182,10 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         seeds.iter().map(|s| leads.iter().filter(|k| k.as_deref() == Some(s.as_str())).count()).collect()
     };
     run.leads_after_bootstrap_per_broker = Some(leads_on(&first_leads));
+    if let Some((cpu, opened)) = cold_start {
+        run.cold_start_broker_threads_cpu_ms = Some(cpu);
+        run.cold_start_connections = Some(opened);
+    }
     let on_first_seed = |leads: &[Option<String>]| {
         leads.iter().enumerate().filter(|(i, k)| k.as_deref() == Some(seeds[i % BROKERS].as_str())).count()
     };
