@@ -144,17 +144,21 @@ impl ThreadsCpu {
         ThreadsCpu { pids, before }
     }
 
-    /// What each broker spent since the start, by kind of thread (ms); zeros for a broker
-    /// not running at either end.
-    pub fn ms_since(&self) -> Vec<ThreadCpu> {
+    /// What each broker spent since the start, by kind of thread, in µs times `scale(i)`
+    /// for broker `i`; `None` for a broker not running at either end.
+    pub fn since(&self, scale: impl Fn(usize) -> f64) -> Vec<Option<ThreadCpu>> {
         self.pids
             .iter()
             .zip(&self.before)
-            .map(|(&pid, before)| match (before, threads_cpu(pid)) {
-                (Some(b), Some(a)) => a.since(b, 1e-3),
-                _ => ThreadCpu::default(),
-            })
+            .enumerate()
+            .map(|(i, (&pid, before))| Some(threads_cpu(pid)?.since(before.as_ref()?, scale(i))))
             .collect()
+    }
+
+    /// What each broker spent since the start, by kind of thread (ms); zeros for a broker
+    /// not running at either end.
+    pub fn ms_since(&self) -> Vec<ThreadCpu> {
+        self.since(|_| 1e-3).into_iter().map(Option::unwrap_or_default).collect()
     }
 }
 

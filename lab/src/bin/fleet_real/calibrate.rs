@@ -152,7 +152,8 @@ pub async fn burst(
     }))
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The median of `v` (the upper one of an even count), `None` if it is empty.
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
 }

@@ -31,8 +31,8 @@ use stagger_lab::fleet_file::{Burst, Churn, Fresh, HandshakeTimes, Spread, Threa
 use stagger_tokio::{refresh_with, AttemptOutcome, RefreshOptions};
 use tokio::task::JoinSet;
 
-use crate::broker_cpu::{cpu_us, threads_cpu};
-use crate::calibrate::{by_target, median_per_target, steady_rate};
+use crate::broker_cpu::{cpu_us, ThreadsCpu};
+use crate::calibrate::{by_target, median, median_per_target, steady_rate};
 use crate::forwarder::Handshake;
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -107,7 +107,7 @@ pub async fn churn(
     let failed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for _ in 0..reps.max(1) {
         let before: Vec<Option<u64>> = pids.iter().map(|p| cpu_us(&p.to_string())).collect();
-        let threads_before: Vec<Option<ThreadCpu>> = pids.iter().map(|&p| threads_cpu(p)).collect();
+        let threads = ThreadsCpu::start(pids.to_vec());
         let self_before = cpu_us("self");
         let mut set = JoinSet::new();
         for (ti, target) in targets.iter().enumerate() {
@@ -144,12 +144,7 @@ pub async fn churn(
                 .collect::<Vec<f64>>(),
         );
         // Per refresh, the mean over the targets.
-        let per_target: Vec<ThreadCpu> = pids
-            .iter()
-            .zip(&threads_before)
-            .zip(&answered)
-            .filter_map(|((&pid, before), &n)| Some(threads_cpu(pid)?.since(before.as_ref()?, 1.0 / n as f64)))
-            .collect();
+        let per_target: Vec<ThreadCpu> = threads.since(|i| 1.0 / answered[i] as f64).into_iter().flatten().collect();
         if !per_target.is_empty() {
             by_thread.push(ThreadCpu::each(&per_target, |v| v.iter().sum::<f64>() / v.len() as f64));
         }
@@ -172,12 +167,8 @@ pub async fn churn(
         },
         broker_cpu_us: median_per_target(&broker_cpu, targets.len()),
         client_cpu_us: client_cpu.get(client_cpu.len() / 2).copied().unwrap_or(0.0),
-        broker_threads_cpu_us: (!by_thread.is_empty()).then(|| {
-            ThreadCpu::each(&by_thread, |mut v| {
-                v.sort_by(f64::total_cmp);
-                v[v.len() / 2]
-            })
-        }),
+        broker_threads_cpu_us: (!by_thread.is_empty())
+            .then(|| ThreadCpu::each(&by_thread, |v| median(v).unwrap_or(0.0))),
         failed: failed.load(std::sync::atomic::Ordering::Relaxed),
     })
 }
