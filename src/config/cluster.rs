@@ -32,10 +32,12 @@ impl Default for HedgeBudget {
 #[serde(default)]
 pub struct ClusterConfig {
     /// The policy each refresh runs with. Its default differs from
-    /// [`RefreshConfig::default`] in one knob: the seeds are tried in an order shuffled by
-    /// the refresh's seed (`shuffle_seeds`), because a long-lived client is one of a fleet,
-    /// and a fleet that starts at once from the same list would otherwise all ask the first
-    /// seed first (`docs/performance/fleet.md`, cold start).
+    /// [`RefreshConfig::default`] in two knobs, both because a long-lived client is one of a
+    /// fleet that starts at once: the seeds are tried in an order shuffled by the refresh's
+    /// seed (`shuffle_seeds`), or the fleet would all ask the first seed first
+    /// (`docs/performance/fleet.md`, cold start); and two brokers silent in their TLS
+    /// handshakes hold the fan-out (`fanout.tuning.tls_burst_hold`), or the fleet's queued
+    /// handshakes would each draw more (`docs/performance/gentleness.md`).
     pub refresh: RefreshConfig,
     /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
     pub refresh_interval: Duration,
@@ -67,7 +69,7 @@ pub struct ClusterConfig {
 impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
-            refresh: RefreshConfig { shuffle_seeds: true, ..RefreshConfig::default() },
+            refresh: ClusterConfig::long_lived(RefreshConfig::default()),
             refresh_interval: Duration::from_secs(300),
             rebootstrap: true,
             hedge_budget: HedgeBudget::default(),
@@ -80,6 +82,14 @@ impl Default for ClusterConfig {
 impl ClusterConfig {
     /// The most idle spare connections a view keeps ([`ClusterConfig::spare_connections`]).
     pub const MAX_SPARE_CONNECTIONS: u32 = 3;
+
+    /// `refresh` as a long-lived client of a fleet runs it: seeds shuffled and TLS bursts
+    /// held (see [`ClusterConfig::refresh`]).
+    pub fn long_lived(mut refresh: RefreshConfig) -> RefreshConfig {
+        refresh.shuffle_seeds = true;
+        refresh.fanout.tuning.tls_burst_hold = true;
+        refresh
+    }
 
     /// Checks every field; the error names the first bad one. The refresh policy's own
     /// fields are named as in [`RefreshConfig`] (`fanout.jitter`), so one refresh and a

@@ -107,6 +107,12 @@ pub(super) static KNOBS: &[Knob] = &[
         |c| Some(Slot::Bool(&mut c.fanout.tuning.cancel_outrun)),
     ),
     Knob::refresh(
+        "fanout.tuning.tls_burst_hold",
+        KnobKind::Bool,
+        "two brokers silent in their TLS handshakes: the next waits the ceiling, once per refresh",
+        |c| Some(Slot::Bool(&mut c.fanout.tuning.tls_burst_hold)),
+    ),
+    Knob::refresh(
         "fanout.tuning.spread_ticks",
         KnobKind::Bool,
         "on a fast network, start a tick's n attempts delay/n apart and drop the rest once one answers",

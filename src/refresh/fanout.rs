@@ -15,8 +15,11 @@
 //!    `stagger.rs`):
 //!    the growth's count (one in a gentle refresh, whose timer waits `pace` for a connect
 //!    and `ceiling` for a connected broker), the first now and the rest spread
-//!    ([`Refresh::on_stagger`]);
-//! 4. a spread partner is due and no broker has answered ([`Refresh::on_spread`]);
+//!    ([`Refresh::on_stagger`]); with two fresh connections silent in their TLS handshakes
+//!    the timer waits `ceiling`, once per refresh (`fanout.tuning.tls_burst_hold`,
+//!    [`Refresh::tls_burst_held`]);
+//! 4. a spread partner is due, no broker has answered and no TLS hold is on
+//!    ([`Refresh::on_spread`]);
 //! 5. at a tick with the throttle full, in place of the newest silent suspect it supersedes
 //!    (`TickStep::ReplaceFull`), or, out of hedge budget with every broker in flight
 //!    silent, in place of one (`TickStep::ReplaceInPlace`);
@@ -83,6 +86,12 @@ pub(super) struct Ticks {
     /// The longest wait for a first answer that came late (after its broker was suspected):
     /// queueing seen in this refresh, the evidence of an overload (zero while none).
     pub(super) queueing: Duration,
+    /// A tick has waited out a TLS burst's hold (`fanout.tuning.tls_burst_hold`): brokers
+    /// silent that long are not merely queued, and the rest of the refresh walks at its pace.
+    pub(super) tls_hold_spent: bool,
+    /// An attempt of this refresh said a TLS handshake follows its connect: the refresh's
+    /// listener is TLS, so an attempt still connecting will have one too.
+    pub(super) tls_seen: bool,
 }
 
 impl Ticks {
@@ -95,6 +104,8 @@ impl Ticks {
             spread_suspects: 0,
             superseded: 0,
             queueing: Duration::ZERO,
+            tls_hold_spent: false,
+            tls_seen: false,
         }
     }
 }
@@ -125,6 +136,9 @@ impl Refresh {
     pub(super) fn on_stagger(&mut self, now: Instant) {
         self.timers.stop(TimerKind::Stagger);
         self.timers.stop(TimerKind::Spread);
+        if self.ticks.leader.is_some_and(|n| self.tls_burst_held(n)) {
+            self.ticks.tls_hold_spent = true;
+        }
         let want = match self.config.fanout.growth {
             Growth::Linear(n) => n.max(1),
             Growth::Exponential(factor) => {
@@ -229,7 +243,7 @@ impl Refresh {
         self.timers.stop(TimerKind::Spread);
         let left = core::mem::take(&mut self.ticks.spread_left);
         let step = match self.tick_step() {
-            Some(step @ (TickStep::Add | TickStep::ReplaceFull)) if left > 0 => step,
+            Some(step @ (TickStep::Add | TickStep::ReplaceFull)) if left > 0 && !self.tls_burst_holds() => step,
             _ => return,
         };
         let leader = self.ticks.leader;
@@ -285,6 +299,41 @@ impl Refresh {
         self.cancel(now, n, CancelReason::Superseded, Some(detail));
         self.ticks.superseded = self.ticks.superseded.saturating_add(1);
         true
+    }
+
+    /// Whether attempt `n` is one of a TLS burst's hold (`fanout.tuning.tls_burst_hold`):
+    /// it and another fresh connection sit connected and silent in their TLS handshakes, and
+    /// no tick of this refresh has waited such a hold out yet. Its stagger delay is then at
+    /// least the adaptive `ceiling`.
+    pub(super) fn tls_burst_held(&self, n: u32) -> bool {
+        self.tls_hold_armed()
+            && self.in_tls_handshake(n)
+            && self.attempts.in_flight_iter().any(|m| m != n && self.in_tls_handshake(m))
+    }
+
+    /// Whether two attempts in flight hold the fan-out as a TLS burst: a spread tick's
+    /// partner is then not started. Over a TLS listener an attempt still connecting counts
+    /// as a handshake to come: a client busy with a burst of handshakes of its own may hear
+    /// of the tick's connect only after the partner is due.
+    pub(super) fn tls_burst_holds(&self) -> bool {
+        let pending = |m: &u32| {
+            self.in_tls_handshake(*m)
+                || (self.ticks.tls_seen && self.attempts.info(*m).connected_at.is_none() && !self.is_resolving(*m))
+        };
+        self.tls_hold_armed() && self.attempts.in_flight_iter().filter(pending).nth(1).is_some()
+    }
+
+    fn tls_hold_armed(&self) -> bool {
+        self.config.fanout.tuning.tls_burst_hold
+            && !self.ticks.tls_hold_spent
+            && matches!(self.config.fanout.stagger, Stagger::Adaptive(_))
+    }
+
+    /// Attempt `n`'s fresh connection is up and its broker has not yet finished the TLS
+    /// handshake (a kept connection has none to finish).
+    fn in_tls_handshake(&self, n: u32) -> bool {
+        let info = self.attempts.info(n);
+        info.tls && !info.reused_connection && info.connected_at.is_some() && info.first_frame_at.is_none()
     }
 
     /// Attempt `n` just connected: cancels the older attempts still connecting after more

@@ -35,7 +35,9 @@ impl Refresh {
 
     /// The transport is up: older attempts still connecting long after are outrun
     /// (`fanout.tuning.cancel_outrun`), and an adaptive stagger now counts from the
-    /// handshake (at the TLS pace when `tls`), so the leader's armed tick moves.
+    /// handshake (at the TLS pace when `tls`), so the leader's armed tick moves — as it does
+    /// when this attempt and the leader make a TLS burst's hold
+    /// (`fanout.tuning.tls_burst_hold`).
     fn on_connected(&mut self, now: Instant, n: u32, tls: bool) -> bool {
         let info = self.attempts.info_mut(n);
         if info.connected_at.is_some() {
@@ -43,9 +45,17 @@ impl Refresh {
         }
         info.connected_at = Some(now);
         info.tls = tls;
+        self.ticks.tls_seen |= tls && !info.reused_connection;
         self.cancel_outrun(now, n);
-        if self.ticks.leader == Some(n) && self.timers.get(TimerKind::Stagger).is_some() {
-            self.timers.set(TimerKind::Stagger, Some(self.stagger_deadline(n)));
+        if tls && self.tls_burst_holds() {
+            // The rest of a spread tick waits with the tick (`fanout.tuning.tls_burst_hold`).
+            self.timers.stop(TimerKind::Spread);
+            self.ticks.spread_left = 0;
+        }
+        if let Some(leader) = self.ticks.leader.filter(|&l| l == n || tls) {
+            if self.timers.get(TimerKind::Stagger).is_some() {
+                self.timers.set(TimerKind::Stagger, Some(self.stagger_deadline(leader)));
+            }
         }
         true
     }

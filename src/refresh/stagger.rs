@@ -45,7 +45,10 @@ impl Refresh {
                         // A kept connection's first answer is one request on an authenticated
                         // connection: silent past `cold`, its broker costs what a blackholed
                         // one does, whatever a burst taught the window.
-                        (at, if info.reused_connection { wait.min(a.cold.max(a.floor)) } else { wait })
+                        let wait = if info.reused_connection { wait.min(a.cold.max(a.floor)) } else { wait };
+                        // Two brokers silent in their TLS handshakes: a queue more likely than
+                        // two stopped brokers (`fanout.tuning.tls_burst_hold`).
+                        (at, if self.tls_burst_held(n) { wait.max(a.ceiling) } else { wait })
                     }
                     None => (info.started_at, a.before_connect(self.recent_response_time)),
                 };

@@ -107,7 +107,27 @@ fn strategy(name: &str) -> Result<Strategy, String> {
         "sequential" => Strategy::core("sequential", RefreshConfig::sequential()),
         "staggered-500ms" => Strategy::core("staggered-500ms", RefreshConfig::staggered()),
         "oracle" => Strategy::Oracle,
-        other => return Err(format!("unknown strategy {other:?} (adaptive, sequential, staggered-500ms, oracle)")),
+        // `fleet_real`'s default with one fan-out rule switched (rule-costs.md, gentleness.md).
+        other if other.starts_with("adaptive-with") => {
+            let (switch, on) = match other.strip_prefix("adaptive-without-") {
+                Some(switch) => (switch, "false"),
+                None => (other.strip_prefix("adaptive-with-").unwrap_or(other), "true"),
+            };
+            let mut refresh = RefreshConfig::adaptive();
+            refresh.set(&format!("fanout.tuning.{switch}"), on).map_err(|e| format!("{other}: {e}"))?;
+            Strategy::core(other, refresh)
+        }
+        other if other == "long-lived" || other.starts_with("long-lived-without-") => {
+            let mut refresh = stagger::ClusterConfig::long_lived(RefreshConfig::adaptive());
+            if let Some(switch) = other.strip_prefix("long-lived-without-") {
+                refresh.set(&format!("fanout.tuning.{switch}"), "false").map_err(|e| format!("{other}: {e}"))?;
+            }
+            Strategy::core(other, refresh)
+        }
+        other => {
+            let known = "adaptive, sequential, staggered-500ms, oracle, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
+            return Err(format!("unknown strategy {other:?} ({known})"));
+        }
     })
 }
 

@@ -50,6 +50,9 @@ fn policies(stopped: usize, listener: Listener) -> Vec<(&'static str, Vec<(&'sta
         p.push(("TLS-blind prior (silent_tls 12 ms)", vec![("fanout.stagger.adaptive.silent_tls", "12ms")]));
         // Between the two: what a shorter TLS prior would trade.
         p.push(("silent_tls 16 ms", vec![("fanout.stagger.adaptive.silent_tls", "16ms")]));
+        // A long-lived client's hold (its default): what it costs past stopped brokers and
+        // what it saves in a burst, with everything else as the one-shot default.
+        p.push(("TLS burst hold (tls_burst_hold, a Client's default)", vec![("fanout.tuning.tls_burst_hold", "true")]));
     }
     // The silence rule the broker pace replaced: a connected broker suspected 2 × the TCP
     // handshake after it, floored at 2 ms (the kernel's pace, not the broker's).
@@ -214,43 +217,58 @@ impl Bench {
             let row = cell.row(&format!("burst of {clients}"), "library", listener.name(), policy);
             emit(out, &row);
         }
-        // The same burst of new long-lived `Client`s whose first refresh says a failover is
-        // likely (`StaleMetadata`): the gentle schedule, seeds shuffled per client.
-        let mut gentle = Cell::default();
-        for rep in 0..reps {
-            let mut tasks = tokio::task::JoinSet::new();
-            for c in 0..clients {
-                let refresh = RefreshConfig::default().with_seed((rep * clients + c) as u64);
-                let config = ClusterConfig { refresh, ..ClusterConfig::default() };
-                let o = self.cluster.options(listener, refresh)?;
-                let options = ClientOptions { exchange: o.exchange, tls: o.tls, ..ClientOptions::default() };
-                let seeds = seeds.clone();
-                tasks.spawn(async move {
-                    let client = stagger_tokio::Client::new(config, &seeds, options)?;
-                    let started = Instant::now();
-                    let result = client.refresh_because(RefreshCause::StaleMetadata, None).await;
-                    let elapsed = started.elapsed();
-                    let stats = client.stats();
-                    client.close().await;
-                    result.map(|_| (elapsed, stats))
-                });
+        // The same burst of new long-lived `Client`s (seeds shuffled per client, as
+        // `ClusterConfig::default()` does): bootstrapping as configured, with the TLS burst
+        // hold and without, and saying a failover is likely (`StaleMetadata`, gentle).
+        let kinds: [(&str, bool, Option<RefreshCause>); 3] = [
+            ("Client, bootstrap (default: seeds shuffled, TLS bursts held)", true, None),
+            ("Client, bootstrap, no TLS hold (tls_burst_hold false)", false, None),
+            ("Client, cause StaleMetadata (gentle; seeds shuffled)", true, Some(RefreshCause::StaleMetadata)),
+        ];
+        for (policy, hold, cause) in kinds {
+            if !hold && listener != Listener::SaslSsl {
+                continue;
             }
-            while let Some(joined) = tasks.join_next().await {
-                match joined? {
-                    Ok((elapsed, stats)) => {
-                        gentle.times.push(elapsed);
-                        gentle.connections.push(stats.connections_opened);
-                    }
-                    Err(e) => {
-                        eprintln!("burst {listener:?} gentle Client: {e}");
-                        gentle.failures += 1;
+            let mut cell = Cell::default();
+            for rep in 0..reps {
+                let mut tasks = tokio::task::JoinSet::new();
+                for c in 0..clients {
+                    let mut refresh =
+                        ClusterConfig::long_lived(RefreshConfig::default()).with_seed((rep * clients + c) as u64);
+                    refresh.fanout.tuning.tls_burst_hold = hold;
+                    let config = ClusterConfig { refresh, ..ClusterConfig::default() };
+                    let o = self.cluster.options(listener, refresh)?;
+                    let options = ClientOptions { exchange: o.exchange, tls: o.tls, ..ClientOptions::default() };
+                    let seeds = seeds.clone();
+                    tasks.spawn(async move {
+                        let client = stagger_tokio::Client::new(config, &seeds, options)?;
+                        let started = Instant::now();
+                        let result = match cause {
+                            Some(cause) => client.refresh_because(cause, None).await,
+                            None => client.refresh().await,
+                        };
+                        let elapsed = started.elapsed();
+                        let stats = client.stats();
+                        client.close().await;
+                        result.map(|_| (elapsed, stats))
+                    });
+                }
+                while let Some(joined) = tasks.join_next().await {
+                    match joined? {
+                        Ok((elapsed, stats)) => {
+                            cell.times.push(elapsed);
+                            cell.connections.push(stats.connections_opened);
+                        }
+                        Err(e) => {
+                            eprintln!("burst {listener:?} {policy}: {e}");
+                            cell.failures += 1;
+                        }
                     }
                 }
+                tokio::time::sleep(SETTLE).await;
             }
-            tokio::time::sleep(SETTLE).await;
+            emit(out, &cell.row(&format!("burst of {clients}"), "Client", listener.name(), policy));
         }
-        let policy = "Client, cause StaleMetadata (gentle; seeds shuffled)";
-        emit(out, &gentle.row(&format!("burst of {clients}"), "Client", listener.name(), policy));
         Ok(())
     }
 

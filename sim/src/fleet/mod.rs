@@ -548,10 +548,10 @@ impl Strategy {
     }
 }
 
-/// A long-lived client's settings around `refresh`: the cluster view's defaults, seeds
-/// shuffled.
+/// A long-lived client's settings around `refresh`: the cluster view's defaults
+/// ([`ClusterConfig::long_lived`]).
 pub fn long_lived(refresh: RefreshConfig) -> ClusterConfig {
-    ClusterConfig { refresh: RefreshConfig { shuffle_seeds: true, ..refresh }, ..ClusterConfig::default() }
+    ClusterConfig { refresh: ClusterConfig::long_lived(refresh), ..ClusterConfig::default() }
 }
 
 /// The outcome of one scenario under one strategy: the numbers of the report's table.

@@ -373,8 +373,23 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
             refresh.set(&format!("fanout.tuning.{}", &other["adaptive-without-".len()..]), "false")?;
             refresh
         }
+        // The default with one fan-out rule on that a one-shot refresh leaves off.
+        other if other.starts_with("adaptive-with-") => {
+            let mut refresh = RefreshConfig::adaptive();
+            refresh.set(&format!("fanout.tuning.{}", &other["adaptive-with-".len()..]), "true")?;
+            refresh
+        }
+        // What a `Client` runs by default (`ClusterConfig::default()`: seeds shuffled, TLS
+        // bursts held), or that with one fan-out rule off.
+        other if other == "long-lived" || other.starts_with("long-lived-without-") => {
+            let mut refresh = ClusterConfig::long_lived(RefreshConfig::adaptive());
+            if let Some(switch) = other.strip_prefix("long-lived-without-") {
+                refresh.set(&format!("fanout.tuning.{switch}"), "false")?;
+            }
+            refresh
+        }
         other => {
-            let known = "adaptive, sequential, staggered-500ms, adaptive-without-<fanout.tuning switch>";
+            let known = "adaptive, sequential, staggered-500ms, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
             return Err(format!("unknown strategy {other:?} ({known})").into());
         }
     };
