@@ -168,8 +168,10 @@ pub fn parse(bytes: &[u8], seed: u64) -> Result<Config, AbiError> {
     })
 }
 
-/// The policy: the base (a one-shot session tries the seeds in the order written, a
-/// long-lived one shuffles them), a preset's refresh policy, every setting, the seed.
+/// The policy: the base (a one-shot session runs `RefreshConfig::default()`, seeds in the
+/// order written; a long-lived one a `Client`'s, `ClusterConfig::long_lived`: seeds
+/// shuffled, TLS bursts held), a preset's refresh policy on that base, every setting, the
+/// seed.
 fn policy(obj: &Map<String, Value>, one_shot: bool, seed: u64) -> Result<ClusterConfig, AbiError> {
     let mut cluster = ClusterConfig::default();
     if one_shot {
@@ -182,7 +184,7 @@ fn policy(obj: &Map<String, Value>, one_shot: bool, seed: u64) -> Result<Cluster
                 format!("unknown preset {name:?} (one of {})", RefreshConfig::PRESETS.join(", ")),
             )
         })?;
-        cluster.refresh = RefreshConfig { shuffle_seeds: cluster.refresh.shuffle_seeds, ..preset };
+        cluster.refresh = if one_shot { preset } else { ClusterConfig::long_lived(preset) };
     }
     match get(obj, "settings") {
         None => {}
@@ -266,4 +268,21 @@ fn sasl(obj: &Map<String, Value>, fresh_tokens: bool) -> Result<Sasl, AbiError> 
             format!("unknown mechanism {mechanism:?} (one of {})", MECHANISMS.join(", ")),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A preset replaces the refresh policy, not what makes a session long-lived.
+    #[test]
+    fn a_preset_keeps_the_long_lived_knobs_of_a_session_and_none_of_a_one_shot() {
+        let obj = serde_json::json!({"preset": "adaptive"}).as_object().cloned().unwrap();
+        for (one_shot, long_lived) in [(false, true), (true, false)] {
+            let refresh = policy(&obj, one_shot, 7).unwrap().refresh;
+            assert_eq!(refresh.shuffle_seeds, long_lived, "one_shot {one_shot}");
+            assert_eq!(refresh.fanout.tuning.tls_burst_hold, long_lived, "one_shot {one_shot}");
+            assert_eq!(refresh.seed, 7);
+        }
+    }
 }
