@@ -27,7 +27,16 @@ fi
 
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
-cargo build -p stagger-web --target wasm32-unknown-unknown --profile wasm-release
+# The paths the compiler embeds (panic locations) name no directory of the machine that
+# built it: this checkout becomes /stagger and each registry's sources /crates, as
+# scripts/abi-wasm.sh does for the ABI's module. Shorter, too: the module holds 34 of them
+# (the standard library's 30 come precompiled as /rustc/COMMIT/library/...).
+sep=$'\x1f'
+flags="--remap-path-prefix=$root/=stagger/"
+for src in "$(cd "${CARGO_HOME:-$HOME/.cargo}" && pwd)"/registry/src/*/; do
+  [ -d "$src" ] && flags+="${sep}--remap-path-prefix=$src="
+done
+CARGO_ENCODED_RUSTFLAGS="$flags" cargo build -p stagger-web --target wasm32-unknown-unknown --profile wasm-release
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 wasm="$target_dir/wasm32-unknown-unknown/wasm-release/stagger_web.wasm"
 
@@ -67,13 +76,14 @@ if command -v wasm-opt >/dev/null 2>&1; then
   fi
 fi
 
-# The budget: 150 KiB gzipped. Over it, the build fails (README.md, "Build and test", says
-# what the module holds and what it measured).
-budget=153600
+# The budget: 150 KiB gzipped and 100 bytes, the 100 granted to the TLS burst hold (README.md,
+# "Build and test", says what the module holds, what it measured and why). Over it, the build
+# fails.
+budget=153700
 raw=$(wc -c <"$here/pkg/stagger_web_bg.wasm")
 gz=$(gzipped "$here/pkg/stagger_web_bg.wasm")
 echo "stagger-web: pkg/stagger_web_bg.wasm is $raw bytes, $gz bytes gzipped (-9) (budget: ≤ $budget)"
 if [ "$gz" -gt "$budget" ]; then
-  echo "error: stagger-web's gzipped wasm is $((gz - budget)) bytes over its 150 KiB budget ($budget bytes)" >&2
+  echo "error: stagger-web's gzipped wasm is $((gz - budget)) bytes over its budget ($budget bytes)" >&2
   exit 1
 fi

@@ -109,7 +109,7 @@ pub(super) static KNOBS: &[Knob] = &[
     Knob::refresh(
         "fanout.tuning.tls_burst_hold",
         KnobKind::Bool,
-        "two brokers silent in their TLS handshakes: the next waits the ceiling, once per refresh",
+        "two silent TLS handshakes: the next broker waits the ceiling, once",
         |c| Some(Slot::Bool(&mut c.fanout.tuning.tls_burst_hold)),
     ),
     Knob::refresh(

@@ -306,9 +306,7 @@ impl Refresh {
     /// no tick of this refresh has waited such a hold out yet. Its stagger delay is then at
     /// least the adaptive `ceiling`.
     pub(super) fn tls_burst_held(&self, n: u32) -> bool {
-        self.tls_hold_armed()
-            && self.in_tls_handshake(n)
-            && self.attempts.in_flight_iter().any(|m| m != n && self.in_tls_handshake(m))
+        self.tls_handshake_due(n, false) && self.tls_handshakes_due(false) >= 2
     }
 
     /// Whether two attempts in flight hold the fan-out as a TLS burst: a spread tick's
@@ -316,24 +314,29 @@ impl Refresh {
     /// as a handshake to come: a client busy with a burst of handshakes of its own may hear
     /// of the tick's connect only after the partner is due.
     pub(super) fn tls_burst_holds(&self) -> bool {
-        let pending = |m: &u32| {
-            self.in_tls_handshake(*m)
-                || (self.ticks.tls_seen && self.attempts.info(*m).connected_at.is_none() && !self.is_resolving(*m))
-        };
-        self.tls_hold_armed() && self.attempts.in_flight_iter().filter(pending).nth(1).is_some()
+        self.tls_handshakes_due(true) >= 2
     }
 
-    fn tls_hold_armed(&self) -> bool {
-        self.config.fanout.tuning.tls_burst_hold
-            && !self.ticks.tls_hold_spent
-            && matches!(self.config.fanout.stagger, Stagger::Adaptive(_))
+    /// How many attempts in flight hold for a TLS burst ([`Refresh::tls_handshake_due`]);
+    /// none while the hold is off or spent. (A fixed stagger has no ceiling to hold for: only
+    /// a spread tick's partner waits.)
+    fn tls_handshakes_due(&self, connecting: bool) -> usize {
+        if !self.config.fanout.tuning.tls_burst_hold || self.ticks.tls_hold_spent {
+            return 0;
+        }
+        self.attempts.in_flight_iter().filter(|&m| self.tls_handshake_due(m, connecting)).count()
     }
 
-    /// Attempt `n`'s fresh connection is up and its broker has not yet finished the TLS
-    /// handshake (a kept connection has none to finish).
-    fn in_tls_handshake(&self, n: u32) -> bool {
+    /// Whether attempt `n` counts towards a TLS burst's hold: its fresh connection is up and
+    /// its broker has not yet finished the TLS handshake (a kept connection has none to
+    /// finish), or, with `connecting` over a TLS listener, its connection (or the lookup
+    /// before it) is still to come.
+    fn tls_handshake_due(&self, n: u32, connecting: bool) -> bool {
         let info = self.attempts.info(n);
-        info.tls && !info.reused_connection && info.connected_at.is_some() && info.first_frame_at.is_none()
+        match info.connected_at {
+            Some(_) => info.tls && !info.reused_connection && info.first_frame_at.is_none(),
+            None => connecting && self.ticks.tls_seen,
+        }
     }
 
     /// Attempt `n` just connected: cancels the older attempts still connecting after more
