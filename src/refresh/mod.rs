@@ -10,6 +10,7 @@ mod resolve;
 mod retry;
 mod stagger;
 mod timers;
+mod tls_hold;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
