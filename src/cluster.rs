@@ -43,9 +43,11 @@ pub use keeping::Drain;
 /// is closed ([`ClusterEvent::Release`]). Beside the winner's, up to
 /// [`ClusterConfig::spare_connections`] losers' connections may be kept
 /// ([`Cluster::wants_spare`], [`Cluster::keep_spare`]): a later refresh's hedge then runs on
-/// one of them before it opens a new one. A cold start's first choice, outrun while its
-/// handshake queued and kept late ([`Cluster::keep_first_choice`]), becomes the client's home
-/// and leads every refresh while kept. [`Cluster::stats`] counts what that cost.
+/// one of them before it opens a new one. The broker a bootstrap tried first becomes the
+/// client's home once it answers, whether it won or was outrun while its handshake queued and
+/// kept late ([`Cluster::keep_first_choice`]); the home leads every refresh while kept, and a
+/// later refresh that outruns it drains it back the same way. [`Cluster::stats`] counts what
+/// that cost.
 ///
 /// | event | the adapter |
 /// |---|---|
@@ -92,7 +94,9 @@ pub struct Cluster {
     /// [`Cluster::keep_spare`], until `Reuse`, `Release` or the adapter says it closed),
     /// the latest winner's first; at most one per broker.
     kept: SmallVec<[BrokerIndex; keeping::KEPT_INLINE]>,
-    /// The client's home ([`Cluster::keep_first_choice`]): refreshes ask it first while kept.
+    /// The client's home: the broker of its first winning attempt, or its bootstrap's first
+    /// choice once [`Cluster::keep_first_choice`] kept it late. Refreshes ask it first while
+    /// a connection to it is kept.
     home: Option<BrokerIndex>,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).
     counters: ClientStats,
@@ -410,6 +414,9 @@ impl Cluster {
                     }
                     self.book.set_connected(broker, true);
                     self.kept.insert(0, broker);
+                    // The first winner is home until a first choice kept late takes its place
+                    // (`Cluster::keep_first_choice`).
+                    self.home.get_or_insert(broker);
                     self.events.push_back(ClusterEvent::Keep { attempt, broker });
                     self.events.push_back(ClusterEvent::Refreshed { epoch, attempt, broker, stats });
                     if self.rebootstrap_required && !checked && self.config.rebootstrap {

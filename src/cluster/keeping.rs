@@ -20,8 +20,8 @@ use crate::refresh::{AttemptId, CancelReason};
 pub enum Drain {
     /// A loser's connection, kept as a spare ([`Cluster::keep_spare`]).
     Spare,
-    /// A cold start's first choice, kept as the client's home
-    /// ([`Cluster::keep_first_choice`]).
+    /// A cold start's first choice, or the home's connection outrun in a later refresh,
+    /// kept as the client's home ([`Cluster::keep_first_choice`]).
     FirstChoice,
 }
 
@@ -76,11 +76,16 @@ impl Cluster {
     /// | loser | drains when | kept as |
     /// |---|---|---|
     /// | a bootstrap's first attempt, its transport up, outrun (`Lost`, `Overtaken`) | fewer than `spare_connections` drain | [`Drain::FirstChoice`] |
+    /// | an attempt on the home's kept connection, outrun | fewer than `spare_connections` drain | [`Drain::FirstChoice`] |
     /// | any other `Lost` attempt owing only its Metadata answer | fewer drain than [`Cluster::spare_room`] and [`Cluster::wants_spare`] | [`Drain::Spare`] |
     ///
     /// At a cold start a silent first choice is most likely its handshake queued behind every
     /// other client's: the broker pays for the handshake either way, and finishing it keeps
-    /// the client where it chose ([`Cluster::keep_first_choice`]).
+    /// the client where it chose ([`Cluster::keep_first_choice`]). While the fleet's
+    /// handshakes still queue, a later refresh on the home may be outrun the same way; its
+    /// answer brings the client back home, so the fleet stays spread as its seeds were
+    /// rather than drifting onto whichever broker answered fastest. A home that is hung
+    /// never answers, and its connection is closed when the drain's time runs out.
     pub fn drain_on_cancel(
         &self,
         attempt: AttemptId,
@@ -93,7 +98,9 @@ impl Cluster {
         let info = refresh.attempt(attempt)?;
         let first = refresh.attempts().next().is_some_and(|(a, _)| a == attempt);
         let outrun = matches!(reason, CancelReason::Lost | CancelReason::Overtaken);
-        if refresh.cause() == RefreshCause::Bootstrap && first && info.connected_at.is_some() && outrun {
+        let first_choice = refresh.cause() == RefreshCause::Bootstrap && first && info.connected_at.is_some();
+        let home = info.reused_connection && self.home == Some(info.broker);
+        if (first_choice || home) && outrun {
             return (draining < self.config.spare_connections as usize).then_some(Drain::FirstChoice);
         }
         let spare = reason == CancelReason::Lost
@@ -139,9 +146,10 @@ impl Cluster {
     }
 
     /// Offers the connection to `broker` that was this client's first choice at its cold
-    /// start (a bootstrap), outrun while its broker stayed silent, its exchange now over:
-    /// `true` when it is kept. It then becomes the client's home: while a connection to it is
-    /// kept, every refresh asks it first, whichever broker won since. At a cold start every
+    /// start (a bootstrap), or its home's in a later refresh, outrun while its broker stayed
+    /// silent, its exchange now over: `true` when it is kept. It then becomes (again) the
+    /// client's home: while a connection to it is kept, every refresh asks it first,
+    /// whichever broker won since. At a cold start every
     /// client's handshake may queue behind every other's; staying where each chose keeps the
     /// clients spread as they chose, rather than herded onto whichever broker's queue was
     /// shortest. Its answer clears the failure the outrun recorded, and a refresh running

@@ -168,6 +168,10 @@ pub struct Run {
     /// came; absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leads_on_first_seed: Option<[usize; 2]>,
+    /// Whether each client's lead stayed on the broker its bootstrap tried first (its own
+    /// choice, seeds shuffled or not); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_first_choice: Option<FirstChoiceCounts>,
     /// Per broker, those of `kept_before_per_broker` that also held a spare connection
     /// (`ClientStats::kept_connections` > 1); absent in files written before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,6 +222,23 @@ pub struct Run {
     /// what the clients' side took from the cores the brokers share. Absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cpu_ms: Option<f64>,
+}
+
+/// Where the clients' leads stood against the broker each client's bootstrap tried first:
+/// a client whose first choice's handshake was merely queued should stay there
+/// (`Cluster::keep_first_choice`), so the fleet stays spread as its seeds were.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FirstChoiceCounts {
+    /// Bootstraps that tried more than one broker.
+    pub bootstraps_hedged: usize,
+    /// Leads on the first choice after the bootstrap: `[one broker tried, more tried]`.
+    pub on_choice_after_bootstrap: [usize; 2],
+    /// The same when the incident came.
+    pub on_choice_before_incident: [usize; 2],
+    /// The clients off their first choice when the incident came, by how many brokers their
+    /// bootstrap tried and how its first attempt ended.
+    #[serde(default)]
+    pub off_choice_before_incident: std::collections::BTreeMap<String, usize>,
 }
 
 /// One measured refresh: `[client, asked_us, took_us, attempts]` in the file.

@@ -90,7 +90,7 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          cores, Kafka's network threads and their poll iterations, the brokers' request path \
          apart from their JIT compiler and collector, the clients' own work): within ×1.5 in \
          every scenario on both listeners (the storm ×1.46 on p50 and ×1.29 on p99 over \
-         PLAINTEXT, ×1.44 and ×1.33 over SASL_SSL; storm.md says how). The fleet below models \
+         PLAINTEXT, ×1.35 and ×1.25 over SASL_SSL; storm.md says how). The fleet below models \
          brokers with cores of their \
          own and clients on machines of their own. So the counts and peaks below are claims the \
          check covers, at its scale; their times are the model's. A third of the brokers hung, \

@@ -99,10 +99,68 @@ fn a_loser_owing_its_metadata_is_kept_as_a_spare_and_the_next_hedge_runs_on_it()
     let all = serve(&mut s, ms(1_501), c2, &mut two, hedge);
     assert_eq!(refreshed(&all), Some(epoch), "{all:?}");
     assert_eq!(two.seen, [ApiKey::ApiVersions, ApiKey::Metadata], "no SASL or handshake to pay again");
-    assert_eq!(closes(&all), [c1], "b1, slow since before the winner started, is not kept");
+    // b1 is home (its bootstrap's first choice won): its connection drains rather than
+    // closing, and, silent to the end of the drain's time, is then closed.
+    assert!(closes(&all).is_empty(), "b1, home, drains: {all:?}");
     let stats = s.stats();
     assert_eq!((stats.connections_opened, stats.connections_reused), (2, 2));
     assert_eq!(s.kept_connection(), Some(c2));
+    s.handle_timeout(ms(11_500));
+    assert_eq!(actions(&mut s), []);
+    s.handle_timeout(ms(11_501));
+    assert_eq!(actions(&mut s), [Action::Close { conn: c1 }], "b1 never answered");
+    assert_eq!(s.kept_connection(), Some(c2));
+}
+
+/// A home (the first winner) outrun in a later refresh (its broker busy, as every broker is
+/// while a fleet's handshakes queue) drains, and its late answer brings the client back: the
+/// next refresh asks it first again, so the client does not drift to whichever broker
+/// answered fastest.
+#[test]
+fn a_home_outrun_later_answers_and_leads_again() {
+    let (mut s, c1, c2, metadata_2, _) = b1_wins_while_b2_owes_its_metadata(config());
+    s.handle_event(ms(610), Event::Received { conn: c2, bytes: &Broker::default().answer(&metadata_2) });
+    assert_eq!(s.kept_connections().count(), 2, "b1 home, b2 a spare");
+    // b1 is slow; the hedge on b2's spare wins.
+    let epoch = s.request_refresh(ms(1_000));
+    let on_home = actions(&mut s);
+    s.handle_timeout(ms(1_500));
+    let hedge = actions(&mut s);
+    let all = serve(&mut s, ms(1_501), c2, &mut Broker::default(), hedge);
+    assert_eq!(refreshed(&all), Some(epoch));
+    assert!(closes(&all).is_empty(), "b1 drains: {all:?}");
+    assert_eq!(s.kept_connection(), Some(c2), "b2 leads while b1 drains");
+    // b1 answers, late: kept, and home again.
+    let late = serve(&mut s, ms(1_800), c1, &mut Broker::default(), on_home);
+    assert!(closes(&late).is_empty() && refreshed(&late).is_none(), "{late:?}");
+    assert_eq!(s.kept_connection(), Some(c1));
+    s.request_refresh(ms(3_000));
+    let next = actions(&mut s);
+    assert!(dials(&next).is_empty() && sends_on(&next, c1).len() == 1, "home first: {next:?}");
+
+    // Whatever attempt won first is home until a first choice kept late takes its place:
+    // here the first choice was refused, so the next broker is home and drains when outrun.
+    let mut s = session(config());
+    s.request_refresh(ms(0));
+    let [(first, _)] = dials(&actions(&mut s))[..] else { panic!() };
+    s.handle_event(ms(1), Event::IoError { conn: first, error: AttemptError::new(ErrorKind::Refused) });
+    let [(kept, _)] = dials(&actions(&mut s))[..] else { panic!("the next broker") };
+    let start = actions(&mut s);
+    s.handle_event(ms(2), Event::Connected { conn: kept });
+    let mut start = start;
+    start.extend(actions(&mut s));
+    serve(&mut s, ms(3), kept, &mut Broker::default(), start);
+    assert_eq!(s.kept_connection(), Some(kept));
+    s.request_refresh(ms(1_000));
+    let _silent = actions(&mut s);
+    s.handle_timeout(ms(1_500));
+    let hedge = actions(&mut s);
+    let [(other, _)] = dials(&hedge)[..] else { panic!("the hedge: {hedge:?}") };
+    s.handle_event(ms(1_501), Event::Connected { conn: other });
+    let sends = actions(&mut s);
+    let won = serve(&mut s, ms(1_502), other, &mut Broker::default(), sends);
+    assert!(!closes(&won).contains(&kept), "home drains: {won:?}");
+    assert_eq!(s.kept_connection(), Some(other));
 }
 
 /// A draining loser whose answer does not come within `attempt_timeout` is closed; a one-shot

@@ -151,7 +151,8 @@ use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng, Stagger};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
 use stagger_lab::fleet_file::{
-    Calibration, Fit, FleetFile, Fresh, Idle, RefreshEntry, Run, SecuredCalibration, SecuredCounts, SecuredFit, Spread,
+    Calibration, FirstChoiceCounts, Fit, FleetFile, Fresh, Idle, RefreshEntry, Run, SecuredCalibration, SecuredCounts,
+    SecuredFit, Spread,
 };
 use stagger_tokio::{Client, ClientOptions, ExchangeConfig, RefreshOptions, TlsOptions};
 use tokio::runtime::Runtime;
@@ -366,6 +367,9 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
     let refresh = match name {
         "adaptive" => RefreshConfig::adaptive(),
         "sequential" => RefreshConfig::sequential(),
+        // The naive client as librdkafka, franz-go, Sarama and the Java client place it:
+        // seeds shuffled per client, not handed out in rotation.
+        "sequential-shuffled" => RefreshConfig { shuffle_seeds: true, ..RefreshConfig::sequential() },
         "staggered-500ms" => RefreshConfig::staggered(),
         // The default with one fan-out rule off, to measure what it earns (rule-costs.md).
         other if other.starts_with("adaptive-without-") => {
@@ -389,7 +393,7 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
             refresh
         }
         other => {
-            let known = "adaptive, sequential, staggered-500ms, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
+            let known = "adaptive, sequential, sequential-shuffled, staggered-500ms, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
             return Err(format!("unknown strategy {other:?} ({known})").into());
         }
     };
@@ -1007,6 +1011,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
             set.spawn(async move {
                 let mut failed = 0u32;
                 let mut first_lead = None;
+                let mut first_choice = None;
                 let mut at = tokio::time::Instant::now() + spacing.mul_f64(rng.unit());
                 for k in 0..warmup {
                     tokio::time::sleep_until(at).await;
@@ -1018,25 +1023,41 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                     if !matches!(tokio::time::timeout(GIVE_UP, client.refresh()).await, Ok(Ok(_))) {
                         failed += 1;
                     }
+                    if k == 0 {
+                        // The bootstrap's first attempt: the broker this client chose (seeds
+                        // shuffled or not), and how many brokers its bootstrap tried.
+                        let attempts = client.last_refresh();
+                        first_choice = attempts.first().map(|a| {
+                            let how = match &a.outcome {
+                                stagger::report::AttemptOutcome::Cancelled(reason) => format!("cancelled {reason:?}"),
+                                other => other.name().to_string(),
+                            };
+                            let how =
+                                format!("{how}, {}", if a.connected.is_some() { "connected" } else { "not connected" });
+                            (a.broker.clone(), attempts.len(), how)
+                        });
+                    }
                     at += spacing.mul_f64(0.5 + rng.unit());
                 }
-                (i, failed, first_lead)
+                (i, failed, first_lead, first_choice)
             });
         }
         let mut failed = 0;
         let mut first_leads = vec![None; clients.len()];
+        let mut first_choices = vec![None; clients.len()];
         while let Some(f) = set.join_next().await {
             match f {
-                Ok((i, n, lead)) => {
+                Ok((i, n, lead, choice)) => {
                     failed += n;
                     first_leads[i] = lead;
+                    first_choices[i] = choice;
                 }
                 Err(_) => failed += 1,
             }
         }
-        (failed, first_leads)
+        (failed, first_leads, first_choices)
     });
-    let (warm_failed, first_leads) = warm_failed;
+    let (warm_failed, first_leads, first_choices) = warm_failed;
     let cold_start = cold_start.join().ok();
     let warm_logs = lab.take_logs()?;
     let warm_latency = broker_latency(&warm_logs, METADATA, 0, u64::MAX);
@@ -1205,6 +1226,28 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         leads.iter().enumerate().filter(|(i, k)| k.as_deref() == Some(seeds[i % BROKERS].as_str())).count()
     };
     run.leads_on_first_seed = Some([on_first_seed(&first_leads), on_first_seed(&kept_before)]);
+    // Whether leads stayed where each client's bootstrap chose (its first attempt's broker,
+    // seeds shuffled or not), split by whether the bootstrap tried more than one broker.
+    let on_choice = |leads: &[Option<String>], hedged: bool| {
+        let choices = first_choices.iter().zip(leads);
+        choices
+            .filter(|(c, l)| c.as_ref().is_some_and(|(b, n, _)| (*n > 1) == hedged && l.as_deref() == Some(b.as_str())))
+            .count()
+    };
+    let hedged = first_choices.iter().filter(|c| c.as_ref().is_some_and(|(_, n, _)| *n > 1)).count();
+    let mut off_choice = std::collections::BTreeMap::new();
+    for (c, l) in first_choices.iter().zip(&kept_before) {
+        if let Some((b, n, how)) = c.as_ref().filter(|(b, _, _)| l.as_deref() != Some(b.as_str())) {
+            let _ = b;
+            *off_choice.entry(format!("{} tried: first {how}", n)).or_insert(0usize) += 1;
+        }
+    }
+    run.bootstrap_first_choice = Some(FirstChoiceCounts {
+        bootstraps_hedged: hedged,
+        on_choice_after_bootstrap: [on_choice(&first_leads, false), on_choice(&first_leads, true)],
+        on_choice_before_incident: [on_choice(&kept_before, false), on_choice(&kept_before, true)],
+        off_choice_before_incident: off_choice,
+    });
     // Which of those clients also held a spare: a storm spares a new connection only to the
     // clients that lost their lead, so where the spares sit decides what they save.
     run.spares_by_lead_before = Some(
