@@ -27,8 +27,14 @@
 //! cargo run --release -p stagger-lab --bin fleet_fit -- $(for f in plain-13 plain-14 plain-17 plain-18 plain-19 \
 //!     plain-20 plain-21 plain-22 plain-23 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22 sasl-23 sasl-24 \
 //!     sasl-25 sasl-26 sasl-27; \
-//!     do echo --real $R/fleet-real-$f.json; done) --out docs/performance/fleet-vs-real.md
+//!     do echo --real $R/fleet-real-$f.json; done) $(for f in plain-24 plain-25 sasl-27 sasl-28 \
+//!     sasl-29 sasl-30 sasl-31 sasl-32 sasl-33-storm sasl-34; \
+//!     do echo --cold-start $R/fleet-real-$f.json; done) --out docs/performance/fleet-vs-real.md
 //! ```
+//!
+//! `--cold-start PATH` (repeatable) adds the cold start: the connections per client a real
+//! fleet opened while it bootstrapped (runs that recorded it), beside those the simulated
+//! warm-up of the same fleet opened under each fit of that listener.
 //!
 //! The older runs (PLAINTEXT 13, 14, 17–20; SASL_SSL 14, 15, 18, 19, 21, 22) came from the
 //! same commands in earlier sessions: 13–15 before `fleet_real` measured the machine's CPU,
@@ -70,22 +76,32 @@ const BOUND_COUNT: f64 = 1.15;
 
 struct Args {
     real: Vec<PathBuf>,
+    /// Runs whose cold start is compared with the model's (`--cold-start PATH`), each under
+    /// the fits of its listener's `--real` runs.
+    cold_start: Vec<PathBuf>,
     out: Option<PathBuf>,
     strategies: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { real: Vec::new(), out: None, strategies: vec!["adaptive".into(), "sequential".into()] };
+    let mut args = Args {
+        real: Vec::new(),
+        cold_start: Vec::new(),
+        out: None,
+        strategies: vec!["adaptive".into(), "sequential".into()],
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--real" => args.real.push(PathBuf::from(value()?)),
+            "--cold-start" => args.cold_start.push(PathBuf::from(value()?)),
             "--out" => args.out = Some(PathBuf::from(value()?)),
             "--strategies" => args.strategies = value()?.split(',').map(str::to_owned).collect(),
             "-h" | "--help" => {
                 println!(
-                    "usage: fleet_fit --real PATH [--real PATH]... [--out PATH] [--strategies adaptive,sequential]"
+                    "usage: fleet_fit --real PATH [--real PATH]... [--cold-start PATH]... [--out PATH] \
+                     [--strategies adaptive,sequential]"
                 );
                 std::process::exit(0);
             }
@@ -105,6 +121,9 @@ fn strategy(name: &str) -> Result<Strategy, String> {
     Ok(match name {
         "adaptive" => Strategy::core("adaptive", RefreshConfig::adaptive()),
         "sequential" => Strategy::core("sequential", RefreshConfig::sequential()),
+        "sequential-shuffled" => {
+            Strategy::core("sequential-shuffled", RefreshConfig { shuffle_seeds: true, ..RefreshConfig::sequential() })
+        }
         "staggered-500ms" => Strategy::core("staggered-500ms", RefreshConfig::staggered()),
         "oracle" => Strategy::Oracle,
         // `fleet_real`'s default with one fan-out rule switched (rule-costs.md, gentleness.md).
@@ -125,7 +144,7 @@ fn strategy(name: &str) -> Result<Strategy, String> {
             Strategy::core(other, refresh)
         }
         other => {
-            let known = "adaptive, sequential, staggered-500ms, oracle, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
+            let known = "adaptive, sequential, sequential-shuffled, staggered-500ms, oracle, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
             return Err(format!("unknown strategy {other:?} ({known})"));
         }
     })
@@ -720,6 +739,7 @@ fn real_main() -> Result<(), String> {
     let mut md = String::new();
     header(&mut md, &groups);
     let mut summary = Vec::new();
+    let mut listener_fits = Vec::new();
     for (listener, files) in &groups {
         let fits = fits(files);
         let mut results: Vec<Vec<Simulated>> = Vec::new();
@@ -749,8 +769,13 @@ fn real_main() -> Result<(), String> {
             results.push(per_strategy);
         }
         summary.push(section(&mut md, listener, files, &fits, &results, &args.strategies));
+        listener_fits.push((listener.clone(), fits));
     }
     verdict(&mut md, &summary);
+    if !args.cold_start.is_empty() {
+        let files = args.cold_start.iter().map(|p| FleetFile::read(p)).collect::<Result<Vec<_>, _>>()?;
+        cold_start_section(&mut md, &listener_fits, &files);
+    }
     print!("{md}");
     if let Some(out) = &args.out {
         std::fs::write(out, &md).map_err(|e| format!("writing {}: {e}", out.display()))?;
@@ -1051,6 +1076,66 @@ fn section(
     }
     let _ = writeln!(md);
     out
+}
+
+/// A real fleet's cold start beside the model's: the connections per client its first
+/// refreshes opened (`fleet_real`'s `cold_start_connections`: from the warm-up's start until a
+/// second after the last client's first refresh began) against all the connections the
+/// simulated warm-up of the same fleet opened from the same cold state, under each fit of the
+/// listener. Neither model nor fit is tuned to these runs: they check what the fits, made from
+/// the other runs, say of a moment the fit never saw.
+fn cold_start_section(md: &mut String, listener_fits: &[(String, Vec<Fit>)], files: &[FleetFile]) {
+    let _ = writeln!(md, "## The cold start\n");
+    let _ = writeln!(
+        md,
+        "Connections per client that a fleet of {} clients opened while it bootstrapped, real (the mean \
+         over each scenario's fleet, and the range) against the simulated warm-up of the same fleet from \
+         the same cold state under each fit (`fleet_fit --cold-start PATH`). The simulated count is of the \
+         whole warm-up, the real one of its first two seconds; calm refreshes after a bootstrap open \
+         almost none in either.\n",
+        files.first().map_or(0, |f| f.clients)
+    );
+    let _ = writeln!(md, "| listener | strategy | real fleets | real | real range | model (factor) |");
+    let _ = writeln!(md, "|---|---|---:|---:|---|---|");
+    for (listener, fits) in listener_fits {
+        let of_listener: Vec<&FleetFile> = files.iter().filter(|f| &f.listener == listener).collect();
+        let mut names: Vec<&str> = Vec::new();
+        for r in of_listener.iter().flat_map(|f| &f.runs).filter(|r| r.cold_start_connections.is_some()) {
+            if !names.contains(&r.strategy.as_str()) {
+                names.push(&r.strategy);
+            }
+        }
+        for name in names {
+            let Ok(strategy) = strategy(name) else { continue };
+            let real: Vec<f64> = of_listener
+                .iter()
+                .flat_map(|f| {
+                    let clients = f.clients.max(1) as f64;
+                    let runs = f.runs.iter().filter(|r| r.strategy == name);
+                    runs.filter_map(move |r| r.cold_start_connections.map(|c| c as f64 / clients))
+                })
+                .collect();
+            let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
+            let (lo, hi) = real.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+            let model: Vec<String> = fits
+                .iter()
+                .map(|fit| {
+                    let warm = WarmFleet::new(&fit.config, &strategy);
+                    let opened: u64 = warm.clusters().flatten().map(|c| c.stats().connections_opened).sum();
+                    let per_client = opened as f64 / fit.config.clients.max(1) as f64;
+                    format!("{} {per_client:.2} (×{:.2})", fit.name, per_client / mean.max(f64::MIN_POSITIVE))
+                })
+                .collect();
+            let _ = writeln!(
+                md,
+                "| {} | {name} | {} | {mean:.2} | {lo:.2}–{hi:.2} | {} |",
+                listener.to_uppercase(),
+                real.len(),
+                model.join(" · ")
+            );
+        }
+    }
+    let _ = writeln!(md);
 }
 
 fn verdict(md: &mut String, summaries: &[Summary]) {

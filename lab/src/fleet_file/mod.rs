@@ -236,9 +236,10 @@ pub struct FirstChoiceCounts {
     /// The same when the incident came.
     pub on_choice_before_incident: [usize; 2],
     /// The clients off their first choice when the incident came, by how many brokers their
-    /// bootstrap tried and how its first attempt ended.
-    #[serde(default)]
-    pub off_choice_before_incident: std::collections::BTreeMap<String, usize>,
+    /// bootstrap tried and how its first attempt ended; absent in the first files that
+    /// counted first choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_choice_before_incident: Option<std::collections::BTreeMap<String, usize>>,
 }
 
 /// One measured refresh: `[client, asked_us, took_us, attempts]` in the file.

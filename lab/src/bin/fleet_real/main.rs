@@ -1246,7 +1246,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         bootstraps_hedged: hedged,
         on_choice_after_bootstrap: [on_choice(&first_leads, false), on_choice(&first_leads, true)],
         on_choice_before_incident: [on_choice(&kept_before, false), on_choice(&kept_before, true)],
-        off_choice_before_incident: off_choice,
+        off_choice_before_incident: Some(off_choice),
     });
     // Which of those clients also held a spare: a storm spares a new connection only to the
     // clients that lost their lead, so where the spares sit decides what they save.
