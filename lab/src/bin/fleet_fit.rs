@@ -28,7 +28,7 @@
 //!     plain-20 plain-21 plain-22 plain-23 sasl-14 sasl-15 sasl-18 sasl-19 sasl-21 sasl-22 sasl-23 sasl-24 \
 //!     sasl-25 sasl-26 sasl-27; \
 //!     do echo --real $R/fleet-real-$f.json; done) $(for f in plain-24 plain-25 sasl-27 sasl-28 \
-//!     sasl-29 sasl-30 sasl-31 sasl-32 sasl-33-storm sasl-34; \
+//!     sasl-29 sasl-30 sasl-31 sasl-32 sasl-33-storm sasl-34 sasl-35; \
 //!     do echo --cold-start $R/fleet-real-$f.json; done) --out docs/performance/fleet-vs-real.md
 //! ```
 //!
@@ -1092,11 +1092,16 @@ fn cold_start_section(md: &mut String, listener_fits: &[(String, Vec<Fit>)], fil
          over each scenario's fleet, and the range) against the simulated warm-up of the same fleet from \
          the same cold state under each fit (`fleet_fit --cold-start PATH`). The simulated count is of the \
          whole warm-up, the real one of its first two seconds; calm refreshes after a bootstrap open \
-         almost none in either.\n",
+         almost none in either. Beside them, how long the bootstraps took: real (the range of the \
+         fleets' p50 and p99, where recorded) and, for a strategy that shuffles its seeds, the model's \
+         cold start with the clients asking within the same second.\n",
         files.first().map_or(0, |f| f.clients)
     );
-    let _ = writeln!(md, "| listener | strategy | real fleets | real | real range | model (factor) |");
-    let _ = writeln!(md, "|---|---|---:|---:|---|---|");
+    let _ = writeln!(
+        md,
+        "| listener | strategy | real fleets | real | real range | real bootstrap p50, p99 | model (factor) |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---|---|---|");
     for (listener, fits) in listener_fits {
         let of_listener: Vec<&FleetFile> = files.iter().filter(|f| &f.listener == listener).collect();
         let mut names: Vec<&str> = Vec::new();
@@ -1117,18 +1122,42 @@ fn cold_start_section(md: &mut String, listener_fits: &[(String, Vec<Fit>)], fil
                 .collect();
             let mean = real.iter().sum::<f64>() / real.len().max(1) as f64;
             let (lo, hi) = real.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+            let times: Vec<[f64; 2]> = of_listener
+                .iter()
+                .flat_map(|f| f.runs.iter().filter(|r| r.strategy == name).filter_map(|r| r.bootstrap_ms))
+                .collect();
+            let range = |i: usize| {
+                let (lo, hi) = times.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), t| (lo.min(t[i]), hi.max(t[i])));
+                format!("{lo:.0}–{hi:.0} ms")
+            };
+            let bootstrap = if times.is_empty() { "—".to_string() } else { format!("{}, {}", range(0), range(1)) };
             let model: Vec<String> = fits
                 .iter()
                 .map(|fit| {
                     let warm = WarmFleet::new(&fit.config, &strategy);
                     let opened: u64 = warm.clusters().flatten().map(|c| c.stats().connections_opened).sum();
                     let per_client = opened as f64 / fit.config.clients.max(1) as f64;
-                    format!("{} {per_client:.2} (×{:.2})", fit.name, per_client / mean.max(f64::MIN_POSITIVE))
+                    // The bootstraps alone: every client cold, asking within the warm-up's
+                    // spacing, as the real fleet's first refreshes do. The model's cold start
+                    // gives every client the seeds in one order, so only a strategy that
+                    // shuffles them starts as the real fleet's clients do.
+                    let shuffles = matches!(&strategy, Strategy::Core { cluster, .. } if cluster.refresh.shuffle_seeds);
+                    let boot = shuffles.then(|| {
+                        let cold = FleetConfig { storm_window: fit.config.warmup_spacing, ..fit.config.clone() };
+                        let t = WarmFleet::new(&cold, &strategy).run(FleetScenario::ColdStart).time_to_metadata;
+                        format!("; bootstrap {}, {}", fmt_ms(t.p50_ms), fmt_ms(t.p99_ms))
+                    });
+                    format!(
+                        "{} {per_client:.2} (×{:.2}{})",
+                        fit.name,
+                        per_client / mean.max(f64::MIN_POSITIVE),
+                        boot.unwrap_or_default()
+                    )
                 })
                 .collect();
             let _ = writeln!(
                 md,
-                "| {} | {name} | {} | {mean:.2} | {lo:.2}–{hi:.2} | {} |",
+                "| {} | {name} | {} | {mean:.2} | {lo:.2}–{hi:.2} | {bootstrap} | {} |",
                 listener.to_uppercase(),
                 real.len(),
                 model.join(" · ")

@@ -217,6 +217,10 @@ pub struct Run {
     /// Absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_start_connections: Option<u64>,
+    /// The p50 and p99 of the clients' bootstraps (their first refresh, in the warm-up), in
+    /// ms, over those answered. Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_ms: Option<[f64; 2]>,
     /// CPU time of the process that ran the clients (and, in `fleet_real`, the forwarders
     /// relaying their bytes) from just before the first refresh to the last one's end (ms):
     /// what the clients' side took from the cores the brokers share. Absent in older files.

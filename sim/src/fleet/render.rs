@@ -96,7 +96,7 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          check covers, at its scale; their times are the model's. A third of the brokers hung, \
          the cold start and the scale of thousands of clients on tens of brokers are the model's \
          alone; over SASL_SSL the model's cold start is known to be gentler than the real one (a \
-         real fleet of 300 opened 2.45 connections per client, the model 1.06: \
+         real fleet of 300 opened 2.44 connections per client, the model 1.06: \
          fleet-vs-real.md, \"The cold start\").\n"
     );
     let _ = writeln!(

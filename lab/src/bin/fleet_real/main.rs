@@ -1012,6 +1012,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                 let mut failed = 0u32;
                 let mut first_lead = None;
                 let mut first_choice = None;
+                let mut bootstrap_us = None;
                 let mut at = tokio::time::Instant::now() + spacing.mul_f64(rng.unit());
                 for k in 0..warmup {
                     tokio::time::sleep_until(at).await;
@@ -1020,8 +1021,13 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                         // included (it becomes home when its answer comes, after the winner's).
                         first_lead = client.stats().kept;
                     }
-                    if !matches!(tokio::time::timeout(GIVE_UP, client.refresh()).await, Ok(Ok(_))) {
+                    let asked = tokio::time::Instant::now();
+                    let answered = matches!(tokio::time::timeout(GIVE_UP, client.refresh()).await, Ok(Ok(_)));
+                    if !answered {
                         failed += 1;
+                    }
+                    if k == 0 && answered {
+                        bootstrap_us = Some(asked.elapsed().as_micros() as u64);
                     }
                     if k == 0 {
                         // The bootstrap's first attempt: the broker this client chose (seeds
@@ -1039,25 +1045,33 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                     }
                     at += spacing.mul_f64(0.5 + rng.unit());
                 }
-                (i, failed, first_lead, first_choice)
+                (i, failed, first_lead, first_choice, bootstrap_us)
             });
         }
         let mut failed = 0;
         let mut first_leads = vec![None; clients.len()];
         let mut first_choices = vec![None; clients.len()];
+        let mut bootstraps = Vec::new();
         while let Some(f) = set.join_next().await {
             match f {
-                Ok((i, n, lead, choice)) => {
+                Ok((i, n, lead, choice, took)) => {
                     failed += n;
                     first_leads[i] = lead;
                     first_choices[i] = choice;
+                    bootstraps.extend(took);
                 }
                 Err(_) => failed += 1,
             }
         }
-        (failed, first_leads, first_choices)
+        (failed, first_leads, first_choices, bootstraps)
     });
-    let (warm_failed, first_leads, first_choices) = warm_failed;
+    let (warm_failed, first_leads, first_choices, mut bootstraps) = warm_failed;
+    // How long the clients' bootstraps took (those answered): how long a cold start's
+    // handshakes queued, which decides how many clients hedged into them.
+    bootstraps.sort_unstable();
+    let quantile =
+        |q: f64| bootstraps.get(((bootstraps.len() as f64 * q) as usize).min(bootstraps.len().saturating_sub(1)));
+    let bootstrap_ms = quantile(0.5).zip(quantile(0.99)).map(|(a, b)| [*a as f64 / 1e3, *b as f64 / 1e3]);
     let cold_start = cold_start.join().ok();
     let warm_logs = lab.take_logs()?;
     let warm_latency = broker_latency(&warm_logs, METADATA, 0, u64::MAX);
@@ -1222,6 +1236,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         run.cold_start_broker_threads_cpu_ms = Some(cpu);
         run.cold_start_connections = Some(opened);
     }
+    run.bootstrap_ms = bootstrap_ms;
     let on_first_seed = |leads: &[Option<String>]| {
         leads.iter().enumerate().filter(|(i, k)| k.as_deref() == Some(seeds[i % BROKERS].as_str())).count()
     };
