@@ -57,6 +57,9 @@ pub struct FleetFile {
     /// (`--storm-connection-rate`; none: unlimited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storm_connection_rate: Option<f64>,
+    /// Whether each client's bootstrap said a failover was likely (`--gentle-bootstrap`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gentle_bootstrap: bool,
     /// Over SASL_SSL: what counted the requests and connections (a sentence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_counted_by: Option<String>,

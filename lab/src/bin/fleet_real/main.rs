@@ -66,7 +66,9 @@
 //! every broker's `server.properties`, such as KIP-612's `max.connection.creation.rate=20`, to
 //! run the fleet against brokers that throttle new connections), `--storm-connection-rate R`
 //! (the same protection at `R` connections per second per broker, set through the cluster's
-//! admin request just before each storm's kill and removed after it: `throttle.rs`).
+//! admin request just before each storm's kill and removed after it: `throttle.rs`),
+//! `--gentle-bootstrap` (each client's first refresh says a failover is likely,
+//! `refresh_because(StaleMetadata)`: a gentle bootstrap, to measure what it would cost and save).
 //!
 //! In the storm each client says why it refreshes, as a real one would know
 //! (`Client::refresh_because`): a client whose kept connection was to the dead broker
@@ -256,6 +258,8 @@ struct Args {
     node: u32,
     /// Whether the storm's refreshes say why (`Client::refresh_because`).
     causes: bool,
+    /// Whether each client's bootstrap says a failover is likely (`--gentle-bootstrap`).
+    gentle_bootstrap: bool,
     /// Print the attempts of measured refreshes that started at least this many.
     show_attempts: Option<u64>,
     /// Run one uncounted storm before the measured ones.
@@ -295,6 +299,7 @@ fn parse_args() -> Res<Args> {
         scenarios: vec![Scenario::Healthy, Scenario::OneHung, Scenario::FailoverStorm],
         node: 2,
         causes: true,
+        gentle_bootstrap: false,
         show_attempts: None,
         practice_storm: true,
         listener: Listener::Plaintext,
@@ -327,6 +332,7 @@ fn parse_args() -> Res<Args> {
             "--listener" => args.listener = Listener::parse(&value()?)?,
             "--out" => out = Some(PathBuf::from(value()?)),
             "--no-causes" => args.causes = false,
+            "--gentle-bootstrap" => args.gentle_bootstrap = true,
             "--show-attempts" => args.show_attempts = Some(value()?.parse()?),
             "--no-practice-storm" => args.practice_storm = false,
             "--broker-property" => args.broker_properties.push(value()?),
@@ -619,6 +625,7 @@ fn main() -> Res<()> {
         failed_node: args.node,
         broker_properties: args.broker_properties.clone(),
         storm_connection_rate: args.storm_connection_rate,
+        gentle_bootstrap: args.gentle_bootstrap,
         requests_counted_by,
         calibration,
         fit,
@@ -1007,6 +1014,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         let mut set = JoinSet::new();
         for (i, client) in clients.iter().enumerate() {
             let client = client.clone();
+            let gentle_bootstrap = args.gentle_bootstrap;
             let mut rng = Rng::new(mix(mix(args.seed, 0x5C), i as u64));
             set.spawn(async move {
                 let mut failed = 0u32;
@@ -1022,7 +1030,14 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                         first_lead = client.stats().kept;
                     }
                     let asked = tokio::time::Instant::now();
-                    let answered = matches!(tokio::time::timeout(GIVE_UP, client.refresh()).await, Ok(Ok(_)));
+                    let refresh = async {
+                        if k == 0 && gentle_bootstrap {
+                            client.refresh_because(RefreshCause::StaleMetadata, None).await
+                        } else {
+                            client.refresh().await
+                        }
+                    };
+                    let answered = matches!(tokio::time::timeout(GIVE_UP, refresh).await, Ok(Ok(_)));
                     if !answered {
                         failed += 1;
                     }
