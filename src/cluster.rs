@@ -400,23 +400,9 @@ impl Cluster {
                     self.book.record_success(broker, self.now);
                     self.metadata = Some(metadata);
                     self.fetched_at = Some(self.now);
-                    // The winner's connection is kept first. Of those kept before, one to the
-                    // same broker or to a broker the metadata does not list (a seed's name)
-                    // goes; the newest others stay as spares while there is room.
+                    let spares = self.config.spare_connections as usize;
                     let (kept, book, events) = (&mut self.kept, &mut self.book, &mut self.events);
-                    while let Some(i) =
-                        kept.iter().position(|&k| k == broker || !book.get(k).is_some_and(|e| e.is_discovered()))
-                    {
-                        keeping::release(kept, book, events, i);
-                    }
-                    while kept.len() > self.config.spare_connections as usize {
-                        keeping::release(kept, book, events, kept.len() - 1);
-                    }
-                    self.book.set_connected(broker, true);
-                    self.kept.insert(0, broker);
-                    // The first winner is home until a first choice kept late takes its place
-                    // (`Cluster::keep_first_choice`).
-                    self.home.get_or_insert(broker);
+                    keeping::keep_winner(kept, book, events, &mut self.home, spares, broker);
                     self.events.push_back(ClusterEvent::Keep { attempt, broker });
                     self.events.push_back(ClusterEvent::Refreshed { epoch, attempt, broker, stats });
                     if self.rebootstrap_required && !checked && self.config.rebootstrap {

@@ -207,6 +207,30 @@ impl Cluster {
     }
 }
 
+/// Keeps the winner's connection to `broker` first; on fields, for a caller that holds the
+/// running refresh. Of those kept before, one to the same broker or to a broker the metadata
+/// does not list (a seed's name) goes; the newest others stay as spares while there is room.
+/// The first winner is home until a first choice kept late takes its place
+/// ([`Cluster::keep_first_choice`]).
+pub(super) fn keep_winner(
+    kept: &mut SmallVec<[BrokerIndex; KEPT_INLINE]>,
+    book: &mut BrokerBook,
+    events: &mut VecDeque<ClusterEvent>,
+    home: &mut Option<BrokerIndex>,
+    spares: usize,
+    broker: BrokerIndex,
+) {
+    while let Some(i) = kept.iter().position(|&k| k == broker || !book.get(k).is_some_and(|e| e.is_discovered())) {
+        release(kept, book, events, i);
+    }
+    while kept.len() > spares {
+        release(kept, book, events, kept.len() - 1);
+    }
+    book.set_connected(broker, true);
+    kept.insert(0, broker);
+    home.get_or_insert(broker);
+}
+
 /// Asks the adapter to close the `i`th of the `kept` connections; on fields, for a caller
 /// that holds the running refresh.
 pub(super) fn release(

@@ -1267,8 +1267,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let hedged = first_choices.iter().filter(|c| c.as_ref().is_some_and(|(_, n, _)| *n > 1)).count();
     let mut off_choice = std::collections::BTreeMap::new();
     for (c, l) in first_choices.iter().zip(&kept_before) {
-        if let Some((b, n, how)) = c.as_ref().filter(|(b, _, _)| l.as_deref() != Some(b.as_str())) {
-            let _ = b;
+        if let Some((_, n, how)) = c.as_ref().filter(|(b, _, _)| l.as_deref() != Some(b.as_str())) {
             *off_choice.entry(format!("{} tried: first {how}", n)).or_insert(0usize) += 1;
         }
     }
