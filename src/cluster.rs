@@ -98,6 +98,10 @@ pub struct Cluster {
     /// choice once [`Cluster::keep_first_choice`] kept it late. Refreshes ask it first while
     /// a connection to it is kept.
     home: Option<BrokerIndex>,
+    /// Whether the latest refresh ended with an answer and no queue
+    /// ([`Refresh::saw_queue`]): until then refreshes run gently
+    /// ([`ClusterConfig::gentle_until_calm`]).
+    calm: bool,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).
     counters: ClientStats,
     /// Whether (under which recorder name) each refresh is recorded, the running one's
@@ -133,6 +137,7 @@ impl Cluster {
             lost: None,
             kept: SmallVec::new(),
             home: None,
+            calm: false,
             counters: ClientStats::default(),
             recorder: None,
             recording: None,
@@ -327,6 +332,8 @@ impl Cluster {
         let q = self.config.window_quantile;
         let adaptive = matches!(config.fanout.stagger, Stagger::Adaptive(_));
         let hint = |window: &Estimator| if adaptive { window.quantile(q) } else { None };
+        // A timeout is one client's evidence of a hung broker: fast, calm or not.
+        let gentle = adaptive && self.config.gentle_until_calm && !self.calm && cause != RefreshCause::RequestTimedOut;
         let ctx = RefreshContext {
             epoch: self.epoch,
             hedge_tokens: self.hedge_tokens(),
@@ -336,6 +343,7 @@ impl Cluster {
             kept_answer_hint: hint(&self.kept_answer_times),
             kept_answer_typical: if adaptive { self.kept_answer_times.quantile(0.5) } else { None },
             cause,
+            gentle,
             fit_candidates: true,
         };
         // Validated in `new`, and the book is never empty; should it fail anyway, report it.

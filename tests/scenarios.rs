@@ -1290,7 +1290,13 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
 /// connection costs milliseconds, not twice a burst's handshake.
 #[test]
 fn a_kept_connection_waits_at_most_the_cold_delay_and_then_the_pace_of_kept_connections() {
-    let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
+    // The fast policy after a queued bootstrap, which `gentle_until_calm` would follow with
+    // a gentle refresh (`a_view_runs_gently_until_a_refresh_meets_no_queue`).
+    let config = ClusterConfig {
+        refresh: no_jitter(RefreshConfig::adaptive()),
+        gentle_until_calm: false,
+        ..ClusterConfig::default()
+    };
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
     // A fresh connection: TCP up after 1 ms, the TLS handshake done 300 ms later.
     cluster.request_refresh(ms(0));
@@ -1356,7 +1362,8 @@ fn a_cluster_that_has_seen_fast_first_answers_suspects_sooner_than_a_one_shot_re
 fn out_of_budget_a_silent_suspect_is_replaced_not_waited_out() {
     let refresh = no_jitter(RefreshConfig::adaptive());
     let hedge_budget = stagger::HedgeBudget { ratio: 0.0, burst: 0 };
-    let config = ClusterConfig { refresh, hedge_budget, ..ClusterConfig::default() };
+    // The fast policy's replacements, from the first refresh on.
+    let config = ClusterConfig { refresh, hedge_budget, gentle_until_calm: false, ..ClusterConfig::default() };
     let mut cluster = Cluster::new(config, book(5), Instant::ZERO).unwrap();
     cluster.request_refresh(ms(0));
     let connect = |ev: &[ClusterEvent]| match ev {

@@ -1,11 +1,13 @@
 //! What a [`Cluster`] learns when a refresh finishes: broker health, the windows of pace
-//! the adaptive stagger reads, the hedge budget, and whether to rebootstrap.
+//! the adaptive stagger reads, whether its brokers answered without a queue (calm), the
+//! hedge budget, and whether to rebootstrap.
 
 use super::{Cluster, ClusterEvent};
 use crate::refresh::{AttemptState, Refresh};
 
 impl Cluster {
-    /// Learns from a finished refresh: broker health, hedge budget, rebootstrap.
+    /// Learns from a finished refresh: broker health, whether the cluster is calm, hedge
+    /// budget, rebootstrap.
     pub(super) fn settle(&mut self, done: &Refresh) {
         let now = self.now;
         let winner_start = done.attempts().find(|(_, a)| a.state == AttemptState::Won).map(|(_, a)| a.started_at);
@@ -40,6 +42,7 @@ impl Cluster {
         self.hedge_millitokens = (self.hedge_millitokens.saturating_sub(stats.hedges as u64 * 1000) + earned).min(cap);
         // The rule is documented on `ClusterEvent::Rebootstrapped`.
         let succeeded = winner_start.is_some();
+        self.calm = succeeded && !done.saw_queue();
         let every_discovered_failed = discovered_tried > 0 && discovered_failed == discovered_tried;
         let required = core::mem::take(&mut self.rebootstrap_required);
         if !succeeded && (every_discovered_failed || required) && self.config.rebootstrap && self.book.has_discovered()

@@ -64,6 +64,19 @@ pub struct ClusterConfig {
     /// kept too, leading the next refresh (so clients stay where they chose instead of
     /// herding onto the broker that answered first). 0 keeps the winner's only.
     pub spare_connections: u32,
+    /// Run refreshes gently (brokers suspected at the adaptive stagger's `pace` while
+    /// connecting and its `ceiling` once connected, one added per tick, as for a
+    /// storm-likely [`crate::RefreshCause`]) until one ends with every first answer within
+    /// the fast policy's wait: the bootstrap, and each refresh after one that met a queue
+    /// (default true). A [`crate::RefreshCause::RequestTimedOut`] is always fast.
+    ///
+    /// Why: long-lived clients start together (a rollout, replicas restarting), and a
+    /// broker working through the fleet's TLS handshakes looks silent, as a stopped one
+    /// does, for far longer than 40 ms. A fast refresh then hedges into brokers just as
+    /// queued, each hedge one more TLS handshake and SASL exchange for them
+    /// (`docs/performance/storm.md`, "Gentle until calm"). The price is a bootstrap past a
+    /// stopped seed: the `ceiling` (2 s) instead of about 50 ms, once per process.
+    pub gentle_until_calm: bool,
 }
 
 impl Default for ClusterConfig {
@@ -75,6 +88,7 @@ impl Default for ClusterConfig {
             hedge_budget: HedgeBudget::default(),
             window_quantile: 0.99,
             spare_connections: 1,
+            gentle_until_calm: true,
         }
     }
 }

@@ -181,12 +181,6 @@ impl Adaptive {
         let doubled = delay.saturating_mul(1u32 << supersedes.min(20));
         doubled.min(self.pace.max(delay)).max(queueing.saturating_mul(self.multiple))
     }
-
-    /// Whether a first answer `wait` after a handshake of `handshake` is late: it came only
-    /// after phase 2 had suspected its broker, so the broker was queueing, not hung.
-    pub fn is_late(&self, wait: Duration, handshake: Duration, broker_pace: Option<Duration>, tls: bool) -> bool {
-        wait > self.while_connected(handshake, broker_pace, tls)
-    }
 }
 
 /// How many attempts start at each stagger tick.

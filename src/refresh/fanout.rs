@@ -147,7 +147,7 @@ impl Refresh {
             }
         };
         // A gentle refresh (a failover: every client refreshing at once) adds one at a time.
-        let want = if self.cause.storm_likely() { 1 } else { want };
+        let want = if self.gentle { 1 } else { want };
         let mut gap = self.spread_gap_for_tick(want);
         let share = self.spread_share(want).map(|(share, _)| share);
         // Attempts from this tick are not suspects yet: never supersede them.
@@ -325,15 +325,15 @@ impl Refresh {
         }
     }
 
-    /// Attempt `n`'s broker just gave its first answer: if it came late (after the
-    /// adaptive stagger had suspected the broker), it was queueing — the evidence of an
-    /// overload — and the wait is remembered for the rest of the refresh.
+    /// Attempt `n`'s broker just gave its first answer: if it came late (after the fast
+    /// adaptive stagger would have suspected the broker), it was queueing — the evidence of
+    /// an overload — and the wait is remembered for the rest of the refresh.
     pub(super) fn note_first_answer(&mut self, now: Instant, n: u32) {
         let Stagger::Adaptive(a) = self.config.fanout.stagger else { return };
         let info = self.attempts.info(n);
         let Some(connected_at) = info.connected_at else { return };
         let wait = now.saturating_since(connected_at);
-        if a.is_late(wait, self.handshake_of(info, connected_at), self.broker_pace(info), info.tls) {
+        if wait > self.fast_connected_wait(a, info, connected_at) {
             self.ticks.queueing = self.ticks.queueing.max(wait);
         }
     }

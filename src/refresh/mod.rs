@@ -67,6 +67,10 @@ pub struct RefreshContext {
     pub kept_answer_typical: Option<Duration>,
     /// Why the refresh runs: a storm-likely cause makes it gentle (see [`RefreshCause`]).
     pub cause: RefreshCause,
+    /// Run gently whatever the cause says: the view has not yet seen its brokers answer
+    /// within the fast policy's wait ([`crate::Cluster`], "gentle until calm").
+    #[serde(default)]
+    pub gentle: bool,
     /// Try only as many candidates as the attempt table can hold instead of refusing a
     /// larger book: a cluster's book grows from broker answers, which no config foresees.
     pub fit_candidates: bool,
@@ -83,6 +87,7 @@ impl Default for RefreshContext {
             kept_answer_hint: None,
             kept_answer_typical: None,
             cause: RefreshCause::Bootstrap,
+            gentle: false,
             fit_candidates: false,
         }
     }
@@ -170,6 +175,9 @@ pub struct Refresh {
     kept_answer_hint: Option<Duration>,
     kept_answer_typical: Option<Duration>,
     cause: RefreshCause,
+    /// Suspects brokers late and adds one at a time: a storm-likely cause, or a view not yet
+    /// calm ([`RefreshContext::gentle`]).
+    gentle: bool,
     /// The latest failure: its attempt and candidate position (the error itself lives in
     /// `outcomes`, so recording a failure never copies it).
     last_failure: Option<(u32, usize)>,
@@ -269,6 +277,7 @@ impl Refresh {
             kept_answer_hint: ctx.kept_answer_hint,
             kept_answer_typical: ctx.kept_answer_typical,
             cause: ctx.cause,
+            gentle: ctx.gentle || ctx.cause.storm_likely(),
             last_failure: None,
             commands: VecDeque::with_capacity(2 * width + 8),
             stats: RefreshStats::default(),
@@ -360,6 +369,20 @@ impl Refresh {
     /// Why this refresh runs ([`RefreshCause::Bootstrap`] for a one-shot refresh).
     pub fn cause(&self) -> RefreshCause {
         self.cause
+    }
+
+    /// Whether this refresh runs gently: brokers suspected only at the adaptive stagger's
+    /// `pace` while connecting and `ceiling` once connected, one added per tick (see
+    /// [`RefreshCause`]).
+    pub fn is_gentle(&self) -> bool {
+        self.gentle
+    }
+
+    /// Whether a broker's first answer came later than the fast policy would have waited
+    /// for it: a queue, which the fast policy would have hedged into. A [`crate::Cluster`]
+    /// runs its next refresh gently after one.
+    pub fn saw_queue(&self) -> bool {
+        !self.ticks.queueing.is_zero()
     }
 
     /// Counters so far.

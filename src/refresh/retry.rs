@@ -165,7 +165,7 @@ impl Refresh {
     }
 
     /// Fails every attempt whose timeout has come, but in a gentle refresh
-    /// ([`crate::RefreshCause::storm_likely`]) keeps waiting on one whose connection is up,
+    /// ([`Refresh::is_gentle`]) keeps waiting on one whose connection is up,
     /// for up to as many more attempt timeouts as the refresh has retries.
     ///
     /// Why: in a failover a connected broker that has not answered is far more likely queued
@@ -180,9 +180,7 @@ impl Refresh {
             if slot.timeout_at > now {
                 break;
             }
-            let patient = self.cause.storm_likely()
-                && slot.info.connected_at.is_some()
-                && slot.outlived < self.config.retry.retries;
+            let patient = self.gentle && slot.info.connected_at.is_some() && slot.outlived < self.config.retry.retries;
             if patient {
                 self.attempts.outlive(n, now.saturating_add(self.config.attempt_timeout));
                 continue;

@@ -18,7 +18,7 @@ impl Refresh {
     /// is answering, patience from the latest start; otherwise, if the latest attempt is
     /// connected, twice the broker pace (or its handshake, if longer) from the handshake;
     /// before that, the cold stagger or the recent response time from its start. A gentle
-    /// refresh ([`crate::RefreshCause::storm_likely`]) waits at least `pace` while connecting
+    /// refresh ([`Refresh::is_gentle`]) waits at least `pace` while connecting
     /// and at least `ceiling` once connected.
     pub(super) fn stagger_deadline(&self, n: u32) -> Instant {
         let (from, delay) = self.stagger_basis(n);
@@ -36,16 +36,12 @@ impl Refresh {
             Stagger::Fixed(d) => (info.started_at, d),
             Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
                 let typical = self.recent_response_time.unwrap_or_else(|| self.attempts.first_answer_time());
-                (info.started_at, self.gentle(a, a.while_answering(typical.max(queueing)), true))
+                (info.started_at, self.gentle_delay(a, a.while_answering(typical.max(queueing)), true))
             }
             Stagger::Adaptive(a) => {
                 let (from, delay) = match info.connected_at {
                     Some(at) => {
-                        let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info), info.tls);
-                        // A kept connection's first answer is one request on an authenticated
-                        // connection: silent past `cold`, its broker costs what a blackholed
-                        // one does, whatever a burst taught the window.
-                        let wait = if info.reused_connection { wait.min(a.cold.max(a.floor)) } else { wait };
+                        let wait = self.fast_connected_wait(a, info, at);
                         // Two brokers silent in their TLS handshakes: a queue more likely than
                         // two stopped brokers (`fanout.tuning.tls_burst_hold`).
                         (at, if self.tls_burst_held(n) { wait.max(a.ceiling) } else { wait })
@@ -54,7 +50,7 @@ impl Refresh {
                 };
                 (
                     from,
-                    self.gentle(
+                    self.gentle_delay(
                         a,
                         a.while_silent(delay, slot.superseded_before, queueing),
                         info.connected_at.is_some(),
@@ -65,13 +61,29 @@ impl Refresh {
         (from, scale_duration(delay, slot.jitter))
     }
 
-    /// `delay`, or in a gentle refresh ([`crate::RefreshCause::storm_likely`]) at least the
-    /// pace while connecting and the ceiling once `connected`: in a failover the brokers left
-    /// are queued behind every client's refresh, so a live broker looks silent, or slow to
+    /// How long the fast policy lets attempt `info`, connected `at`, stay silent: twice its
+    /// broker's pace or handshake ([`Adaptive::while_connected`]); a kept connection at most
+    /// `cold`. The stagger waits this outside a gentle refresh and a TLS hold, and a first
+    /// answer later than this is a queue ([`Refresh::saw_queue`]).
+    pub(super) fn fast_connected_wait(&self, a: Adaptive, info: &AttemptInfo, at: Instant) -> Duration {
+        let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info), info.tls);
+        // A kept connection's first answer is one request on an authenticated connection:
+        // silent past `cold`, its broker costs what a blackholed one does, whatever a burst
+        // taught the window.
+        if info.reused_connection {
+            wait.min(a.cold.max(a.floor))
+        } else {
+            wait
+        }
+    }
+
+    /// `delay`, or in a gentle refresh ([`Refresh::is_gentle`]) at least the pace while
+    /// connecting and the ceiling once `connected`: in a failover, or while a view's brokers
+    /// are still working through a cold start's burst, a live broker looks silent, or slow to
     /// finish an answer, for longer than any window says, and a hedge to another would cost
     /// that queued broker a new connection (and over TLS its handshake).
-    fn gentle(&self, a: Adaptive, delay: Duration, connected: bool) -> Duration {
-        if self.cause.storm_likely() {
+    fn gentle_delay(&self, a: Adaptive, delay: Duration, connected: bool) -> Duration {
+        if self.gentle {
             delay.max(if connected { a.ceiling } else { a.pace })
         } else {
             delay

@@ -193,8 +193,10 @@ pub struct SessionConfig {
     /// ([`Action::NeedToken`]), for tokens that expire. Without any SASL set, it implies
     /// `OAUTHBEARER`.
     pub fresh_tokens: bool,
-    /// One refresh only: no periodic refresh, and the winner's connection is closed rather
-    /// than kept (what a one-shot `refresh` of an adapter wants).
+    /// One refresh only: no periodic refresh, the winner's connection is closed rather
+    /// than kept, and the refresh is fast from the start
+    /// ([`ClusterConfig::gentle_until_calm`] off: it runs alone, not as one of a fleet
+    /// starting together). What a one-shot `refresh` of an adapter wants.
     pub one_shot: bool,
     /// Queue live [`Event`](crate::report::Event)s for [`Session::poll_event`](super::Session::poll_event)
     /// (a progress view); off, the session allocates nothing for them.

@@ -167,6 +167,9 @@ impl Session {
         // `u32::MAX`), the kept connections, and a loser being closed; more grows the table.
         let in_flight = config.cluster.refresh.fanout.max_in_flight as usize;
         let capacity = in_flight.min(book.len()) + 2 + config.cluster.spare_connections as usize;
+        // A one-shot refresh runs alone (an operator's probe, a CLI), not as one of a fleet
+        // starting together: it keeps its speed past stopped brokers.
+        config.cluster.gentle_until_calm &= !config.one_shot;
         let mut cluster = Cluster::new(config.cluster, book, now)?;
         if let Some(recorder) = &config.recorder {
             cluster.record_traces(recorder.clone());

@@ -62,13 +62,26 @@ fn arb_cluster_scenario() -> impl Strategy<Value = ClusterScenario> {
     (
         arb_config(),
         prop_oneof![1_000u64..=5_000_000, 1_000u64..=600_000_000],
-        (any::<bool>(), arb_hedge_budget(), arb_window_quantile(), 0u32..=ClusterConfig::MAX_SPARE_CONNECTIONS),
+        (
+            any::<bool>(),
+            arb_hedge_budget(),
+            arb_window_quantile(),
+            0u32..=ClusterConfig::MAX_SPARE_CONNECTIONS,
+            any::<bool>(),
+        ),
         1usize..=6,
         prop_oneof![4 => 0u64..=1_000_000_000_000, 1 => (u64::MAX - 100_000_000)..=u64::MAX],
         prop::collection::vec(step, 0..200),
     )
         .prop_map(
-            |(refresh, interval, (rebootstrap, hedge_budget, window_quantile, spares), brokers, start, steps)| {
+            |(
+                refresh,
+                interval,
+                (rebootstrap, hedge_budget, window_quantile, spares, gentle_until_calm),
+                brokers,
+                start,
+                steps,
+            )| {
                 ClusterScenario {
                     config: ClusterConfig {
                         refresh,
@@ -77,6 +90,7 @@ fn arb_cluster_scenario() -> impl Strategy<Value = ClusterScenario> {
                         hedge_budget,
                         window_quantile,
                         spare_connections: spares,
+                        gentle_until_calm,
                     },
                     brokers,
                     start,

@@ -118,6 +118,15 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn strategy(name: &str) -> Result<Strategy, String> {
+    // `fleet_real`'s `<strategy>-fast-start`: fast from the bootstrap (`gentle_until_calm` off).
+    if let Some(base) = name.strip_suffix("-fast-start") {
+        return match strategy(base)? {
+            Strategy::Core { cluster, .. } => {
+                Ok(Strategy::core_with(name, stagger::ClusterConfig { gentle_until_calm: false, ..cluster }))
+            }
+            Strategy::Oracle => Err(format!("{name}: the oracle has no bootstrap to run fast")),
+        };
+    }
     Ok(match name {
         "adaptive" => Strategy::core("adaptive", RefreshConfig::adaptive()),
         "sequential" => Strategy::core("sequential", RefreshConfig::sequential()),
@@ -144,7 +153,7 @@ fn strategy(name: &str) -> Result<Strategy, String> {
             Strategy::core(other, refresh)
         }
         other => {
-            let known = "adaptive, sequential, sequential-shuffled, staggered-500ms, oracle, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
+            let known = "adaptive, sequential, sequential-shuffled, staggered-500ms, oracle, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>], <any>-fast-start";
             return Err(format!("unknown strategy {other:?} ({known})"));
         }
     })

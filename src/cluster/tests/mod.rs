@@ -85,9 +85,9 @@ fn an_input_for_an_attempt_issued_in_the_same_call_is_ignored() {
     let mut cluster = Cluster::new(ClusterConfig { refresh, ..ClusterConfig::default() }, book, ms(0)).unwrap();
     cluster.request_refresh(ms(0));
     let [(first, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
-    // The cold stagger's tick at 40 ms issues the attempt this input names.
+    // The gentle bootstrap's tick at the pace (100 ms) issues the attempt this input names.
     let premature = AttemptId(first.0 + 1);
-    cluster.handle_input(ms(40), Input::Response { attempt: premature, metadata: metadata(Some("c1"), &[(1, "a")]) });
+    cluster.handle_input(ms(100), Input::Response { attempt: premature, metadata: metadata(Some("c1"), &[(1, "a")]) });
     let ev = events(&mut cluster);
     assert!(ev.iter().all(|e| matches!(e, ClusterEvent::Connect { .. })), "{ev:?}");
     assert!(connects(&ev).iter().any(|&(a, _)| a == premature), "{ev:?}");
@@ -271,4 +271,5 @@ fn a_discovered_book_larger_than_a_refresh_holds_is_fitted_not_refused() {
     assert_eq!(current.candidates().len(), crate::refresh::MAX_ATTEMPTS / 2 / 1001);
 }
 
+mod calm;
 mod keeping;

@@ -56,7 +56,9 @@
 //! Options: `--clients N` (300), `--warmup N` (16 calm refreshes per adaptive client; a
 //! fixed stagger uses at most 2, as in the simulator), `--warmup-spacing-ms X` (1000),
 //! `--window-ms X` (10000), `--storm-ms X` (10), `--settle-ms X` (2000), `--seed N` (1),
-//! `--strategies adaptive,sequential`, `--scenarios healthy,one_hung,failover_storm`,
+//! `--strategies adaptive,sequential` (`long-lived` is a `Client`'s default; a
+//! `-fast-start` suffix runs a strategy fast from its bootstrap, without
+//! `ClusterConfig::gentle_until_calm`), `--scenarios healthy,one_hung,failover_storm`,
 //! `--node N` (2: the broker hung or killed), `--no-causes` (the storm's refreshes do not
 //! say why: plain `Client::refresh`), `--listener plaintext|sasl_ssl` (below), `--out PATH`,
 //! `--show-attempts K` (print every attempt of each measured refresh that started K or more:
@@ -368,8 +370,13 @@ fn parse_args() -> Res<Args> {
     Ok(args)
 }
 
-/// The cluster view a strategy runs, as the simulator's `Strategy::core` builds it.
+/// The cluster view a strategy runs, as the simulator's `Strategy::core` builds it;
+/// `<strategy>-fast-start` is that strategy fast from its bootstrap
+/// (`ClusterConfig::gentle_until_calm` off, the build before it).
 fn strategy(name: &str) -> Res<ClusterConfig> {
+    if let Some(base) = name.strip_suffix("-fast-start") {
+        return Ok(ClusterConfig { gentle_until_calm: false, ..strategy(base)? });
+    }
     let refresh = match name {
         "adaptive" => RefreshConfig::adaptive(),
         "sequential" => RefreshConfig::sequential(),
@@ -399,7 +406,7 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
             refresh
         }
         other => {
-            let known = "adaptive, sequential, sequential-shuffled, staggered-500ms, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>]";
+            let known = "adaptive, sequential, sequential-shuffled, staggered-500ms, adaptive-with[out]-<fanout.tuning switch>, long-lived[-without-<switch>], <any>-fast-start";
             return Err(format!("unknown strategy {other:?} ({known})").into());
         }
     };
