@@ -49,6 +49,11 @@ pub use keeping::Drain;
 /// later refresh that outruns it drains it back the same way. [`Cluster::stats`] counts what
 /// that cost.
 ///
+/// Its refreshes run gently until the view is calm ([`ClusterConfig::gentle_until_calm`]):
+/// the bootstrap, and each refresh after one that met a queue or failed, suspect a broker
+/// only at the adaptive stagger's `pace` while connecting and its `ceiling` once connected,
+/// so a fleet starting together does not hedge into brokers queued by its own handshakes.
+///
 /// | event | the adapter |
 /// |---|---|
 /// | `Connect` | opens a connection and runs the attempt's exchange on it |

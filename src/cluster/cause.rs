@@ -9,10 +9,17 @@
 //!
 //! | cause | who sees it | the refresh |
 //! |---|---|---|
-//! | [`RefreshCause::Bootstrap`], [`RefreshCause::Periodic`], [`RefreshCause::Requested`] | this client | the policy as configured |
+//! | [`RefreshCause::Bootstrap`], [`RefreshCause::Periodic`], [`RefreshCause::Requested`] | this client | gentle until the view is calm, then as configured |
 //! | [`RefreshCause::StaleMetadata`] | every client of the moved partitions | gentle |
 //! | [`RefreshCause::ConnectionLost`] | every client of that broker | gentle |
 //! | [`RefreshCause::RequestTimedOut`] | this client | as configured |
+//!
+//! *Calm* ([`crate::ClusterConfig::gentle_until_calm`], on by default): the view's latest
+//! refresh ended with an answer, and every first answer came within the fast policy's wait
+//! ([`crate::Refresh::saw_queue`]). A bootstrap has seen nothing, and a refresh after one that
+//! met a queue or failed is likely one of many clients still working through the same
+//! burst (a fleet starting together): both run gently. A one-shot session is fast whatever
+//! the cause.
 //!
 //! Whatever the cause, the broker the caller names with it
 //! ([`crate::Cluster::request_refresh_because`]'s `broker`) counts as failed: it is tried

@@ -172,12 +172,9 @@ pub(super) static KNOBS: &[Knob] = &[
         "idle connections to other brokers kept beside the winner's, for cheap hedges",
         |c| Some(Slot::U32(&mut c.spare_connections)),
     ),
-    Knob::cluster(
-        "gentle_until_calm",
-        KnobKind::Bool,
-        "refreshes run gently until one ends without a queue (the bootstrap included)",
-        |c| Some(Slot::Bool(&mut c.gentle_until_calm)),
-    ),
+    Knob::cluster("gentle_until_calm", KnobKind::Bool, "refreshes run gently until one meets no queue", |c| {
+        Some(Slot::Bool(&mut c.gentle_until_calm))
+    }),
 ];
 
 /// Every knob of [`RefreshConfig`] and [`ClusterConfig`] (see [`Knob`]): what a CLI, a

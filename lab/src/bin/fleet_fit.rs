@@ -81,6 +81,27 @@ struct Args {
     cold_start: Vec<PathBuf>,
     out: Option<PathBuf>,
     strategies: Vec<String>,
+    /// Files written by a build before `ClusterConfig::gentle_until_calm`
+    /// (`--real-fast-start`, `--cold-start-fast-start`): their adaptive strategies ran fast
+    /// from the bootstrap, so the model runs them as `<strategy>-fast-start`.
+    fast_start: Vec<PathBuf>,
+}
+
+impl Args {
+    /// Reads `path`, naming its adaptive strategies `<name>-fast-start` if it is a file of
+    /// a build before gentle until calm.
+    fn read(&self, path: &std::path::Path) -> Result<FleetFile, String> {
+        let mut file = FleetFile::read(path)?;
+        if self.fast_start.iter().any(|p| p == path) {
+            for run in &mut file.runs {
+                let adaptive = run.strategy.starts_with("adaptive") || run.strategy.starts_with("long-lived");
+                if adaptive && !run.strategy.ends_with("-fast-start") {
+                    run.strategy.push_str("-fast-start");
+                }
+            }
+        }
+        Ok(file)
+    }
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -89,6 +110,7 @@ fn parse_args() -> Result<Args, String> {
         cold_start: Vec::new(),
         out: None,
         strategies: vec!["adaptive".into(), "sequential".into()],
+        fast_start: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -96,12 +118,23 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--real" => args.real.push(PathBuf::from(value()?)),
             "--cold-start" => args.cold_start.push(PathBuf::from(value()?)),
+            "--real-fast-start" => {
+                let path = PathBuf::from(value()?);
+                args.fast_start.push(path.clone());
+                args.real.push(path);
+            }
+            "--cold-start-fast-start" => {
+                let path = PathBuf::from(value()?);
+                args.fast_start.push(path.clone());
+                args.cold_start.push(path);
+            }
             "--out" => args.out = Some(PathBuf::from(value()?)),
             "--strategies" => args.strategies = value()?.split(',').map(str::to_owned).collect(),
             "-h" | "--help" => {
                 println!(
                     "usage: fleet_fit --real PATH [--real PATH]... [--cold-start PATH]... [--out PATH] \
-                     [--strategies adaptive,sequential]"
+                     [--strategies adaptive,sequential] (--real-fast-start PATH, --cold-start-fast-start PATH: \
+                     a file of a build before gentle until calm)"
                 );
                 std::process::exit(0);
             }
@@ -726,7 +759,7 @@ fn real_main() -> Result<(), String> {
     let started = Instant::now();
     let mut groups: Vec<(String, Vec<FleetFile>)> = Vec::new();
     for path in &args.real {
-        let file = FleetFile::read(path)?;
+        let file = args.read(path)?;
         match groups.iter_mut().find(|(l, _)| *l == file.listener) {
             Some((_, files)) => {
                 let a = &files[0];
@@ -782,7 +815,7 @@ fn real_main() -> Result<(), String> {
     }
     verdict(&mut md, &summary);
     if !args.cold_start.is_empty() {
-        let files = args.cold_start.iter().map(|p| FleetFile::read(p)).collect::<Result<Vec<_>, _>>()?;
+        let files = args.cold_start.iter().map(|p| args.read(p)).collect::<Result<Vec<_>, _>>()?;
         cold_start_section(&mut md, &listener_fits, &files);
     }
     print!("{md}");
