@@ -146,7 +146,7 @@ impl Refresh {
                 (self.ticks.size as u32).max(1)
             }
         };
-        // A gentle refresh (a failover: every client refreshing at once) adds one at a time.
+        // A gentle refresh (a failover, or a view not yet calm) adds one at a time.
         let want = if self.gentle { 1 } else { want };
         let mut gap = self.spread_gap_for_tick(want);
         let share = self.spread_share(want).map(|(share, _)| share);

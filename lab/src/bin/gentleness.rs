@@ -218,14 +218,16 @@ impl Bench {
             emit(out, &row);
         }
         // The same burst of new long-lived `Client`s (seeds shuffled per client, as
-        // `ClusterConfig::default()` does): bootstrapping as configured, with the TLS burst
-        // hold and without, and saying a failover is likely (`StaleMetadata`, gentle).
-        let kinds: [(&str, bool, Option<RefreshCause>); 3] = [
-            ("Client, bootstrap (default: seeds shuffled, TLS bursts held)", true, None),
-            ("Client, bootstrap, no TLS hold (tls_burst_hold false)", false, None),
-            ("Client, cause StaleMetadata (gentle; seeds shuffled)", true, Some(RefreshCause::StaleMetadata)),
+        // `ClusterConfig::default()` does): bootstrapping as configured (gentle until calm),
+        // fast from the start with the TLS burst hold and without, and fast but saying a
+        // failover is likely (`StaleMetadata`, gentle).
+        let kinds: [(&str, bool, bool, Option<RefreshCause>); 4] = [
+            ("Client, bootstrap (default: gentle until calm, seeds shuffled, TLS bursts held)", true, true, None),
+            ("Client, bootstrap, fast start (gentle_until_calm false)", true, false, None),
+            ("Client, bootstrap, fast start, no TLS hold (tls_burst_hold false)", false, false, None),
+            ("Client, fast start, cause StaleMetadata (gentle)", true, false, Some(RefreshCause::StaleMetadata)),
         ];
-        for (policy, hold, cause) in kinds {
+        for (policy, hold, gentle_until_calm, cause) in kinds {
             if !hold && listener != Listener::SaslSsl {
                 continue;
             }
@@ -236,7 +238,7 @@ impl Bench {
                     let mut refresh =
                         ClusterConfig::long_lived(RefreshConfig::default()).with_seed((rep * clients + c) as u64);
                     refresh.fanout.tuning.tls_burst_hold = hold;
-                    let config = ClusterConfig { refresh, ..ClusterConfig::default() };
+                    let config = ClusterConfig { refresh, gentle_until_calm, ..ClusterConfig::default() };
                     let o = self.cluster.options(listener, refresh)?;
                     let options = ClientOptions { exchange: o.exchange, tls: o.tls, ..ClientOptions::default() };
                     let seeds = seeds.clone();
