@@ -11,11 +11,10 @@ use core::time::Duration;
 use crate::brokers::{BrokerBook, BrokerIdentity, BrokerIndex};
 use crate::client_stats::ClientStats;
 use crate::config::ClusterConfig;
-use crate::config::Stagger;
 use crate::error::{ConfigError, ErrorKind};
 use crate::estimator::Estimator;
 use crate::metadata::Metadata;
-use crate::refresh::{attempt_capacity, Command, Input, InputOutcome, Refresh, RefreshContext};
+use crate::refresh::{attempt_capacity, Command, Input, InputOutcome, Refresh};
 use crate::time::Instant;
 use crate::trace::{Trace, TraceEvent, TRACE_VERSION};
 use smallvec::SmallVec;
@@ -334,23 +333,7 @@ impl Cluster {
         let mut config = self.config.refresh;
         // Each refresh draws from its own stream: same cluster seed ⇒ same sequence of refreshes.
         config.seed = config.seed.wrapping_add(self.epoch as u64);
-        let q = self.config.window_quantile;
-        let adaptive = matches!(config.fanout.stagger, Stagger::Adaptive(_));
-        let hint = |window: &Estimator| if adaptive { window.quantile(q) } else { None };
-        // A timeout is one client's evidence of a hung broker: fast, calm or not.
-        let gentle = adaptive && self.config.gentle_until_calm && !self.calm && cause != RefreshCause::RequestTimedOut;
-        let ctx = RefreshContext {
-            epoch: self.epoch,
-            hedge_tokens: self.hedge_tokens(),
-            recent_response_time: hint(&self.response_times),
-            handshake_hint: hint(&self.handshake_times),
-            first_answer_hint: hint(&self.first_answer_times),
-            kept_answer_hint: hint(&self.kept_answer_times),
-            kept_answer_typical: if adaptive { self.kept_answer_times.quantile(0.5) } else { None },
-            cause,
-            gentle,
-            fit_candidates: true,
-        };
+        let ctx = self.context(&config, cause);
         // Validated in `new`, and the book is never empty; should it fail anyway, report it.
         match Refresh::with_context(&config, &self.book, now, ctx) {
             Ok(r) => {

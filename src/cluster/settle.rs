@@ -1,9 +1,12 @@
-//! What a [`Cluster`] learns when a refresh finishes: broker health, the windows of pace
+//! What a [`Cluster`] learns when a refresh finishes (broker health, the windows of pace
 //! the adaptive stagger reads, whether its brokers answered without a queue (calm), the
-//! hedge budget, and whether to rebootstrap.
+//! hedge budget, whether to rebootstrap), and what of it the next refresh is told
+//! ([`RefreshContext`]).
 
-use super::{Cluster, ClusterEvent};
-use crate::refresh::{AttemptState, Refresh};
+use super::{Cluster, ClusterEvent, RefreshCause};
+use crate::config::{RefreshConfig, Stagger};
+use crate::estimator::Estimator;
+use crate::refresh::{AttemptState, Refresh, RefreshContext};
 
 impl Cluster {
     /// Learns from a finished refresh: broker health, whether the cluster is calm, hedge
@@ -55,5 +58,27 @@ impl Cluster {
             self.events.push_back(ClusterEvent::Rebootstrapped);
         }
         self.next_periodic = now.saturating_add(self.config.refresh_interval);
+    }
+
+    /// What the refresh about to run with `config` for `cause` is told: the windows' hints
+    /// (for an adaptive stagger), the hedge tokens, and whether it runs gently (until calm;
+    /// a timeout is one client's evidence of a hung broker, so fast, calm or not).
+    pub(super) fn context(&self, config: &RefreshConfig, cause: RefreshCause) -> RefreshContext {
+        let q = self.config.window_quantile;
+        let adaptive = matches!(config.fanout.stagger, Stagger::Adaptive(_));
+        let hint = |window: &Estimator| if adaptive { window.quantile(q) } else { None };
+        let gentle = adaptive && self.config.gentle_until_calm && !self.calm && cause != RefreshCause::RequestTimedOut;
+        RefreshContext {
+            epoch: self.epoch,
+            hedge_tokens: self.hedge_tokens(),
+            recent_response_time: hint(&self.response_times),
+            handshake_hint: hint(&self.handshake_times),
+            first_answer_hint: hint(&self.first_answer_times),
+            kept_answer_hint: hint(&self.kept_answer_times),
+            kept_answer_typical: if adaptive { self.kept_answer_times.quantile(0.5) } else { None },
+            cause,
+            gentle,
+            fit_candidates: true,
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! `keeping.rs`.
 
 use super::*;
-use crate::config::RefreshConfig;
+use crate::config::{RefreshConfig, Stagger};
 use crate::error::{AttemptError, GiveUpReason};
 use crate::metadata::BrokerMetadata;
 use crate::refresh::AttemptState;
