@@ -303,18 +303,10 @@ fn over_tls_a_connected_broker_is_judged_by_the_tls_pace() {
     assert_eq!(run.connects().len(), 2);
 }
 
-/// `fanout.tuning.tls_burst_hold` (a long-lived client's default): once two fresh
-/// connections sit silent in their TLS handshakes, the fan-out holds — the tick's partner is
-/// dropped and the next broker waits the 2 s `ceiling` after the second connected — as a
-/// queue behind a burst of handshakes is likelier than two stopped brokers. A hold waited
-/// out is spent: past it the walk goes at its pace again. Without the switch (a one-shot
-/// refresh's default) the partner follows at once.
 /// Six brokers, the first silent in its TLS handshake from 0.1 ms, the second started by the
-/// tick at 40.1 ms and silent in its own from 40.2 ms; `fanout.tuning.tls_burst_hold` as given.
-fn two_silent_tls_handshakes(hold: bool) -> Run {
-    let mut c = no_jitter(RefreshConfig::default());
-    c.fanout.tuning.tls_burst_hold = hold;
-    let mut run = Run::new(c, 6);
+/// tick at 40.1 ms and silent in its own from 40.2 ms.
+fn two_silent_tls_handshakes() -> Run {
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 6);
     let a0 = run.attempt(0);
     run.input(us(100), Input::Connected { attempt: a0, tls: true });
     let out = run.advance(us(40_100));
@@ -324,80 +316,60 @@ fn two_silent_tls_handshakes(hold: bool) -> Run {
     run
 }
 
+/// A fast refresh walks past brokers silent in their TLS handshakes at its pace, as past
+/// any silent broker: the tick's partner follows 20 ms on, and each later tick comes 40 ms
+/// after its leader connected, in place of a silent suspect (the throttle holds 3). A fleet's burst of
+/// queued handshakes is met by the gentle schedule instead
+/// (`a_gentle_refresh_waits_the_ceiling_for_a_silent_tls_handshake`), which a `Cluster` runs
+/// until its brokers answer within this pace (`ClusterConfig::gentle_until_calm`).
 #[test]
-fn two_brokers_silent_in_their_tls_handshakes_hold_the_fan_out_once() {
-    let held = two_silent_tls_handshakes;
-    let mut run = held(false);
+fn a_fast_refresh_walks_past_silent_tls_handshakes_at_its_pace() {
+    let mut run = two_silent_tls_handshakes();
     let out = run.advance(us(60_100));
-    assert_eq!(ticks(&out), [(us(60_100), BrokerIndex(2))], "without the hold the partner follows: {out:?}");
-
-    let mut run = held(true);
-    assert_eq!(run.refresh.poll_timeout(), Some(us(2_040_200)), "the next tick: 2 s after the second connected");
-    assert!(run.advance(us(2_040_199)).is_empty(), "no partner, no tick within the hold");
-    let out = run.advance(us(2_040_200));
-    assert_eq!(ticks(&out), [(us(2_040_200), BrokerIndex(2))], "{out:?}");
-    // Spent: with three silent in their TLS handshakes the walk goes on at its pace — the
-    // tick's partner 20 ms on, the next tick 40 ms after the third connected, each in place
-    // of a silent suspect (the throttle holds 3).
-    let a2 = run.attempt(2);
-    run.input(us(2_040_300), Input::Connected { attempt: a2, tls: true });
-    let out = run.advance(us(2_080_300));
-    assert_eq!(ticks(&out), [(us(2_060_200), BrokerIndex(3)), (us(2_080_300), BrokerIndex(4))], "{out:?}");
+    assert_eq!(ticks(&out), [(us(60_100), BrokerIndex(2))], "the partner follows: {out:?}");
+    let (a1, a2) = (run.attempt(1), run.attempt(2));
+    run.input(us(60_200), Input::Connected { attempt: a2, tls: true });
+    let out = run.advance(us(100_200));
+    let superseded = |attempt| Command::Cancel { attempt, reason: CancelReason::Superseded };
+    let cancels: Vec<_> = out.iter().filter(|(_, c)| matches!(c, Command::Cancel { .. })).cloned().collect();
+    assert_eq!(cancels, [(us(80_200), superseded(a1)), (us(100_200), superseded(a2))], "{out:?}");
+    assert_eq!(ticks(&out), [(us(80_200), BrokerIndex(3)), (us(100_200), BrokerIndex(4))], "{out:?}");
     assert_eq!(run.connects().len(), 5);
 }
 
-/// Over a TLS listener the tick's own attempt counts while it connects: a client busy with
-/// a burst of handshakes may hear of its connect only after the partner is due, and the
-/// partner would be a third handshake. The tick's next delay still counts from that connect.
+/// Over a TLS listener a spread tick's partner does not wait for the tick's own attempt to
+/// connect: it follows at its share of the delay, as over plaintext.
 #[test]
-fn over_tls_a_partner_waits_for_the_ticks_attempt_still_connecting() {
-    let mut c = no_jitter(RefreshConfig::default());
-    c.fanout.tuning.tls_burst_hold = true;
-    let mut run = Run::new(c, 6);
+fn over_tls_a_partner_follows_while_the_ticks_attempt_still_connects() {
+    let mut run = Run::new(no_jitter(RefreshConfig::default()), 6);
     let a0 = run.attempt(0);
     run.input(us(100), Input::Connected { attempt: a0, tls: true });
     run.advance(us(40_100));
-    assert!(run.advance(us(70_000)).is_empty(), "no partner while the tick's attempt connects");
-    let a1 = run.attempt(1);
-    run.input(ms(70), Input::Connected { attempt: a1, tls: true });
-    assert_eq!(run.refresh.poll_timeout(), Some(ms(2_070)), "held: the ceiling after it connected");
-    assert_eq!(run.connects().len(), 2);
+    let out = run.advance(us(70_000));
+    assert_eq!(ticks(&out), [(us(60_100), BrokerIndex(2))], "{out:?}");
+    assert_eq!(run.connects().len(), 3);
 }
 
-/// The hold reads TLS handshakes only: plaintext brokers silent after connecting (their
-/// first answer one request, not a handshake) and a broker that answered are walked past as
-/// before, and a first answer ends the hold at once.
+/// The first broker to finish its TLS handshake overtakes the others still silent in theirs.
 #[test]
-fn the_tls_hold_needs_two_silent_tls_handshakes_and_ends_with_an_answer() {
-    let mut c = no_jitter(RefreshConfig::default());
-    c.fanout.tuning.tls_burst_hold = true;
-    let mut run = Run::new(c, 6);
-    let a0 = run.attempt(0);
-    run.input(us(100), Input::Connected { attempt: a0, tls: false });
-    run.advance(us(24_100));
-    let a1 = run.attempt(1);
-    run.input(us(24_200), Input::Connected { attempt: a1, tls: false });
-    let out = run.advance(us(36_100));
-    assert_eq!(ticks(&out), [(us(36_100), BrokerIndex(2))], "plaintext: the partner follows: {out:?}");
-
-    let mut run = two_silent_tls_handshakes(true);
+fn the_first_tls_handshake_done_overtakes_the_silent_ones() {
+    let mut run = two_silent_tls_handshakes();
     let (a0, a1) = (run.attempt(0), run.attempt(1));
-    assert!(run.advance(ms(500)).is_empty(), "held");
-    // The first broker finishes its handshake: the second, still silent, is overtaken, and
-    // the hold is over with it.
-    let out = run.input(ms(500), Input::FirstFrame { attempt: a0 });
+    let out = run.input(us(50_000), Input::FirstFrame { attempt: a0 });
     assert_eq!(out, [Command::Cancel { attempt: a1, reason: CancelReason::Overtaken }]);
-    let out = run.input(ms(505), response(a0));
+    assert!(run.advance(ms(61)).is_empty(), "the partner was dropped");
+    let out = run.input(us(55_000), response(a0));
     assert!(matches!(&out[..], [Command::Done { attempt, .. }] if *attempt == a0), "{out:?}");
     assert_eq!(run.connects().len(), 2);
 }
 
-/// A long-lived client holds TLS bursts; a one-shot refresh does not.
+/// A long-lived client shuffles its seeds, so a fleet does not all ask the first seed
+/// first; a one-shot refresh keeps the seed order it was given.
 #[test]
-fn a_long_lived_client_holds_tls_bursts_and_a_one_shot_refresh_does_not() {
-    assert!(!RefreshConfig::default().fanout.tuning.tls_burst_hold);
+fn a_long_lived_client_shuffles_its_seeds_and_a_one_shot_refresh_does_not() {
+    assert!(!RefreshConfig::default().shuffle_seeds);
     let cluster = stagger::ClusterConfig::default();
-    assert!(cluster.refresh.fanout.tuning.tls_burst_hold && cluster.refresh.shuffle_seeds);
+    assert!(cluster.refresh.shuffle_seeds && cluster.gentle_until_calm);
     assert_eq!(stagger::ClusterConfig::long_lived(RefreshConfig::default()), cluster.refresh);
 }
 
@@ -1495,6 +1467,24 @@ fn a_periodic_refresh_says_so_and_a_cause_joining_a_running_refresh_still_marks_
     assert!(!cluster.book().get(discovered).unwrap().connected);
     let order = cluster.book().candidates(due, 0);
     assert_eq!(order.last(), Some(&discovered), "tried last from now on: {order:?}");
+}
+
+/// A fleet starting at once queues every broker's TLS handshake, so each client's first
+/// broker sits silent in its handshake as a stopped one would. A `Cluster`'s bootstrap is
+/// gentle (`ClusterConfig::gentle_until_calm`): it suspects that broker only at the 2 s
+/// ceiling, where the fast policy would start a second handshake within 40 ms.
+#[test]
+fn a_gentle_refresh_waits_the_ceiling_for_a_silent_tls_handshake() {
+    for (gentle_until_calm, want) in [(true, us(2_000_100)), (false, us(40_100))] {
+        let refresh = no_jitter(RefreshConfig::adaptive());
+        let config = ClusterConfig { refresh, gentle_until_calm, ..ClusterConfig::default() };
+        let mut cluster = Cluster::new(config, book(4), Instant::ZERO).unwrap();
+        cluster.request_refresh(ms(0));
+        let [ClusterEvent::Connect { attempt, .. }] = events(&mut cluster)[..] else { panic!("one Connect") };
+        cluster.handle_input(us(100), Input::Connected { attempt, tls: true });
+        let next = cluster.current().unwrap().next_timer();
+        assert_eq!(next, Some((want, stagger::TimerKind::Stagger)), "gentle_until_calm {gentle_until_calm}");
+    }
 }
 
 #[test]

@@ -170,7 +170,7 @@ pub fn parse(bytes: &[u8], seed: u64) -> Result<Config, AbiError> {
 
 /// The policy: the base (a one-shot session runs `RefreshConfig::default()`, seeds in the
 /// order written; a long-lived one a `Client`'s, `ClusterConfig::long_lived`: seeds
-/// shuffled, TLS bursts held), a preset's refresh policy on that base, every setting, the
+/// shuffled), a preset's refresh policy on that base, every setting, the
 /// seed.
 fn policy(obj: &Map<String, Value>, one_shot: bool, seed: u64) -> Result<ClusterConfig, AbiError> {
     let mut cluster = ClusterConfig::default();
@@ -281,7 +281,6 @@ mod tests {
         for (one_shot, long_lived) in [(false, true), (true, false)] {
             let refresh = policy(&obj, one_shot, 7).unwrap().refresh;
             assert_eq!(refresh.shuffle_seeds, long_lived, "one_shot {one_shot}");
-            assert_eq!(refresh.fanout.tuning.tls_burst_hold, long_lived, "one_shot {one_shot}");
             assert_eq!(refresh.seed, 7);
         }
     }

@@ -32,12 +32,11 @@ impl Default for HedgeBudget {
 #[serde(default)]
 pub struct ClusterConfig {
     /// The policy each refresh runs with. Its default differs from
-    /// [`RefreshConfig::default`] in two knobs, both because a long-lived client is one of a
-    /// fleet that starts at once: the seeds are tried in an order shuffled by the refresh's
-    /// seed (`shuffle_seeds`), or the fleet would all ask the first seed first
-    /// (`docs/performance/fleet.md`, cold start); and two brokers silent in their TLS
-    /// handshakes hold the fan-out (`fanout.tuning.tls_burst_hold`), or the fleet's queued
-    /// handshakes would each draw more (`docs/performance/gentleness.md`).
+    /// [`RefreshConfig::default`] in one knob, because a long-lived client is one of a fleet
+    /// that starts at once: the seeds are tried in an order shuffled by the refresh's seed
+    /// (`shuffle_seeds`), or the fleet would all ask the first seed first
+    /// (`docs/performance/fleet.md`, cold start). What keeps a fleet's cold start from
+    /// hedging into its own queued handshakes is [`ClusterConfig::gentle_until_calm`].
     pub refresh: RefreshConfig,
     /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
     pub refresh_interval: Duration,
@@ -97,11 +96,10 @@ impl ClusterConfig {
     /// The most idle spare connections a view keeps ([`ClusterConfig::spare_connections`]).
     pub const MAX_SPARE_CONNECTIONS: u32 = 3;
 
-    /// `refresh` as a long-lived client of a fleet runs it: seeds shuffled and TLS bursts
-    /// held (see [`ClusterConfig::refresh`]).
+    /// `refresh` as a long-lived client of a fleet runs it: seeds shuffled (see
+    /// [`ClusterConfig::refresh`]).
     pub fn long_lived(mut refresh: RefreshConfig) -> RefreshConfig {
         refresh.shuffle_seeds = true;
-        refresh.fanout.tuning.tls_burst_hold = true;
         refresh
     }
 

@@ -269,17 +269,6 @@ pub struct Tuning {
     /// one conversation, not two.
     #[doc(hidden)]
     pub cancel_outrun: bool,
-    /// While two fresh connections sit connected and silent in their TLS handshakes, the next
-    /// broker waits the adaptive `ceiling` (2 s) once per refresh, a spread tick's partner
-    /// included, before the fan-out walks on at its pace. Default false for a one-shot
-    /// refresh, which keeps the walk past stopped brokers fast (the tool an operator points
-    /// at a sick cluster); true in [`crate::ClusterConfig::default`], because long-lived
-    /// clients start together (a rollout), and then every broker's TLS handshake queues and
-    /// looks, to each client, like a stopped broker. A third handshake is then one more for
-    /// brokers already behind, where the two in flight are what a session keeps (its choice
-    /// and one spare). Two brokers stopped at once are rarer than a slow cluster; past them,
-    /// this costs the session's bootstrap one `ceiling` (`docs/performance/gentleness.md`).
-    pub tls_burst_hold: bool,
 }
 
 impl Default for Tuning {
@@ -290,7 +279,6 @@ impl Default for Tuning {
             cancel_silent_on_answer: true,
             spread_ticks: true,
             cancel_outrun: true,
-            tls_burst_hold: false,
         }
     }
 }

@@ -107,12 +107,6 @@ pub(super) static KNOBS: &[Knob] = &[
         |c| Some(Slot::Bool(&mut c.fanout.tuning.cancel_outrun)),
     ),
     Knob::refresh(
-        "fanout.tuning.tls_burst_hold",
-        KnobKind::Bool,
-        "two silent TLS handshakes: the next broker waits the ceiling, once",
-        |c| Some(Slot::Bool(&mut c.fanout.tuning.tls_burst_hold)),
-    ),
-    Knob::refresh(
         "fanout.tuning.spread_ticks",
         KnobKind::Bool,
         "on a fast network, start a tick's n attempts delay/n apart and drop the rest once one answers",

@@ -15,11 +15,8 @@
 //!    `stagger.rs`):
 //!    the growth's count (one in a gentle refresh, whose timer waits `pace` for a connect
 //!    and `ceiling` for a connected broker), the first now and the rest spread
-//!    ([`Refresh::on_stagger`]); with two fresh connections silent in their TLS handshakes
-//!    the timer waits `ceiling`, once per refresh (`fanout.tuning.tls_burst_hold`,
-//!    [`Refresh::tls_burst_held`]);
-//! 4. a spread partner is due, no broker has answered and no TLS hold is on
-//!    ([`Refresh::on_spread`]);
+//!    ([`Refresh::on_stagger`]);
+//! 4. a spread partner is due and no broker has answered ([`Refresh::on_spread`]);
 //! 5. at a tick with the throttle full, in place of the newest silent suspect it supersedes
 //!    (`TickStep::ReplaceFull`), or, out of hedge budget with every broker in flight
 //!    silent, in place of one (`TickStep::ReplaceInPlace`);
@@ -86,12 +83,6 @@ pub(super) struct Ticks {
     /// The longest wait for a first answer that came late (after its broker was suspected):
     /// queueing seen in this refresh, the evidence of an overload (zero while none).
     pub(super) queueing: Duration,
-    /// A tick has waited out a TLS burst's hold (`fanout.tuning.tls_burst_hold`): brokers
-    /// silent that long are not merely queued, and the rest of the refresh walks at its pace.
-    pub(super) tls_hold_spent: bool,
-    /// An attempt of this refresh said a TLS handshake follows its connect: the refresh's
-    /// listener is TLS, so an attempt still connecting will have one too.
-    pub(super) tls_seen: bool,
 }
 
 impl Ticks {
@@ -104,8 +95,6 @@ impl Ticks {
             spread_suspects: 0,
             superseded: 0,
             queueing: Duration::ZERO,
-            tls_hold_spent: false,
-            tls_seen: false,
         }
     }
 }
@@ -136,9 +125,6 @@ impl Refresh {
     pub(super) fn on_stagger(&mut self, now: Instant) {
         self.timers.stop(TimerKind::Stagger);
         self.timers.stop(TimerKind::Spread);
-        if self.ticks.leader.is_some_and(|n| self.tls_burst_held(n)) {
-            self.ticks.tls_hold_spent = true;
-        }
         let want = match self.config.fanout.growth {
             Growth::Linear(n) => n.max(1),
             Growth::Exponential(factor) => {
@@ -243,7 +229,7 @@ impl Refresh {
         self.timers.stop(TimerKind::Spread);
         let left = core::mem::take(&mut self.ticks.spread_left);
         let step = match self.tick_step() {
-            Some(step @ (TickStep::Add | TickStep::ReplaceFull)) if left > 0 && !self.tls_burst_holds() => step,
+            Some(step @ (TickStep::Add | TickStep::ReplaceFull)) if left > 0 => step,
             _ => return,
         };
         let leader = self.ticks.leader;

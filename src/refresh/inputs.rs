@@ -35,9 +35,7 @@ impl Refresh {
 
     /// The transport is up: older attempts still connecting long after are outrun
     /// (`fanout.tuning.cancel_outrun`), and an adaptive stagger now counts from the
-    /// handshake (at the TLS pace when `tls`), so the leader's armed tick moves — as it does
-    /// when this attempt and the leader make a TLS burst's hold
-    /// (`fanout.tuning.tls_burst_hold`).
+    /// handshake (at the TLS pace when `tls`), so the leader's armed tick moves.
     fn on_connected(&mut self, now: Instant, n: u32, tls: bool) -> bool {
         let info = self.attempts.info_mut(n);
         if info.connected_at.is_some() {
@@ -45,14 +43,8 @@ impl Refresh {
         }
         info.connected_at = Some(now);
         info.tls = tls;
-        self.ticks.tls_seen |= tls && !info.reused_connection;
         self.cancel_outrun(now, n);
-        if tls && self.tls_burst_holds() {
-            // The rest of a spread tick waits with the tick (`fanout.tuning.tls_burst_hold`).
-            self.timers.stop(TimerKind::Spread);
-            self.ticks.spread_left = 0;
-        }
-        if let Some(leader) = self.ticks.leader.filter(|&l| l == n || tls) {
+        if let Some(leader) = self.ticks.leader.filter(|&l| l == n) {
             if self.timers.get(TimerKind::Stagger).is_some() {
                 self.timers.set(TimerKind::Stagger, Some(self.stagger_deadline(leader)));
             }

@@ -11,7 +11,6 @@ mod resolve;
 mod retry;
 mod stagger;
 mod timers;
-mod tls_hold;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;

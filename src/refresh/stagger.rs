@@ -40,12 +40,7 @@ impl Refresh {
             }
             Stagger::Adaptive(a) => {
                 let (from, delay) = match info.connected_at {
-                    Some(at) => {
-                        let wait = self.fast_connected_wait(a, info, at);
-                        // Two brokers silent in their TLS handshakes: a queue more likely than
-                        // two stopped brokers (`fanout.tuning.tls_burst_hold`).
-                        (at, if self.tls_burst_held(n) { wait.max(a.ceiling) } else { wait })
-                    }
+                    Some(at) => (at, self.fast_connected_wait(a, info, at)),
                     None => (info.started_at, a.before_connect(self.recent_response_time)),
                 };
                 (
@@ -63,7 +58,7 @@ impl Refresh {
 
     /// How long the fast policy lets attempt `info`, connected `at`, stay silent: twice its
     /// broker's pace or handshake ([`Adaptive::while_connected`]); a kept connection at most
-    /// `cold`. The stagger waits this outside a gentle refresh and a TLS hold, and a first
+    /// `cold`. The stagger waits this outside a gentle refresh, and a first
     /// answer later than this is a queue ([`Refresh::saw_queue`]).
     pub(super) fn fast_connected_wait(&self, a: Adaptive, info: &AttemptInfo, at: Instant) -> Duration {
         let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info), info.tls);

@@ -50,9 +50,6 @@ fn policies(stopped: usize, listener: Listener) -> Vec<(&'static str, Vec<(&'sta
         p.push(("TLS-blind prior (silent_tls 12 ms)", vec![("fanout.stagger.adaptive.silent_tls", "12ms")]));
         // Between the two: what a shorter TLS prior would trade.
         p.push(("silent_tls 16 ms", vec![("fanout.stagger.adaptive.silent_tls", "16ms")]));
-        // A long-lived client's hold (its default): what it costs past stopped brokers and
-        // what it saves in a burst, with everything else as the one-shot default.
-        p.push(("TLS burst hold (tls_burst_hold, a Client's default)", vec![("fanout.tuning.tls_burst_hold", "true")]));
     }
     // The silence rule the broker pace replaced: a connected broker suspected 2 × the TCP
     // handshake after it, floored at 2 ms (the kernel's pace, not the broker's).
@@ -219,25 +216,20 @@ impl Bench {
         }
         // The same burst of new long-lived `Client`s (seeds shuffled per client, as
         // `ClusterConfig::default()` does): bootstrapping as configured (gentle until calm),
-        // fast from the start with the TLS burst hold and without, and fast but saying a
-        // failover is likely (`StaleMetadata`, gentle).
-        let kinds: [(&str, bool, bool, Option<RefreshCause>); 4] = [
-            ("Client, bootstrap (default: gentle until calm, seeds shuffled, TLS bursts held)", true, true, None),
-            ("Client, bootstrap, fast start (gentle_until_calm false)", true, false, None),
-            ("Client, bootstrap, fast start, no TLS hold (tls_burst_hold false)", false, false, None),
-            ("Client, fast start, cause StaleMetadata (gentle)", true, false, Some(RefreshCause::StaleMetadata)),
+        // fast from the start, and fast but saying a failover is likely (`StaleMetadata`,
+        // gentle).
+        let kinds: [(&str, bool, Option<RefreshCause>); 3] = [
+            ("Client, bootstrap (default: gentle until calm, seeds shuffled)", true, None),
+            ("Client, bootstrap, fast start (gentle_until_calm false)", false, None),
+            ("Client, fast start, cause StaleMetadata (gentle)", false, Some(RefreshCause::StaleMetadata)),
         ];
-        for (policy, hold, gentle_until_calm, cause) in kinds {
-            if !hold && listener != Listener::SaslSsl {
-                continue;
-            }
+        for (policy, gentle_until_calm, cause) in kinds {
             let mut cell = Cell::default();
             for rep in 0..reps {
                 let mut tasks = tokio::task::JoinSet::new();
                 for c in 0..clients {
-                    let mut refresh =
+                    let refresh =
                         ClusterConfig::long_lived(RefreshConfig::default()).with_seed((rep * clients + c) as u64);
-                    refresh.fanout.tuning.tls_burst_hold = hold;
                     let config = ClusterConfig { refresh, gentle_until_calm, ..ClusterConfig::default() };
                     let o = self.cluster.options(listener, refresh)?;
                     let options = ClientOptions { exchange: o.exchange, tls: o.tls, ..ClientOptions::default() };

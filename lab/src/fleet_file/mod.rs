@@ -158,6 +158,10 @@ pub struct Run {
     pub metadata_per_100ms: Vec<Vec<u32>>,
     /// Every measured refresh, by client.
     pub refresh_list: Vec<RefreshEntry>,
+    /// Beside each of `refresh_list`, in its order: why it ran, what it opened and where its
+    /// winner's time went; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_details: Option<Vec<RefreshDetail>>,
     /// Over SASL_SSL: what the forwarders saw of TLS and the request logs of ApiVersions.
     #[serde(flatten)]
     pub secured: Option<SecuredCounts>,
@@ -261,6 +265,35 @@ pub struct RefreshEntry(
     /// Attempts the refresh started.
     pub u64,
 );
+
+/// Why one measured refresh ran and where its time went: tells apart, within one run, the
+/// clients that reconnected from those that asked on a kept connection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RefreshDetail {
+    /// The cause the client gave (`RefreshCause::name`).
+    pub cause: String,
+    /// Connections the client opened during the refresh.
+    pub opened: u64,
+    /// The winning attempt, if one answered: whether it ran on a kept connection, and when
+    /// (µs after the refresh started) it started, connected, first answered and ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winner: Option<WinnerTimes>,
+}
+
+/// The winning attempt of a refresh, from `Client::last_refresh`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WinnerTimes {
+    /// Whether it ran on a connection kept from an earlier refresh.
+    pub reused: bool,
+    /// When it started (µs after the refresh started).
+    pub started_us: u64,
+    /// When its transport came up (a kept connection's: when it started).
+    pub connected_us: Option<u64>,
+    /// When its broker first answered (over TLS on a fresh connection: the handshake done).
+    pub answered_us: Option<u64>,
+    /// When it ended with the metadata.
+    pub ended_us: Option<u64>,
+}
 
 /// Per broker, over SASL_SSL: TLS handshakes as the forwarders saw them, and the ApiVersions
 /// the request logs show.

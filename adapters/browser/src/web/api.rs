@@ -44,8 +44,6 @@ export interface Tuning {
   spread_ticks: boolean;
   /** When an attempt connects, cancel older ones still connecting well past its handshake (`outrun`). */
   cancel_outrun: boolean;
-  /** Two fresh connections silent in their TLS handshakes: the next broker waits the ceiling, once per refresh (a long-lived client's default). */
-  tls_burst_hold: boolean;
 }
 export interface Fanout {
   initial: number; stagger: Stagger; growth: Growth; max_in_flight: number; jitter: number; tuning: Tuning;

@@ -152,11 +152,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use stagger::kafka::sasl::{Sasl, Secret};
+use stagger::report::AttemptOutcome;
 use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng, Stagger};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
 use stagger_lab::fleet_file::{
-    Calibration, FirstChoiceCounts, Fit, FleetFile, Fresh, Idle, RefreshEntry, Run, SecuredCalibration, SecuredCounts,
-    SecuredFit, Spread,
+    Calibration, FirstChoiceCounts, Fit, FleetFile, Fresh, Idle, RefreshDetail, RefreshEntry, Run, SecuredCalibration,
+    SecuredCounts, SecuredFit, Spread, WinnerTimes,
 };
 use stagger_tokio::{Client, ClientOptions, ExchangeConfig, RefreshOptions, TlsOptions};
 use tokio::runtime::Runtime;
@@ -396,8 +397,8 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
             refresh.set(&format!("fanout.tuning.{}", &other["adaptive-with-".len()..]), "true")?;
             refresh
         }
-        // What a `Client` runs by default (`ClusterConfig::default()`: seeds shuffled, TLS
-        // bursts held), or that with one fan-out rule off.
+        // What a `Client` runs by default (`ClusterConfig::default()`: seeds shuffled), or
+        // that with one fan-out rule off.
         other if other == "long-lived" || other.starts_with("long-lived-without-") => {
             let mut refresh = ClusterConfig::long_lived(RefreshConfig::adaptive());
             if let Some(switch) = other.strip_prefix("long-lived-without-") {
@@ -606,6 +607,9 @@ fn main() -> Res<()> {
                 run.broker_cpu_peak_ms_per_100ms.clone().unwrap_or_default(),
                 t.elapsed().as_secs_f64()
             );
+            for line in breakdown(&run) {
+                eprintln!("fleet_real:     {line}");
+            }
             runs.push(run);
         }
     }
@@ -973,6 +977,7 @@ struct Refresh {
     took_us: Option<u64>,
     attempts: u64,
     error: Option<String>,
+    detail: RefreshDetail,
 }
 
 fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
@@ -1057,7 +1062,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                         let attempts = client.last_refresh();
                         first_choice = attempts.first().map(|a| {
                             let how = match &a.outcome {
-                                stagger::report::AttemptOutcome::Cancelled(reason) => format!("cancelled {reason:?}"),
+                                AttemptOutcome::Cancelled(reason) => format!("cancelled {reason:?}"),
                                 other => other.name().to_string(),
                             };
                             let how =
@@ -1157,11 +1162,27 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
             let show = args.show_attempts;
             set.spawn(async move {
                 tokio::time::sleep_until(at).await;
-                let before = client.stats().attempts;
+                let before = client.stats();
                 let asked = Instant::now();
                 let result = tokio::time::timeout(GIVE_UP, client.refresh_because(cause.0, cause.1.as_deref())).await;
                 let took = asked.elapsed();
-                let attempts = client.stats().attempts - before;
+                let after = client.stats();
+                let attempts = after.attempts - before.attempts;
+                let us = |d: Duration| d.as_micros() as u64;
+                let winner = client.last_refresh().iter().find(|a| matches!(a.outcome, AttemptOutcome::Won)).map(|a| {
+                    WinnerTimes {
+                        reused: a.reused_connection,
+                        started_us: us(a.started),
+                        connected_us: a.connected.map(us),
+                        answered_us: a.answered.map(us),
+                        ended_us: a.ended.map(us),
+                    }
+                });
+                let detail = RefreshDetail {
+                    cause: cause.0.name().into(),
+                    opened: after.connections_opened - before.connections_opened,
+                    winner,
+                };
                 if show.is_some_and(|k| attempts >= k) {
                     let ms = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.1}", d.as_secs_f64() * 1e3));
                     let rows: Vec<String> = client
@@ -1176,11 +1197,20 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                 }
                 let asked_us = asked.saturating_duration_since(t0).as_micros() as u64;
                 match result {
-                    Ok(Ok(_)) => {
-                        Refresh { client: i, asked_us, took_us: Some(took.as_micros() as u64), attempts, error: None }
+                    Ok(Ok(_)) => Refresh {
+                        client: i,
+                        asked_us,
+                        took_us: Some(took.as_micros() as u64),
+                        attempts,
+                        error: None,
+                        detail,
+                    },
+                    Ok(Err(e)) => {
+                        Refresh { client: i, asked_us, took_us: None, attempts, error: Some(e.to_string()), detail }
                     }
-                    Ok(Err(e)) => Refresh { client: i, asked_us, took_us: None, attempts, error: Some(e.to_string()) },
-                    Err(_) => Refresh { client: i, asked_us, took_us: None, attempts, error: Some("gave up".into()) },
+                    Err(_) => {
+                        Refresh { client: i, asked_us, took_us: None, attempts, error: Some("gave up".into()), detail }
+                    }
                 }
             });
         }
@@ -1423,6 +1453,49 @@ fn peak_in_window(sorted: &[u64], window: u64) -> usize {
     best
 }
 
+/// A run's refreshes grouped by cause and by whether the winner ran on a kept connection,
+/// each group with its time to metadata and the median of where its winners' time went: so a
+/// difference between strategies shows whether the clients that reconnected or everyone
+/// were slower.
+fn breakdown(run: &Run) -> Vec<String> {
+    let Some(details) = &run.refresh_details else { return Vec::new() };
+    /// The refreshes of one group: each one's time to metadata and its detail.
+    type Group<'a> = Vec<(Option<u64>, &'a RefreshDetail)>;
+    let mut groups: std::collections::BTreeMap<(String, &str), Group> = Default::default();
+    for (entry, detail) in run.refresh_list.iter().zip(details) {
+        let kept = match detail.winner {
+            Some(w) if w.reused => "kept",
+            Some(_) => "fresh",
+            None => "failed",
+        };
+        groups.entry((detail.cause.clone(), kept)).or_default().push((entry.2, detail));
+    }
+    // Nearest rank, in ms; "-" for none.
+    let quantile = |mut v: Vec<u64>, q: f64| -> String {
+        v.sort_unstable();
+        let rank = ((v.len() as f64 * q) as usize).min(v.len().saturating_sub(1));
+        v.get(rank).map_or("-".into(), |&us| format!("{:.1}", us as f64 / 1e3))
+    };
+    let median = |v: Vec<u64>| quantile(v, 0.5);
+    groups
+        .into_iter()
+        .map(|((cause, kept), rows)| {
+            let took = median(rows.iter().filter_map(|r| r.0).collect());
+            let p99 = quantile(rows.iter().filter_map(|r| r.0).collect(), 0.99);
+            let opened: u64 = rows.iter().map(|r| r.1.opened).sum();
+            let phase = |f: fn(&WinnerTimes) -> Option<u64>| median(rows.iter().filter_map(|r| r.1.winner.and_then(|w| f(&w))).collect());
+            format!(
+                "{cause:<17} {kept:<6} n {:>3}  p50 {took:>6} ms  p99 {p99:>6} ms  opened {opened:>3}  winner's median started/connected/answered/ended {}/{}/{}/{} ms",
+                rows.len(),
+                phase(|w| Some(w.started_us)),
+                phase(|w| w.connected_us),
+                phase(|w| w.answered_us),
+                phase(|w| w.ended_us),
+            )
+        })
+        .collect()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn summarise(
     lab: &Lab,
@@ -1509,6 +1582,7 @@ fn summarise(
         warmup_broker_api_versions_time: warm_api_latency,
         metadata_per_100ms: buckets_all,
         refresh_list: refreshes.iter().map(|r| RefreshEntry(r.client, r.asked_us, r.took_us, r.attempts)).collect(),
+        refresh_details: Some(refreshes.iter().map(|r| r.detail.clone()).collect()),
         secured: sasl_ssl.then(|| SecuredCounts {
             api_versions_logged_per_broker: logs
                 .iter()
