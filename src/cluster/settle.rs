@@ -27,7 +27,11 @@ impl Cluster {
                         self.first_answer_times.observe(first.saturating_since(up));
                     }
                 }
-                (true, Some(up), Some(first)) => self.kept_answer_times.observe(first.saturating_since(up)),
+                // A kept connection's first answer is its ApiVersions' only where the refresh
+                // probed (`Refresh::probes_kept_connections`); elsewhere it is the Metadata's.
+                (true, Some(up), Some(first)) if done.probes_kept_connections() => {
+                    self.kept_answer_times.observe(first.saturating_since(up))
+                }
                 _ => {}
             }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());

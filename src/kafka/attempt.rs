@@ -107,6 +107,12 @@ impl KafkaAttempt {
         KafkaAttempt::with_exchange(attempt, Exchange::resumed(config), plaintext, false)
     }
 
+    /// The conversation of `attempt` on a kept connection whose broker agreed on Metadata
+    /// `version` earlier ([`Exchange::resumed_at`]): Metadata alone, its answer the first.
+    pub fn resumed_at(attempt: AttemptId, config: &ExchangeConfig, plaintext: bool, version: i16) -> KafkaAttempt {
+        KafkaAttempt::with_exchange(attempt, Exchange::resumed_at(config, version), plaintext, false)
+    }
+
     fn with_exchange(attempt: AttemptId, exchange: Exchange, plaintext: bool, tls_handshake: bool) -> KafkaAttempt {
         KafkaAttempt {
             attempt,

@@ -155,6 +155,19 @@ impl Exchange {
         exchange
     }
 
+    /// Create for a connection kept from an earlier exchange that agreed on Metadata
+    /// `version` with its broker: Metadata alone, one request and one visit to the broker,
+    /// as a client that keeps its connections asks. Its answer is the broker's first
+    /// ([`Exchange::has_answered`]), so use it where nothing needs an earlier sign of life:
+    /// see [`crate::Refresh::probes_kept_connections`].
+    pub fn resumed_at(config: &ExchangeConfig, version: i16) -> Exchange {
+        let mut exchange = Exchange::idle(config, None);
+        exchange.sasl = None;
+        exchange.metadata_version = Some(version);
+        exchange.send_metadata(version);
+        exchange
+    }
+
     /// An exchange with nothing sent yet.
     fn idle(config: &ExchangeConfig, expected: Option<BrokerIdentity>) -> Exchange {
         Exchange {

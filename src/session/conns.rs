@@ -42,6 +42,20 @@ pub(super) struct Conn {
     /// While draining: what it is offered as once its Metadata answer comes
     /// ([`crate::Cluster::keep_drained`]), and when it is closed if that answer has not come.
     pub(super) draining: Option<(Drain, Instant)>,
+    /// The Metadata version its broker agreed to in its latest exchange: a later attempt on
+    /// it may ask for Metadata alone at that version (`KafkaAttempt::resumed_at`).
+    pub(super) metadata_version: Option<i16>,
+}
+
+impl Conn {
+    /// Keeps it idle between refreshes, remembering the Metadata version its exchange agreed.
+    pub(super) fn keep(&mut self) {
+        if let Some(version) = self.kafka.take().and_then(|k| k.metadata_version()) {
+            self.metadata_version = Some(version);
+        }
+        self.attempt = None;
+        self.draining = None;
+    }
 }
 
 /// See the module documentation.
@@ -72,6 +86,7 @@ impl Conns {
             ended: false,
             gone: false,
             draining: None,
+            metadata_version: None,
         });
         let last = self.list.len() - 1;
         &mut self.list[last]

@@ -163,8 +163,7 @@ impl Session {
             Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => return,
         };
         if kept {
-            conn.kafka = None;
-            conn.draining = None;
+            conn.keep();
         } else {
             let gone = conn.gone;
             self.conns.remove(id);
@@ -193,9 +192,14 @@ impl Session {
             ClusterEvent::Reuse { attempt, broker } => {
                 self.notes.started(attempt);
                 self.observe_started(attempt);
-                let resumed = KafkaAttempt::resumed(attempt, &self.config.exchange, !self.config.tls);
+                let probe = self.cluster.current().is_none_or(|r| r.probes_kept_connections());
+                let (exchange, plaintext) = (&self.config.exchange, !self.config.tls);
                 match self.conns.kept(broker) {
                     Some(conn) => {
+                        let resumed = match conn.metadata_version.filter(|_| !probe) {
+                            Some(version) => KafkaAttempt::resumed_at(attempt, exchange, plaintext, version),
+                            None => KafkaAttempt::resumed(attempt, exchange, plaintext),
+                        };
                         let kafka = conn.kafka.insert(resumed);
                         kafka.handle_connected();
                         conn.attempt = Some(attempt);
@@ -238,8 +242,7 @@ impl Session {
             }
             ClusterEvent::Keep { attempt, broker } => match self.conns.by_attempt(attempt) {
                 Some(conn) if !self.config.one_shot && !conn.gone => {
-                    conn.attempt = None;
-                    conn.kafka = None;
+                    conn.keep();
                     conn.ended = false;
                 }
                 // One refresh only (or the winner's connection already went): nothing kept.

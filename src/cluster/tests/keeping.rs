@@ -361,6 +361,44 @@ fn a_silent_kept_connection_is_suspected_on_kept_answers_not_on_a_slow_cold_star
     assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
 }
 
+/// A gentle refresh asks a kept connection for Metadata alone, so its first answer is the
+/// Metadata answer, slow in a storm: it does not teach the window what a kept connection's
+/// first answer (an ApiVersions) takes, and a later fast refresh still suspects a silent
+/// kept connection on the calm refreshes' pace.
+#[test]
+fn a_gentle_refresh_does_not_teach_the_pace_of_kept_connections() {
+    let (mut cluster, answer) = slow_cold_start();
+    let refresh = |cluster: &mut Cluster, at: u64, cause: RefreshCause, answered_after: u64| {
+        cluster.request_refresh_because(ms(at), cause, None);
+        let probes = cluster.current().unwrap().probes_kept_connections();
+        let [(attempt, _)] = connects(&events(cluster))[..] else { panic!("the kept connection") };
+        cluster.handle_input(ms(at), Input::Connected { attempt, tls: false });
+        cluster.handle_input(ms(at + answered_after), Input::FirstFrame { attempt });
+        cluster.handle_input(ms(at + answered_after + 1), Input::Response { attempt, metadata: answer.clone() });
+        events(cluster);
+        probes
+    };
+    // Calm refreshes: first answers after 1 ms.
+    for k in 1..=4u64 {
+        assert!(refresh(&mut cluster, k * 1_000, RefreshCause::Requested, 1), "fast: probed");
+    }
+    // A storm's gentle refreshes: Metadata alone, answered after 300 ms.
+    for k in 5..=8u64 {
+        assert!(!refresh(&mut cluster, k * 1_000, RefreshCause::StaleMetadata, 300), "gentle: not probed");
+    }
+    // Gentle until calm: this one answers at once, and the next is fast again.
+    assert!(!refresh(&mut cluster, 9_000, RefreshCause::Requested, 1));
+    let start = ms(10_000);
+    cluster.request_refresh(start);
+    assert!(cluster.current().unwrap().probes_kept_connections());
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+    cluster.handle_input(start, Input::Connected { attempt, tls: false });
+    let wait = cluster.poll_timeout().expect("the stagger timer").saturating_since(start);
+    // The floor (10 ms), jittered, as after the calm refreshes alone; had the 300 ms answers
+    // taught the window, `cold` (40 ms).
+    assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
+}
+
 /// A default cluster over `a:9092` whose bootstrap over TLS took a 30 ms handshake (a cold
 /// start's queue) and discovered `a`, `b` and `c`; returns it and that metadata.
 fn slow_cold_start() -> (Cluster, Metadata) {

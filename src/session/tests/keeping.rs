@@ -3,21 +3,47 @@
 
 use super::*;
 
-#[test]
-fn the_next_refresh_reuses_the_kept_connection_without_a_dial() {
-    let mut s = session(config());
+/// The second refresh of `config`'s session, asked `because`, on the connection the first
+/// kept: what the broker was asked for, in order.
+fn second_refresh_on_the_kept_connection(config: SessionConfig, because: RefreshCause) -> Vec<ApiKey> {
+    let mut s = session(config);
     let mut broker = Broker::default();
     let (conn, _) = healthy_refresh(&mut s, &mut broker);
     assert_eq!(s.kept_connection(), Some(conn));
-    let epoch = s.request_refresh(ms(10));
+    let epoch = s.request_refresh_because(ms(10), because, None);
     let sends = actions(&mut s);
     assert!(dials(&sends).is_empty(), "{sends:?}");
-    assert!(matches!(&sends[..], [Action::Send { conn: c, .. }] if *c == conn), "ApiVersions on the kept conn");
+    assert!(matches!(&sends[..], [Action::Send { conn: c, .. }] if *c == conn), "one request on the kept conn");
     let all = serve(&mut s, ms(11), conn, &mut broker, sends);
     assert_eq!(refreshed(&all), Some(epoch));
-    assert_eq!(broker.seen, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ApiVersions, ApiKey::Metadata]);
     assert_eq!((s.stats().connections_opened, s.stats().connections_reused), (1, 1));
     assert_eq!(s.kept_connection(), Some(conn), "kept again");
+    broker.seen
+}
+
+/// The fast adaptive policy probes a kept connection with ApiVersions before its Metadata:
+/// that answer tells a broker busy over a large Metadata answer from a hung one.
+#[test]
+fn the_next_refresh_reuses_the_kept_connection_without_a_dial() {
+    let mut config = config();
+    config.cluster.refresh.fanout.stagger = Stagger::Adaptive(Adaptive::default());
+    config.cluster.gentle_until_calm = false;
+    let seen = second_refresh_on_the_kept_connection(config, RefreshCause::Requested);
+    assert_eq!(seen, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ApiVersions, ApiKey::Metadata]);
+}
+
+/// A refresh that reads no first answer asks a kept connection for Metadata alone, at the
+/// version its broker agreed to on it: a gentle one (a failover is likely) and a fixed
+/// stagger. One request, one visit to the broker.
+#[test]
+fn a_gentle_refresh_or_a_fixed_stagger_asks_a_kept_connection_for_metadata_alone() {
+    let mut adaptive = config();
+    adaptive.cluster.refresh.fanout.stagger = Stagger::Adaptive(Adaptive::default());
+    adaptive.cluster.gentle_until_calm = false;
+    let gentle = second_refresh_on_the_kept_connection(adaptive, RefreshCause::StaleMetadata);
+    assert_eq!(gentle, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Metadata]);
+    let fixed = second_refresh_on_the_kept_connection(config(), RefreshCause::Requested);
+    assert_eq!(fixed, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Metadata]);
 }
 
 #[test]
@@ -94,11 +120,11 @@ fn a_loser_owing_its_metadata_is_kept_as_a_spare_and_the_next_hedge_runs_on_it()
     let hedge = actions(&mut s);
     assert!(dials(&hedge).is_empty(), "the hedge opens no connection: {hedge:?}");
     let sends = sends_on(&hedge, c2);
-    assert_eq!(sends.len(), 1, "ApiVersions on the spare: {hedge:?}");
+    assert_eq!(sends.len(), 1, "Metadata alone on the spare (a fixed stagger): {hedge:?}");
     let mut two = Broker::default();
     let all = serve(&mut s, ms(1_501), c2, &mut two, hedge);
     assert_eq!(refreshed(&all), Some(epoch), "{all:?}");
-    assert_eq!(two.seen, [ApiKey::ApiVersions, ApiKey::Metadata], "no SASL or handshake to pay again");
+    assert_eq!(two.seen, [ApiKey::Metadata], "no SASL, handshake or ApiVersions to pay again");
     // b1 is home (its bootstrap's first choice won): its connection drains rather than
     // closing, and, silent to the end of the drain's time, is then closed.
     assert!(closes(&all).is_empty(), "b1, home, drains: {all:?}");

@@ -2,7 +2,7 @@
 //! own test helpers): each test is a table of host events and the actions they must cause.
 
 use super::*;
-use crate::config::{ClusterConfig, RefreshConfig, Stagger};
+use crate::config::{Adaptive, ClusterConfig, RefreshConfig, Stagger};
 use crate::error::{AttemptError, ErrorKind};
 use crate::kafka::exchange::tests::sasl::{sasl_api_versions, ScramServer, PASSWORD};
 use crate::kafka::exchange::tests::{cluster, response};

@@ -117,10 +117,22 @@ impl Engine {
                         // The oracle knows the broker is healthy: Metadata at once.
                         self.send_metadata(client, attempt, broker, draw, None)
                     } else if self.is_live(ci, attempt) {
-                        let at = self.now + (draw.rtt / 2) as u64;
-                        self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: true });
-                        // A kept connection is secured already: no TLS handshake follows.
-                        self.deliver(ci, Input::Connected { attempt, tls: false });
+                        // A kept connection is secured already: no TLS handshake follows. The
+                        // fast policy probes it with ApiVersions; a gentle refresh and a fixed
+                        // stagger ask for Metadata alone (`Refresh::probes_kept_connections`).
+                        let probes = self.clients[ci]
+                            .cluster
+                            .as_ref()
+                            .and_then(|c| c.current())
+                            .is_none_or(|r| r.probes_kept_connections());
+                        if probes {
+                            let at = self.now + (draw.rtt / 2) as u64;
+                            self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: true });
+                            self.deliver(ci, Input::Connected { attempt, tls: false });
+                        } else {
+                            self.deliver(ci, Input::Connected { attempt, tls: false });
+                            self.send_metadata(client, attempt, broker, draw, None);
+                        }
                     }
                 }
                 Ev::TlsArrive { client, attempt, broker, draw } => {
@@ -198,6 +210,16 @@ impl Engine {
                     if self.clients[ci].cluster.is_none() {
                         self.finish_measured(ci, true);
                     } else if self.take_live(ci, attempt) {
+                        // Metadata alone on a kept connection: its answer is the broker's first.
+                        let first_answer = self.clients[ci]
+                            .cluster
+                            .as_ref()
+                            .and_then(|c| c.current())
+                            .and_then(|r| r.attempt(attempt))
+                            .is_some_and(|a| a.first_frame_at.is_none());
+                        if first_answer {
+                            self.deliver(ci, Input::FirstFrame { attempt });
+                        }
                         let input = Input::Response { attempt, metadata: self.metadata.clone() };
                         self.deliver(ci, input);
                     } else {

@@ -328,3 +328,19 @@ fn a_resumed_exchange_skips_sasl() {
     exchange.handle_bytes(&response(header.correlation_id, 13, &cluster()));
     assert_eq!(outcome(&mut exchange), Ok(cluster_metadata(13)));
 }
+
+/// A kept connection whose broker agreed on Metadata v12 earlier, resumed where nothing
+/// reads an earlier sign of life: Metadata alone at v12, no ApiVersions and no SASL; its
+/// answer is the broker's first.
+#[test]
+fn a_resumed_exchange_at_a_known_version_asks_for_metadata_alone() {
+    let mut exchange = Exchange::resumed_at(&config(scram(ScramHash::Sha512)), 12);
+    assert_eq!(exchange.metadata_version(), Some(12));
+    let (header, _) = take_request(&mut exchange);
+    assert_eq!((header.request_api_key, header.request_api_version), (ApiKey::Metadata as i16, 12));
+    assert!(exchange.poll_transmit().is_none(), "one request");
+    assert!(!exchange.has_answered());
+    exchange.handle_bytes(&response(header.correlation_id, 12, &cluster()));
+    assert!(exchange.has_answered());
+    assert_eq!(outcome(&mut exchange), Ok(cluster_metadata(12)));
+}
