@@ -64,7 +64,9 @@
 //! `--show-attempts K` (print every attempt of each measured refresh that started K or more:
 //! `Client::last_refresh`, to see where extra connections came from), `--no-practice-storm`
 //! (skip the uncounted storm run before the measured ones: the first storm a cluster meets is
-//! slower whichever strategy faces it), `--broker-property KEY=VALUE` (repeatable: a line for
+//! slower whichever strategy faces it), `--practice-each` (an uncounted storm of each strategy
+//! right before its measured one instead: the brokers' JIT compilers then meet the strategy's
+//! mix of requests before the measurement, where otherwise they may work during it), `--broker-property KEY=VALUE` (repeatable: a line for
 //! every broker's `server.properties`, such as KIP-612's `max.connection.creation.rate=20`, to
 //! run the fleet against brokers that throttle new connections), `--storm-connection-rate R`
 //! (the same protection at `R` connections per second per broker, set through the cluster's
@@ -267,6 +269,10 @@ struct Args {
     show_attempts: Option<u64>,
     /// Run one uncounted storm before the measured ones.
     practice_storm: bool,
+    /// Run an uncounted storm of each strategy right before its measured one
+    /// (`--practice-each`): the brokers' JIT compilers then meet the strategy's mix of
+    /// requests before the measurement, not during it.
+    practice_each: bool,
     listener: Listener,
     /// `KEY=VALUE` lines for every broker's `server.properties` (`--broker-property`).
     broker_properties: Vec<String>,
@@ -305,6 +311,7 @@ fn parse_args() -> Res<Args> {
         gentle_bootstrap: false,
         show_attempts: None,
         practice_storm: true,
+        practice_each: false,
         listener: Listener::Plaintext,
         broker_properties: Vec::new(),
         storm_connection_rate: None,
@@ -338,6 +345,7 @@ fn parse_args() -> Res<Args> {
             "--gentle-bootstrap" => args.gentle_bootstrap = true,
             "--show-attempts" => args.show_attempts = Some(value()?.parse()?),
             "--no-practice-storm" => args.practice_storm = false,
+            "--practice-each" => args.practice_each = true,
             "--broker-property" => args.broker_properties.push(value()?),
             "--storm-connection-rate" => {
                 let rate: f64 = value()?.parse()?;
@@ -350,7 +358,7 @@ fn parse_args() -> Res<Args> {
                 println!(
                     "usage: fleet_real [--clients N] [--warmup N] [--warmup-spacing-ms X] [--window-ms X] \
                      [--storm-ms X] [--settle-ms X] [--seed N] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] \
-                     [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K] [--no-practice-storm] \
+                     [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K] [--no-practice-storm] [--practice-each] \
                      [--broker-property KEY=VALUE]... [--storm-connection-rate R]"
                 );
                 std::process::exit(0);
@@ -576,16 +584,16 @@ fn main() -> Res<()> {
     for &scenario in &args.scenarios {
         // The first storm a cluster meets is slower whichever strategy faces it (measured:
         // `docs/performance/storm.md`), so one storm is run first and not counted.
-        if scenario == Scenario::FailoverStorm && args.practice_storm {
+        let storm = scenario == Scenario::FailoverStorm;
+        if storm && args.practice_storm && !args.practice_each {
             if let Some(name) = args.strategies.first() {
-                let practice = run(&lab, name, scenario)?;
-                eprintln!(
-                    "fleet_real: practice storm ({name}, not counted): p50 {}",
-                    fmt_ms(practice.time_to_metadata.p50_ms)
-                );
+                practice(&lab, name)?;
             }
         }
         for name in &args.strategies {
+            if storm && args.practice_each {
+                practice(&lab, name)?;
+            }
             let t = Instant::now();
             let run = run(&lab, name, scenario)?;
             eprintln!(
@@ -1451,6 +1459,13 @@ fn peak_in_window(sorted: &[u64], window: u64) -> usize {
         best = best.max(end + 1 - start);
     }
     best
+}
+
+/// An uncounted storm of strategy `name`.
+fn practice(lab: &Lab, name: &str) -> Res<()> {
+    let practice = run(lab, name, Scenario::FailoverStorm)?;
+    eprintln!("fleet_real: practice storm ({name}, not counted): p50 {}", fmt_ms(practice.time_to_metadata.p50_ms));
+    Ok(())
 }
 
 /// A run's refreshes grouped by cause and by whether the winner ran on a kept connection,
