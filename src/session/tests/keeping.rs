@@ -21,14 +21,19 @@ fn second_refresh_on_the_kept_connection(config: SessionConfig, because: Refresh
     broker.seen
 }
 
+/// `config()` with the adaptive stagger, fast from its bootstrap.
+fn adaptive_config() -> SessionConfig {
+    let mut config = config();
+    config.cluster.refresh.fanout.stagger = Stagger::Adaptive(Adaptive::default());
+    config.cluster.gentle_until_calm = false;
+    config
+}
+
 /// The fast adaptive policy probes a kept connection with ApiVersions before its Metadata:
 /// that answer tells a broker busy over a large Metadata answer from a hung one.
 #[test]
 fn the_next_refresh_reuses_the_kept_connection_without_a_dial() {
-    let mut config = config();
-    config.cluster.refresh.fanout.stagger = Stagger::Adaptive(Adaptive::default());
-    config.cluster.gentle_until_calm = false;
-    let seen = second_refresh_on_the_kept_connection(config, RefreshCause::Requested);
+    let seen = second_refresh_on_the_kept_connection(adaptive_config(), RefreshCause::Requested);
     assert_eq!(seen, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::ApiVersions, ApiKey::Metadata]);
 }
 
@@ -37,10 +42,7 @@ fn the_next_refresh_reuses_the_kept_connection_without_a_dial() {
 /// stagger. One request, one visit to the broker.
 #[test]
 fn a_gentle_refresh_or_a_fixed_stagger_asks_a_kept_connection_for_metadata_alone() {
-    let mut adaptive = config();
-    adaptive.cluster.refresh.fanout.stagger = Stagger::Adaptive(Adaptive::default());
-    adaptive.cluster.gentle_until_calm = false;
-    let gentle = second_refresh_on_the_kept_connection(adaptive, RefreshCause::StaleMetadata);
+    let gentle = second_refresh_on_the_kept_connection(adaptive_config(), RefreshCause::StaleMetadata);
     assert_eq!(gentle, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Metadata]);
     let fixed = second_refresh_on_the_kept_connection(config(), RefreshCause::Requested);
     assert_eq!(fixed, [ApiKey::ApiVersions, ApiKey::Metadata, ApiKey::Metadata]);

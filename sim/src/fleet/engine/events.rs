@@ -128,9 +128,9 @@ impl Engine {
                         if probes {
                             let at = self.now + (draw.rtt / 2) as u64;
                             self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: true });
-                            self.deliver(ci, Input::Connected { attempt, tls: false });
-                        } else {
-                            self.deliver(ci, Input::Connected { attempt, tls: false });
+                        }
+                        self.deliver(ci, Input::Connected { attempt, tls: false });
+                        if !probes {
                             self.send_metadata(client, attempt, broker, draw, None);
                         }
                     }
