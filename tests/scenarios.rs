@@ -1233,21 +1233,23 @@ fn error_kind_names_match_their_serde_tags() {
     }
 }
 
+/// A kept connection is asked for Metadata alone. The first time, before any kept connection
+/// has answered, it is suspected on the pace of the Metadata answer the bootstrap saw after
+/// its broker's first answer, not on that first answer's.
 #[test]
-fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
+fn a_kept_connection_reads_the_metadata_pace_its_bootstrap_showed() {
     let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
-    // First refresh: a fresh connection whose handshake takes 8 ms, and whose broker answers
-    // 1 ms after it.
+    // First refresh: a fresh connection whose handshake takes 8 ms, whose broker answers
+    // ApiVersions 1 ms after it and Metadata 8 ms after that.
     cluster.request_refresh(ms(0));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
     cluster.handle_input(ms(8), Input::Connected { attempt, tls: false });
     cluster.handle_input(ms(9), Input::FirstFrame { attempt });
-    cluster.handle_input(ms(10), response(attempt));
+    cluster.handle_input(ms(17), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
-    // Second refresh: the kept connection is "up" at once, so its handshake measures
-    // nothing; the cluster's recent 8 ms stands in, longer than the 1 ms broker pace:
-    // suspected 2 × 8 ms after connecting, not at the 10 ms floor (2 × 1 ms).
+    // Second refresh: the kept connection is "up" at once, and asked for Metadata alone:
+    // suspected 2 × 8 ms after, not at the 10 ms floor (2 × the 1 ms first answer).
     cluster.request_refresh(ms(1_000));
     let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
     assert!(cluster.current().unwrap().attempt(attempt).unwrap().reused_connection);
@@ -1256,7 +1258,7 @@ fn a_kept_connection_borrows_the_clusters_recent_handshake_time() {
 }
 
 /// A fresh connection's first answer may end a TLS handshake queued behind a burst of
-/// others; a kept connection's is one ApiVersions request. Once the cluster has seen a kept
+/// others; a kept connection's is one Metadata request. Once the cluster has seen a kept
 /// connection answer, a silent kept connection is suspected at that pace, not at the
 /// handshakes'; before, at most `cold` after it came up: a stopped broker behind a kept
 /// connection costs milliseconds, not twice a burst's handshake.

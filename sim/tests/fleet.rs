@@ -208,8 +208,12 @@ fn warm_spares_are_held_and_spare_a_storm_new_connections() {
     let kept = |c: &FleetConfig| -> Vec<u32> {
         WarmFleet::new(c, &strategy).clusters().flatten().map(|c| c.stats().kept_connections).collect()
     };
-    assert!(kept(&none).iter().all(|&k| k == 1), "{:?}", kept(&none));
-    assert!(kept(&all).iter().all(|&k| k == 2), "{:?}", kept(&all));
+    // Without spares given, a client keeps its winner's connection, and a spare only where
+    // a warm-up refresh hedged past a slow Metadata answer and its loser answered after all.
+    let (bare, given) = (kept(&none), kept(&all));
+    assert!(bare.iter().all(|&k| k == 1 || k == 2), "{bare:?}");
+    assert!(bare.iter().filter(|&&k| k == 2).count() <= bare.len() / 20, "{bare:?}");
+    assert!(given.iter().zip(&bare).all(|(&g, &b)| g == 2.max(b)), "{given:?} against {bare:?}");
     let storm = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::FailoverStorm);
     let (without, with) = (storm(&none), storm(&all));
     check_books(&with, 90);

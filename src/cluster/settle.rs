@@ -16,9 +16,17 @@ impl Cluster {
         let winner_start = done.attempts().find(|(_, a)| a.state == AttemptState::Won).map(|(_, a)| a.started_at);
         let mut discovered_tried = 0u32;
         let mut discovered_failed = 0u32;
+        // What a Metadata request on an authenticated connection takes, as a calm refresh
+        // saw it: a kept connection's answer, or a fresh winner's from its first answer on
+        // (over SASL with the exchange's round trips: more, never less). A refresh that met a
+        // queue (a storm, a cold start's burst) would teach a pace no calm refresh needs.
+        let calm = !done.saw_queue();
         for (_, a) in done.attempts() {
             if let (AttemptState::Won, Some(end)) = (a.state, a.ended_at) {
                 self.response_times.observe(end.saturating_since(a.started_at));
+                if let (false, Some(first), true) = (a.reused_connection, a.first_frame_at, calm) {
+                    self.kept_answer_times.observe(end.saturating_since(first));
+                }
             }
             match (a.reused_connection, a.connected_at, a.first_frame_at) {
                 (false, Some(up), first) => {
@@ -27,11 +35,8 @@ impl Cluster {
                         self.first_answer_times.observe(first.saturating_since(up));
                     }
                 }
-                // A kept connection's first answer is its ApiVersions' only where the refresh
-                // probed (`Refresh::probes_kept_connections`); elsewhere it is the Metadata's.
-                (true, Some(up), Some(first)) if done.probes_kept_connections() => {
-                    self.kept_answer_times.observe(first.saturating_since(up))
-                }
+                // A kept connection is asked for Metadata alone: its first answer is that.
+                (true, Some(up), Some(first)) if calm => self.kept_answer_times.observe(first.saturating_since(up)),
                 _ => {}
             }
             let discovered = self.book.get(a.broker).is_some_and(|e| e.is_discovered());

@@ -101,8 +101,8 @@ impl KafkaAttempt {
     }
 
     /// The conversation of `attempt` on a connection kept from an earlier attempt, for a
-    /// `ClusterEvent::Reuse` ([`Exchange::resumed`]): ApiVersions, then Metadata, with no
-    /// SASL, since the connection authenticated already.
+    /// `ClusterEvent::Reuse` whose Metadata version is not known ([`Exchange::resumed`]):
+    /// ApiVersions, then Metadata, with no SASL, since the connection authenticated already.
     pub fn resumed(attempt: AttemptId, config: &ExchangeConfig, plaintext: bool) -> KafkaAttempt {
         KafkaAttempt::with_exchange(attempt, Exchange::resumed(config), plaintext, false)
     }

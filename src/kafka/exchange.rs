@@ -139,15 +139,13 @@ impl Exchange {
     }
 
     /// Create for a connection kept from an earlier exchange, which authenticated already
-    /// if the config has SASL: ApiVersions (without a cluster check: the connection goes to
-    /// the broker process that answered on it), then Metadata, with no SASL.
+    /// if the config has SASL, when the Metadata version it agreed is not known: ApiVersions
+    /// (without a cluster check: the connection goes to the broker process that answered on
+    /// it), then Metadata, with no SASL. Where the version is known,
+    /// [`Exchange::resumed_at`] asks for Metadata alone.
     ///
-    /// Why ApiVersions again: its answer is the broker's first answer on the attempt, the
-    /// signal that tells a busy broker from a hung one (`Input::FirstFrame`); without it a
-    /// kept connection to a broker slow over Metadata would look silent and draw a hedge to
-    /// a new connection. Why no SASL: a broker authenticates a connection once, and refuses
-    /// a SaslHandshake on an authenticated one (ILLEGAL_SASL_STATE), which would fail every
-    /// reuse over SASL.
+    /// Why no SASL: a broker authenticates a connection once, and refuses a SaslHandshake
+    /// on an authenticated one (ILLEGAL_SASL_STATE), which would fail every reuse over SASL.
     pub fn resumed(config: &ExchangeConfig) -> Exchange {
         let mut exchange = Exchange::idle(config, None);
         exchange.sasl = None;
@@ -158,8 +156,8 @@ impl Exchange {
     /// Create for a connection kept from an earlier exchange that agreed on Metadata
     /// `version` with its broker: Metadata alone, one request and one visit to the broker,
     /// as a client that keeps its connections asks. Its answer is the broker's first
-    /// ([`Exchange::has_answered`]), so use it where nothing needs an earlier sign of life:
-    /// see [`crate::Refresh::probes_kept_connections`].
+    /// ([`Exchange::has_answered`]): the refresh core judges a kept connection's silence by
+    /// the pace of such answers.
     pub fn resumed_at(config: &ExchangeConfig, version: i16) -> Exchange {
         let mut exchange = Exchange::idle(config, None);
         exchange.sasl = None;

@@ -23,8 +23,9 @@ pub struct RefreshContext {
     /// The broker pace: a quantile of recent first answers on fresh connections (handshake →
     /// first answer), the adaptive stagger's measure of how long a live broker stays silent.
     pub first_answer_hint: Option<Duration>,
-    /// The broker pace on kept connections: a quantile of recent first answers there
-    /// (reuse → the ApiVersions answer). A fresh connection's first answer may be a TLS
+    /// The broker pace on kept connections: a quantile of what a Metadata request on an
+    /// authenticated connection took in calm refreshes (a kept connection's answer, a fresh
+    /// winner's from its first answer on). A fresh connection's first answer may be a TLS
     /// handshake, far costlier than one request on an authenticated connection.
     pub kept_answer_hint: Option<Duration>,
     /// The median of the same window: what a kept connection's answer typically takes. A

@@ -19,7 +19,7 @@ use smallvec::SmallVec;
 
 use crate::brokers::{BrokerBook, BrokerIndex};
 use crate::cluster::RefreshCause;
-use crate::config::{RefreshConfig, Stagger};
+use crate::config::RefreshConfig;
 use crate::error::{AttemptError, BrokerFailure, ConfigError};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -321,19 +321,6 @@ impl Refresh {
     /// [`RefreshCause`]).
     pub fn is_gentle(&self) -> bool {
         self.gentle
-    }
-
-    /// Whether an attempt on a kept connection sends ApiVersions before its Metadata
-    /// (`kafka::KafkaAttempt::resumed`) or asks for Metadata alone
-    /// (`kafka::KafkaAttempt::resumed_at`). The fast adaptive policy reads the
-    /// ApiVersions answer: it tells a broker busy over a large Metadata answer from a hung
-    /// one, and sets how long a kept connection may stay silent. A gentle refresh suspects a
-    /// connected broker only at `ceiling` whether it answered or not, and a fixed stagger
-    /// counts from the attempt's start, so theirs save the broker a request and the client a
-    /// visit to it: in a failover storm every client on a kept connection asks at once, at
-    /// brokers busy with the reconnecting clients' handshakes.
-    pub fn probes_kept_connections(&self) -> bool {
-        !self.gentle && matches!(self.config.fanout.stagger, Stagger::Adaptive(_))
     }
 
     /// Whether a broker's first answer came later than the fast policy would have waited

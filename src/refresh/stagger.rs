@@ -57,15 +57,17 @@ impl Refresh {
     }
 
     /// How long the fast policy lets attempt `info`, connected `at`, stay silent: twice its
-    /// broker's pace or handshake ([`Adaptive::while_connected`]); a kept connection at most
-    /// `cold`. The stagger waits this outside a gentle refresh, and a first
-    /// answer later than this is a queue ([`Refresh::saw_queue`]).
+    /// broker's pace or handshake ([`Adaptive::while_connected`]); a kept connection, before
+    /// the view has seen a calm Metadata answer, at most `cold`. The stagger waits this
+    /// outside a gentle refresh, and a first answer later than this is a queue
+    /// ([`Refresh::saw_queue`]).
     pub(super) fn fast_connected_wait(&self, a: Adaptive, info: &AttemptInfo, at: Instant) -> Duration {
         let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info), info.tls);
-        // A kept connection's first answer is one request on an authenticated connection:
-        // silent past `cold`, its broker costs what a blackholed one does, whatever a burst
-        // taught the window.
-        if info.reused_connection {
+        // A kept connection's first answer is its Metadata answer, whose pace calm refreshes
+        // teach (`Cluster::settle`). Without it the pace stands on fresh connections' first
+        // answers, which a cold start's burst of TLS handshakes slows: silent past `cold`, a
+        // kept connection's broker costs what a blackholed one does.
+        if info.reused_connection && self.kept_answer_hint.is_none() {
             wait.min(a.cold.max(a.floor))
         } else {
             wait

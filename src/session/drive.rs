@@ -192,11 +192,11 @@ impl Session {
             ClusterEvent::Reuse { attempt, broker } => {
                 self.notes.started(attempt);
                 self.observe_started(attempt);
-                let probe = self.cluster.current().is_none_or(|r| r.probes_kept_connections());
                 let (exchange, plaintext) = (&self.config.exchange, !self.config.tls);
                 match self.conns.kept(broker) {
                     Some(conn) => {
-                        let resumed = match conn.metadata_version.filter(|_| !probe) {
+                        // Metadata alone, at the version agreed on this connection.
+                        let resumed = match conn.metadata_version {
                             Some(version) => KafkaAttempt::resumed_at(attempt, exchange, plaintext, version),
                             None => KafkaAttempt::resumed(attempt, exchange, plaintext),
                         };

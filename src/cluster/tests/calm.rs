@@ -45,9 +45,10 @@ fn a_view_runs_gently_until_a_refresh_meets_no_queue() {
     assert_eq!(refresh(&mut cluster, 1_000, RefreshCause::RequestTimedOut, 60), (false, 40));
     // So the next plain refresh is gentle again; its answer comes within 1 ms.
     assert_eq!(refresh(&mut cluster, 2_000, RefreshCause::Requested, 1), (true, 2_000));
-    // Calm: fast from now on.
-    assert_eq!(refresh(&mut cluster, 3_000, RefreshCause::Periodic, 1), (false, 40));
-    assert_eq!(refresh(&mut cluster, 4_000, RefreshCause::Requested, 1), (false, 40));
+    // Calm: fast from now on, the kept connection suspected on the pace the calm refresh's
+    // answer showed (1 ms: the 10 ms floor).
+    assert_eq!(refresh(&mut cluster, 3_000, RefreshCause::Periodic, 1), (false, 10));
+    assert_eq!(refresh(&mut cluster, 4_000, RefreshCause::Requested, 1), (false, 10));
     // A storm-likely cause is gentle whatever the view has seen.
     assert_eq!(refresh(&mut cluster, 5_000, RefreshCause::StaleMetadata, 1), (true, 2_000));
 }

@@ -361,42 +361,67 @@ fn a_silent_kept_connection_is_suspected_on_kept_answers_not_on_a_slow_cold_star
     assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
 }
 
-/// A gentle refresh asks a kept connection for Metadata alone, so its first answer is the
-/// Metadata answer, slow in a storm: it does not teach the window what a kept connection's
-/// first answer (an ApiVersions) takes, and a later fast refresh still suspects a silent
-/// kept connection on the calm refreshes' pace.
+/// A kept connection's first answer is its Metadata answer. A storm's, late, does not teach
+/// the window what a kept connection's answer takes (a refresh that met a queue teaches no
+/// pace): a later fast refresh still suspects a silent kept connection on the calm
+/// refreshes' pace.
 #[test]
-fn a_gentle_refresh_does_not_teach_the_pace_of_kept_connections() {
+fn a_refresh_that_met_a_queue_does_not_teach_the_pace_of_kept_connections() {
     let (mut cluster, answer) = slow_cold_start();
     let refresh = |cluster: &mut Cluster, at: u64, cause: RefreshCause, answered_after: u64| {
         cluster.request_refresh_because(ms(at), cause, None);
-        let probes = cluster.current().unwrap().probes_kept_connections();
+        let gentle = cluster.current().unwrap().is_gentle();
         let [(attempt, _)] = connects(&events(cluster))[..] else { panic!("the kept connection") };
         cluster.handle_input(ms(at), Input::Connected { attempt, tls: false });
         cluster.handle_input(ms(at + answered_after), Input::FirstFrame { attempt });
-        cluster.handle_input(ms(at + answered_after + 1), Input::Response { attempt, metadata: answer.clone() });
+        cluster.handle_input(ms(at + answered_after), Input::Response { attempt, metadata: answer.clone() });
         events(cluster);
-        probes
+        gentle
     };
-    // Calm refreshes: first answers after 1 ms.
+    // Calm refreshes: answers after 1 ms.
     for k in 1..=4u64 {
-        assert!(refresh(&mut cluster, k * 1_000, RefreshCause::Requested, 1), "fast: probed");
+        assert!(!refresh(&mut cluster, k * 1_000, RefreshCause::Requested, 1), "fast");
     }
-    // A storm's gentle refreshes: Metadata alone, answered after 300 ms.
+    // A storm's gentle refreshes, answered after 300 ms.
     for k in 5..=8u64 {
-        assert!(!refresh(&mut cluster, k * 1_000, RefreshCause::StaleMetadata, 300), "gentle: not probed");
+        assert!(refresh(&mut cluster, k * 1_000, RefreshCause::StaleMetadata, 300), "gentle");
     }
     // Gentle until calm: this one answers at once, and the next is fast again.
-    assert!(!refresh(&mut cluster, 9_000, RefreshCause::Requested, 1));
+    assert!(refresh(&mut cluster, 9_000, RefreshCause::Requested, 1));
     let start = ms(10_000);
     cluster.request_refresh(start);
-    assert!(cluster.current().unwrap().probes_kept_connections());
+    assert!(!cluster.current().unwrap().is_gentle());
     let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
     cluster.handle_input(start, Input::Connected { attempt, tls: false });
     let wait = cluster.poll_timeout().expect("the stagger timer").saturating_since(start);
     // The floor (10 ms), jittered, as after the calm refreshes alone; had the 300 ms answers
-    // taught the window, `cold` (40 ms).
+    // taught the window, 600 ms.
     assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
+}
+
+/// A kept connection is asked for Metadata alone, so its answer takes what the cluster's
+/// Metadata takes: 30 ms here (a large cluster's answer). Once calm refreshes have shown
+/// that pace, a silent kept connection is suspected after twice it, not after `cold`
+/// (40 ms), so a healthy refresh does not hedge on a large answer.
+#[test]
+fn a_kept_connection_is_suspected_on_the_pace_its_metadata_answers_showed() {
+    let (mut cluster, answer) = slow_cold_start();
+    for k in 1..=4u64 {
+        let at = ms(k * 1_000);
+        cluster.request_refresh(at);
+        let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+        cluster.handle_input(at, Input::Connected { attempt, tls: false });
+        cluster.handle_input(ms(k * 1_000 + 30), Input::FirstFrame { attempt });
+        cluster.handle_input(ms(k * 1_000 + 30), Input::Response { attempt, metadata: answer.clone() });
+        events(&mut cluster);
+    }
+    let start = ms(10_000);
+    cluster.request_refresh(start);
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
+    cluster.handle_input(start, Input::Connected { attempt, tls: false });
+    let wait = cluster.poll_timeout().expect("the stagger timer").saturating_since(start);
+    // Twice the 30 ms pace, jittered by at most a fifth.
+    assert!(wait >= Duration::from_millis(48), "suspected after {wait:?}");
 }
 
 /// A default cluster over `a:9092` whose bootstrap over TLS took a 30 ms handshake (a cold

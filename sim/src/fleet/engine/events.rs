@@ -117,22 +117,10 @@ impl Engine {
                         // The oracle knows the broker is healthy: Metadata at once.
                         self.send_metadata(client, attempt, broker, draw, None)
                     } else if self.is_live(ci, attempt) {
-                        // A kept connection is secured already: no TLS handshake follows. The
-                        // fast policy probes it with ApiVersions; a gentle refresh and a fixed
-                        // stagger ask for Metadata alone (`Refresh::probes_kept_connections`).
-                        let probes = self.clients[ci]
-                            .cluster
-                            .as_ref()
-                            .and_then(|c| c.current())
-                            .is_none_or(|r| r.probes_kept_connections());
-                        if probes {
-                            let at = self.now + (draw.rtt / 2) as u64;
-                            self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: true });
-                        }
+                        // A kept connection is secured already: no TLS handshake follows, and
+                        // it is asked for Metadata alone (`KafkaAttempt::resumed_at`).
                         self.deliver(ci, Input::Connected { attempt, tls: false });
-                        if !probes {
-                            self.send_metadata(client, attempt, broker, draw, None);
-                        }
+                        self.send_metadata(client, attempt, broker, draw, None);
                     }
                 }
                 Ev::TlsArrive { client, attempt, broker, draw } => {
@@ -151,33 +139,33 @@ impl Engine {
                     let ci = client as usize;
                     if self.is_live(ci, attempt) {
                         let at = self.now + (draw.rtt / 2) as u64;
-                        self.push(at, Ev::ApiArrive { client, attempt, broker, draw, kept: false });
+                        self.push(at, Ev::ApiArrive { client, attempt, broker, draw });
                         self.deliver(ci, Input::FirstFrame { attempt });
                     }
                 }
-                Ev::ApiArrive { client, attempt, broker, draw, kept } => {
+                Ev::ApiArrive { client, attempt, broker, draw } => {
                     // ApiVersions waits in the same queue as everything else; a hung broker
                     // never answers it.
                     if self.is_measured(client as usize, attempt) {
                         self.tally_mut(|t| t.api_versions += 1);
                     }
-                    if kept || self.sasl_round_trips == 0 {
-                        self.request(client, attempt, broker, draw, Read::ApiVersions { kept });
+                    if self.sasl_round_trips == 0 {
+                        self.request(client, attempt, broker, draw, Read::ApiVersions);
                     } else {
                         // A SASL listener answers a new connection's ApiVersions before it
                         // authenticates, on the network thread that runs its handshakes.
-                        let then = Ev::ApiAnswer { client, attempt, broker, draw, kept };
+                        let then = Ev::ApiAnswer { client, attempt, broker, draw };
                         let delay = self.latency_us[API_VERSIONS] + (draw.rtt / 2) as u64;
                         let queue = self.network(client, broker);
                         self.serve(broker as usize, self.api_us, queue, Some((then, delay)));
                         self.background(broker as usize, self.background_us.2);
                     }
                 }
-                Ev::ApiAnswer { client, attempt, broker, draw, kept } => {
+                Ev::ApiAnswer { client, attempt, broker, draw } => {
                     // Over TLS a new connection's broker was heard alive at the handshake.
-                    let first = (kept || self.tls_us.is_none()).then_some(Input::FirstFrame { attempt });
+                    let first = self.tls_us.is_none().then_some(Input::FirstFrame { attempt });
                     let ci = client as usize;
-                    if kept || self.sasl_round_trips == 0 {
+                    if self.sasl_round_trips == 0 {
                         self.send_metadata(client, attempt, broker, draw, first);
                     } else if self.is_live(ci, attempt) {
                         self.push(self.now + (draw.rtt / 2) as u64, Ev::SaslArrive { client, attempt, broker, draw });
@@ -411,9 +399,9 @@ impl Engine {
             self.count_metadata(broker);
         }
         let (work, then, delay) = match read {
-            Read::ApiVersions { kept } => (
+            Read::ApiVersions => (
                 self.api_us,
-                Ev::ApiAnswer { client, attempt, broker, draw, kept },
+                Ev::ApiAnswer { client, attempt, broker, draw },
                 self.latency_us[API_VERSIONS] + (draw.rtt / 2) as u64,
             ),
             Read::Metadata => (
@@ -514,7 +502,7 @@ impl Engine {
         let (client, broker) = (ci as u32, broker);
         let next = match self.tls_us {
             Some(_) => Ev::TlsArrive { client, attempt, broker, draw },
-            None => Ev::ApiArrive { client, attempt, broker, draw, kept: false },
+            None => Ev::ApiArrive { client, attempt, broker, draw },
         };
         self.push(at, next);
         if self.clients[ci].cluster.is_some() {

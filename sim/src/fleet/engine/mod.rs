@@ -65,16 +65,15 @@ enum Ev {
     /// The broker's TLS handshake answer reaches the client: the broker process runs (the
     /// core hears `FirstFrame`); the client sends ApiVersions.
     Secured { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
-    /// `attempt` starts on the connection kept from an earlier refresh: no handshake; the
-    /// client sends ApiVersions (its answer tells a busy broker from a hung one) and, once
-    /// answered, Metadata, with no SASL (the connection authenticated already). The oracle
-    /// sends Metadata at once.
+    /// `attempt` starts on the connection kept from an earlier refresh: no handshake, no
+    /// ApiVersions and no SASL (the connection agreed its versions and authenticated
+    /// already): Metadata alone, whose answer is the broker's first.
     Reused { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
-    /// The ApiVersions request reaches the broker (`kept`: on a kept connection).
-    ApiArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw, kept: bool },
+    /// A new connection's ApiVersions request reaches the broker.
+    ApiArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
     /// The ApiVersions answer reaches the client, which sends the Metadata request (or, on a
     /// SASL listener's new connection, starts the SASL exchange).
-    ApiAnswer { client: u32, attempt: AttemptId, broker: u16, draw: Draw, kept: bool },
+    ApiAnswer { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
     /// The SASL exchange's first request reaches the broker.
     SaslArrive { client: u32, attempt: AttemptId, broker: u16, draw: Draw },
     /// The SASL exchange's last answer reaches the client, which sends the Metadata request.
@@ -131,10 +130,8 @@ enum Queue {
 /// What a network thread read, for the request threads to do next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Read {
-    /// ApiVersions (`kept`: on a kept connection).
-    ApiVersions {
-        kept: bool,
-    },
+    /// A new connection's ApiVersions.
+    ApiVersions,
     Metadata,
 }
 
