@@ -1257,6 +1257,26 @@ fn a_kept_connection_reads_the_metadata_pace_its_bootstrap_showed() {
     assert_eq!(cluster.poll_timeout(), Some(ms(1_016)), "{:?}", cluster.current().unwrap().next_timer());
 }
 
+/// Over TLS a fresh connection's first answer ends its handshake, and what follows (a SASL
+/// exchange, ApiVersions, Metadata) may queue behind a cold start's other handshakes: it does
+/// not teach what a kept connection's Metadata takes. The kept connection is suspected as if
+/// the bootstrap had shown no Metadata pace, not after twice the 300 ms that followed.
+#[test]
+fn what_follows_a_tls_handshake_does_not_teach_the_kept_pace() {
+    let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
+    let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
+    cluster.request_refresh(ms(0));
+    let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };
+    cluster.handle_input(ms(8), Input::Connected { attempt, tls: true });
+    cluster.handle_input(ms(9), Input::FirstFrame { attempt });
+    cluster.handle_input(ms(309), response(attempt));
+    assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+    cluster.request_refresh(ms(1_000));
+    let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
+    cluster.handle_input(ms(1_000), Input::Connected { attempt, tls: false });
+    assert_eq!(cluster.poll_timeout(), Some(ms(1_016)), "{:?}", cluster.current().unwrap().next_timer());
+}
+
 /// A fresh connection's first answer may end a TLS handshake queued behind a burst of
 /// others; a kept connection's is one Metadata request. Once the cluster has seen a kept
 /// connection answer, a silent kept connection is suspected at that pace, not at the

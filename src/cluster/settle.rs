@@ -17,14 +17,16 @@ impl Cluster {
         let mut discovered_tried = 0u32;
         let mut discovered_failed = 0u32;
         // What a Metadata request on an authenticated connection takes, as a calm refresh
-        // saw it: a kept connection's answer, or a fresh winner's from its first answer on
-        // (over SASL with the exchange's round trips: more, never less). A refresh that met a
-        // queue (a storm, a cold start's burst) would teach a pace no calm refresh needs.
+        // saw it: a kept connection's answer, or a fresh plaintext winner's from its first
+        // answer (ApiVersions) on (with SASL's round trips: more, never less). Not a fresh
+        // TLS winner's: its first answer ends the handshake, and the SASL exchange after it
+        // queues behind a cold start's other handshakes. A refresh that met a queue (a
+        // storm, a cold start's burst) would teach a pace no calm refresh needs.
         let calm = !done.saw_queue();
         for (_, a) in done.attempts() {
             if let (AttemptState::Won, Some(end)) = (a.state, a.ended_at) {
                 self.response_times.observe(end.saturating_since(a.started_at));
-                if let (false, Some(first), true) = (a.reused_connection, a.first_frame_at, calm) {
+                if let (false, false, Some(first), true) = (a.reused_connection, a.tls, a.first_frame_at, calm) {
                     self.kept_answer_times.observe(end.saturating_since(first));
                 }
             }

@@ -383,12 +383,18 @@ fn fits(files: &[FleetFile]) -> Vec<Fit> {
         Security::sasl_ssl_scram(micros(tls), micros(sasl))
     });
     let mut out = Vec::new();
-    // Over SASL_SSL the runs may have logged no ApiVersions at rest: then there is no rest fit.
-    let rest = avg(|p| p.api_versions_rest_us).map(|api| (mean(|p| p.metadata_rest_us), api));
+    // Over SASL_SSL the brokers log no ApiVersions at rest when every kept connection is
+    // asked for Metadata alone (a new connection's is answered before authentication, which
+    // logs nothing): then its rest price is the Metadata one at the ratio the calibration's
+    // probes at rest measured between the two.
+    let meta_rest = mean(|p| p.metadata_rest_us);
+    let api_rest = avg(|p| p.api_versions_rest_us).unwrap_or(meta_rest * mean(|p| p.api_ratio_probe_rest));
+    let rest = (meta_rest > 0.0).then_some((meta_rest, api_rest));
     if let Some((meta, api)) = rest {
         out.push(Fit {
             name: "sim (rest)".into(),
-            how: "broker times of the calm warm-ups (forwarder-timed medians); TLS and SASL client-observed at rest"
+            how: "broker times of the calm warm-ups (forwarder-timed medians; with no ApiVersions logged, \
+                  ApiVersions at the calibration probes' ratio to Metadata); TLS and SASL client-observed at rest"
                 .into(),
             config: FleetConfig {
                 service_time: micros(meta),

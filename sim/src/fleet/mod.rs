@@ -594,8 +594,8 @@ pub struct ScenarioResult {
     #[serde(default)]
     pub api_versions: u64,
     /// Metadata requests brokers received (an attempt sends one once ApiVersions is
-    /// answered, or at once on a kept connection, if it is still wanted); what the peak
-    /// counts.
+    /// answered, or at once on a kept connection, if it is still wanted), or with
+    /// [`FleetConfig::count_reads`] those they read; what the peak counts.
     pub requests: u64,
     /// Metadata requests per refresh.
     pub requests_per_refresh: f64,

@@ -24,7 +24,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -71,8 +71,10 @@ pub struct Handshake {
 /// What one forwarder saw.
 #[derive(Debug, Default)]
 pub struct Log {
-    /// Every request, in the order it was answered or (unanswered) as the connection ended
-    /// (none for [`Framing::Tls`]: its requests are encrypted).
+    /// Every request, in the order it was answered or (unanswered) as the connection ended;
+    /// at [`Forwarder::take`] also those still unanswered on open connections, such as a
+    /// stopped broker's kept connection a client abandoned but still holds (none for
+    /// [`Framing::Tls`]: its requests are encrypted).
     pub requests: Vec<Request>,
     /// When each connection was accepted (µs since the time base).
     pub accepted_us: Vec<u64>,
@@ -97,8 +99,12 @@ pub enum Framing {
 pub struct Forwarder {
     address: SocketAddr,
     log: Arc<Mutex<Log>>,
+    waiting: Waiting,
     open: watch::Sender<bool>,
 }
+
+/// Each open connection's requests not yet answered.
+type Waiting = Arc<Mutex<Vec<Weak<Mutex<VecDeque<Request>>>>>>;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -119,9 +125,10 @@ impl Forwarder {
         let address = listener.local_addr()?;
         let log = Arc::new(Mutex::new(Log::default()));
         let (open, opened) = watch::channel(true);
-        let ctx = Arc::new(Ctx { target, base, framing, log: log.clone() });
+        let waiting = Waiting::default();
+        let ctx = Arc::new(Ctx { target, base, framing, log: log.clone(), waiting: waiting.clone() });
         tokio::spawn(serve(listener, address, ctx, opened));
-        Ok(Forwarder { address, log, open })
+        Ok(Forwarder { address, log, waiting, open })
     }
 
     /// The address it listens on.
@@ -139,9 +146,16 @@ impl Forwarder {
         self.open.send_replace(true);
     }
 
-    /// Takes everything logged so far.
+    /// Takes everything logged so far, with the requests still unanswered on open
+    /// connections (logged again, with their arrival time, when their connection ends).
     pub fn take(&self) -> Log {
-        std::mem::take(&mut *lock(&self.log))
+        let mut log = std::mem::take(&mut *lock(&self.log));
+        let mut waiting = lock(&self.waiting);
+        waiting.retain(|w| w.strong_count() > 0);
+        for queue in waiting.iter().filter_map(Weak::upgrade) {
+            log.requests.extend(lock(&queue).iter().copied());
+        }
+        log
     }
 }
 
@@ -150,6 +164,7 @@ struct Ctx {
     base: Instant,
     framing: Framing,
     log: Arc<Mutex<Log>>,
+    waiting: Waiting,
 }
 
 impl Ctx {
@@ -224,7 +239,8 @@ async fn carry_kafka(client: TcpStream, server: TcpStream, ctx: &Ctx, fleet_id: 
     let (mut client_r, mut client_w) = client.into_split();
     let (mut server_r, mut server_w) = server.into_split();
     // Requests sent and not yet answered, oldest first.
-    let pending: Mutex<VecDeque<Request>> = Mutex::new(VecDeque::new());
+    let pending: Arc<Mutex<VecDeque<Request>>> = Arc::default();
+    lock(&ctx.waiting).push(Arc::downgrade(&pending));
     let up = async {
         let mut buf = vec![0u8; 64 * 1024];
         let mut frames = Frames::default();
@@ -471,6 +487,43 @@ mod tests {
             frames.feed(chunk, |h| seen.push((i16::from_be_bytes([h[0], h[1]]), client_id(h).map(<[u8]>::to_vec))));
         }
         assert_eq!(seen, vec![(18, Some(b"fleet".to_vec())), (3, Some(b"other".to_vec()))]);
+    }
+
+    /// A Metadata request to a server that never answers, on a connection still open, is in
+    /// the log taken: a stopped broker's kept connection a client abandoned but holds.
+    #[tokio::test]
+    async fn a_request_unanswered_on_an_open_connection_is_taken_as_unanswered() {
+        let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target = silent.local_addr().unwrap();
+        let holder = tokio::spawn(async move {
+            let (conn, _) = silent.accept().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            drop(conn);
+        });
+        let forwarder =
+            Forwarder::start("127.0.0.1:0".parse().unwrap(), target, Instant::now(), Framing::Kafka("fleet".into()))
+                .await
+                .unwrap();
+        let mut client = TcpStream::connect(forwarder.address()).await.unwrap();
+        let mut body = Vec::new();
+        body.extend_from_slice(&3i16.to_be_bytes());
+        body.extend_from_slice(&12i16.to_be_bytes());
+        body.extend_from_slice(&1i32.to_be_bytes());
+        body.extend_from_slice(&5i16.to_be_bytes());
+        body.extend_from_slice(b"fleet");
+        client.write_all(&(body.len() as u32).to_be_bytes()).await.unwrap();
+        client.write_all(&body).await.unwrap();
+        let mut requests = Vec::new();
+        for _ in 0..200 {
+            requests = forwarder.take().requests;
+            if !requests.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let [request] = requests[..] else { panic!("one request: {requests:?}") };
+        assert!(request.ours && request.api == 3 && request.took_us.is_none(), "{request:?}");
+        holder.abort();
     }
 
     #[test]

@@ -260,6 +260,10 @@ fn result(
             peak_broker = b as u32;
         }
     }
+    // Counted as the brokers read them (`count_reads`), a request a hung broker never reads
+    // is not one, as in a broker's request log.
+    let requests =
+        if config.count_reads { tally.arrivals.iter().map(|a| a.len() as u64).sum() } else { tally.requests_sent };
     ScenarioResult {
         scenario,
         strategy: strategy.into(),
@@ -273,8 +277,8 @@ fn result(
         reused: tally.reused,
         tls_handshakes: tally.tls_handshakes,
         api_versions: tally.api_versions,
-        requests: tally.requests_sent,
-        requests_per_refresh: per(tally.requests_sent),
+        requests,
+        requests_per_refresh: per(requests),
         refused: tally.refused,
         cancelled_before_handshake: tally.cancelled_before_handshake,
         peak_requests: peak,
