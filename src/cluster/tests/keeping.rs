@@ -341,21 +341,11 @@ fn a_tick_that_reuses_a_spare_opens_no_connection_beside_it() {
 #[test]
 fn a_silent_kept_connection_is_suspected_on_kept_answers_not_on_a_slow_cold_start() {
     let (mut cluster, answer) = slow_cold_start();
-    // Calm refreshes on the kept connection: first answers after 1 ms.
+    // Calm refreshes on the kept connection: answers after 1 ms.
     for k in 1..=4u64 {
-        let at = ms(k * 1_000);
-        cluster.request_refresh(at);
-        let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
-        cluster.handle_input(at, Input::Connected { attempt, tls: false });
-        cluster.handle_input(ms(k * 1_000 + 1), Input::FirstFrame { attempt });
-        cluster.handle_input(ms(k * 1_000 + 2), Input::Response { attempt, metadata: answer.clone() });
-        events(&mut cluster);
+        assert!(!kept_refresh(&mut cluster, &answer, k * 1_000, RefreshCause::Requested, 1), "fast");
     }
-    let start = ms(10_000);
-    cluster.request_refresh(start);
-    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
-    cluster.handle_input(start, Input::Connected { attempt, tls: false });
-    let wait = cluster.poll_timeout().expect("the stagger timer").saturating_since(start);
+    let wait = kept_wait(&mut cluster, ms(10_000));
     // The floor (10 ms), jittered; twice the cold start's handshake would be 60 ms, capped
     // at `cold` (40 ms).
     assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
@@ -368,32 +358,17 @@ fn a_silent_kept_connection_is_suspected_on_kept_answers_not_on_a_slow_cold_star
 #[test]
 fn a_refresh_that_met_a_queue_does_not_teach_the_pace_of_kept_connections() {
     let (mut cluster, answer) = slow_cold_start();
-    let refresh = |cluster: &mut Cluster, at: u64, cause: RefreshCause, answered_after: u64| {
-        cluster.request_refresh_because(ms(at), cause, None);
-        let gentle = cluster.current().unwrap().is_gentle();
-        let [(attempt, _)] = connects(&events(cluster))[..] else { panic!("the kept connection") };
-        cluster.handle_input(ms(at), Input::Connected { attempt, tls: false });
-        cluster.handle_input(ms(at + answered_after), Input::FirstFrame { attempt });
-        cluster.handle_input(ms(at + answered_after), Input::Response { attempt, metadata: answer.clone() });
-        events(cluster);
-        gentle
-    };
     // Calm refreshes: answers after 1 ms.
     for k in 1..=4u64 {
-        assert!(!refresh(&mut cluster, k * 1_000, RefreshCause::Requested, 1), "fast");
+        assert!(!kept_refresh(&mut cluster, &answer, k * 1_000, RefreshCause::Requested, 1), "fast");
     }
     // A storm's gentle refreshes, answered after 300 ms.
     for k in 5..=8u64 {
-        assert!(refresh(&mut cluster, k * 1_000, RefreshCause::StaleMetadata, 300), "gentle");
+        assert!(kept_refresh(&mut cluster, &answer, k * 1_000, RefreshCause::StaleMetadata, 300), "gentle");
     }
     // Gentle until calm: this one answers at once, and the next is fast again.
-    assert!(refresh(&mut cluster, 9_000, RefreshCause::Requested, 1));
-    let start = ms(10_000);
-    cluster.request_refresh(start);
-    assert!(!cluster.current().unwrap().is_gentle());
-    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
-    cluster.handle_input(start, Input::Connected { attempt, tls: false });
-    let wait = cluster.poll_timeout().expect("the stagger timer").saturating_since(start);
+    assert!(kept_refresh(&mut cluster, &answer, 9_000, RefreshCause::Requested, 1));
+    let wait = kept_wait(&mut cluster, ms(10_000));
     // The floor (10 ms), jittered, as after the calm refreshes alone; had the 300 ms answers
     // taught the window, 600 ms.
     assert!(wait < Duration::from_millis(20), "suspected after {wait:?}");
@@ -407,21 +382,34 @@ fn a_refresh_that_met_a_queue_does_not_teach_the_pace_of_kept_connections() {
 fn a_kept_connection_is_suspected_on_the_pace_its_metadata_answers_showed() {
     let (mut cluster, answer) = slow_cold_start();
     for k in 1..=4u64 {
-        let at = ms(k * 1_000);
-        cluster.request_refresh(at);
-        let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
-        cluster.handle_input(at, Input::Connected { attempt, tls: false });
-        cluster.handle_input(ms(k * 1_000 + 30), Input::FirstFrame { attempt });
-        cluster.handle_input(ms(k * 1_000 + 30), Input::Response { attempt, metadata: answer.clone() });
-        events(&mut cluster);
+        assert!(!kept_refresh(&mut cluster, &answer, k * 1_000, RefreshCause::Requested, 30), "fast");
     }
-    let start = ms(10_000);
-    cluster.request_refresh(start);
-    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("the kept connection") };
-    cluster.handle_input(start, Input::Connected { attempt, tls: false });
-    let wait = cluster.poll_timeout().expect("the stagger timer").saturating_since(start);
+    let wait = kept_wait(&mut cluster, ms(10_000));
     // Twice the 30 ms pace, jittered by at most a fifth.
     assert!(wait >= Duration::from_millis(48), "suspected after {wait:?}");
+}
+
+/// A refresh of `cluster` asked `at` ms `because`, on its kept connection, answered with
+/// `answer` `answered_after` ms later; returns whether it ran gently.
+fn kept_refresh(cluster: &mut Cluster, answer: &Metadata, at: u64, because: RefreshCause, answered_after: u64) -> bool {
+    cluster.request_refresh_because(ms(at), because, None);
+    let gentle = cluster.current().unwrap().is_gentle();
+    let [(attempt, _)] = connects(&events(cluster))[..] else { panic!("the kept connection") };
+    cluster.handle_input(ms(at), Input::Connected { attempt, tls: false });
+    cluster.handle_input(ms(at + answered_after), Input::FirstFrame { attempt });
+    cluster.handle_input(ms(at + answered_after), Input::Response { attempt, metadata: answer.clone() });
+    events(cluster);
+    gentle
+}
+
+/// How long a fast refresh of `cluster` asked at `start` lets its kept connection stay
+/// silent before the next attempt.
+fn kept_wait(cluster: &mut Cluster, start: Instant) -> Duration {
+    cluster.request_refresh(start);
+    assert!(!cluster.current().unwrap().is_gentle(), "a fast refresh");
+    let [(attempt, _)] = connects(&events(cluster))[..] else { panic!("the kept connection") };
+    cluster.handle_input(start, Input::Connected { attempt, tls: false });
+    cluster.poll_timeout().expect("the stagger timer").saturating_since(start)
 }
 
 /// A default cluster over `a:9092` whose bootstrap over TLS took a 30 ms handshake (a cold
