@@ -1,6 +1,6 @@
 //! Tests of `Cluster`: the cluster check's identity, rebootstrap on REBOOTSTRAP_REQUIRED,
 //! and inputs for attempts a timer issues in the same call; the connections it keeps are in
-//! `keeping.rs`.
+//! `keeping.rs`, how long a kept connection may stay silent in `kept_pace.rs`.
 
 use super::*;
 use crate::config::{RefreshConfig, Stagger};
@@ -271,5 +271,20 @@ fn a_discovered_book_larger_than_a_refresh_holds_is_fitted_not_refused() {
     assert_eq!(current.candidates().len(), crate::refresh::MAX_ATTEMPTS / 2 / 1001);
 }
 
+/// A default cluster over `a:9092` whose bootstrap over TLS took a 30 ms handshake (a cold
+/// start's queue) and discovered `a`, `b` and `c`; returns it and that metadata.
+fn slow_cold_start() -> (Cluster, Metadata) {
+    let mut cluster = Cluster::new(ClusterConfig::default(), BrokerBook::new(["a:9092"]).unwrap(), ms(0)).unwrap();
+    cluster.request_refresh(ms(0));
+    let [(attempt, _)] = connects(&events(&mut cluster))[..] else { panic!("one attempt") };
+    cluster.handle_input(ms(30), Input::Connected { attempt, tls: true });
+    cluster.handle_input(ms(31), Input::FirstFrame { attempt });
+    let answer = metadata(Some("c1"), &[(1, "a"), (2, "b"), (3, "c")]);
+    cluster.handle_input(ms(32), Input::Response { attempt, metadata: answer.clone() });
+    events(&mut cluster);
+    (cluster, answer)
+}
+
 mod calm;
 mod keeping;
+mod kept_pace;
