@@ -25,8 +25,8 @@ pub struct RefreshContext {
     pub first_answer_hint: Option<Duration>,
     /// The broker pace on kept connections: a quantile of what a Metadata request on an
     /// authenticated connection took in calm refreshes (a kept connection's answer, a fresh
-    /// winner's from its first answer on). A fresh connection's first answer may be a TLS
-    /// handshake, far costlier than one request on an authenticated connection.
+    /// plaintext winner's from its first answer on). A fresh connection's first answer may be
+    /// a TLS handshake, far costlier than one request on an authenticated connection.
     pub kept_answer_hint: Option<Duration>,
     /// The median of the same window: what a kept connection's answer typically takes. A
     /// spread tick asks whether its first attempt will typically answer within a share of
