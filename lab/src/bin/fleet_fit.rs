@@ -260,12 +260,13 @@ impl Row {
         }
     }
 
-    fn real(n: usize, v: &Run, clients: u32) -> Row {
+    /// A real run; `label` numbers it as `file` or `file.turn`.
+    fn real(label: &str, v: &Run, clients: u32) -> Row {
         let per = |x: usize| Some(x as f64 / v.refreshes.max(1) as f64);
         Row {
             source: match v.cpu_busy {
-                Some(busy) => format!("**real #{n}** (cores {:.0} % busy)", busy * 100.0),
-                None => format!("**real #{n}**"),
+                Some(busy) => format!("**real #{label}** (cores {:.0} % busy)", busy * 100.0),
+                None => format!("**real #{label}**"),
             },
             p50_ms: v.time_to_metadata.p50_ms,
             p99_ms: v.time_to_metadata.p99_ms,
@@ -1047,14 +1048,19 @@ fn section(
         );
         let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
         for (k, name) in strategies.iter().enumerate() {
+            // Every turn of every file: a run that alternates strategies (`--strategies
+            // sequential,long-lived,sequential,long-lived`) measures each one several times.
             let reals: Vec<Row> = files
                 .iter()
                 .enumerate()
-                .filter_map(|(n, f)| {
-                    f.runs
-                        .iter()
-                        .find(|r| r.scenario == scenario.name() && r.strategy == *name)
-                        .map(|r| Row::real(n + 1, r, f.clients))
+                .flat_map(|(n, f)| {
+                    let turns: Vec<&Run> =
+                        f.runs.iter().filter(|r| r.scenario == scenario.name() && r.strategy == *name).collect();
+                    let many = turns.len() > 1;
+                    turns.into_iter().enumerate().map(move |(t, r)| {
+                        let label = if many { format!("{}.{}", n + 1, t + 1) } else { format!("{}", n + 1) };
+                        Row::real(&label, r, f.clients)
+                    })
                 })
                 .collect();
             let mean = mean_row(&reals);

@@ -233,6 +233,10 @@ pub struct Run {
     /// what the clients' side took from the cores the brokers share. Absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cpu_ms: Option<f64>,
+    /// The seed this turn's clients, warm-up and schedule drew from, when it is not the
+    /// file's (`fleet_real --reseed-turns`: each turn draws its own placement and choices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// Where the clients' leads stood against the broker each client's bootstrap tried first:
@@ -283,6 +287,9 @@ pub struct RefreshDetail {
 /// The winning attempt of a refresh, from `Client::last_refresh`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WinnerTimes {
+    /// The broker it ran on (node id, from 1); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
     /// Whether it ran on a connection kept from an earlier refresh.
     pub reused: bool,
     /// When it started (µs after the refresh started).

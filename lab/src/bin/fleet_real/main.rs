@@ -56,6 +56,9 @@
 //! Options: `--clients N` (300), `--warmup N` (16 calm refreshes per adaptive client; a
 //! fixed stagger uses at most 2, as in the simulator), `--warmup-spacing-ms X` (1000),
 //! `--window-ms X` (10000), `--storm-ms X` (10), `--settle-ms X` (2000), `--seed N` (1),
+//! `--reseed-turns` (each entry of `--strategies` draws from a seed of its own: where the
+//! clients' shuffled seeds put their leads and where the dead broker's clients reconnect,
+//! which with one seed is the same draw in every turn of a strategy),
 //! `--strategies adaptive,sequential` (`long-lived` is a `Client`'s default; a
 //! `-fast-start` suffix runs a strategy fast from its bootstrap, without
 //! `ClusterConfig::gentle_until_calm`), `--scenarios healthy,one_hung,failover_storm`,
@@ -258,6 +261,8 @@ struct Args {
     storm: Duration,
     settle: Duration,
     seed: u64,
+    /// Each turn (each entry of `--strategies`) draws from a seed of its own.
+    reseed_turns: bool,
     strategies: Vec<String>,
     scenarios: Vec<Scenario>,
     node: u32,
@@ -304,6 +309,7 @@ fn parse_args() -> Res<Args> {
         storm: Duration::from_millis(10),
         settle: Duration::from_millis(2000),
         seed: 1,
+        reseed_turns: false,
         strategies: vec!["adaptive".into(), "sequential".into()],
         scenarios: vec![Scenario::Healthy, Scenario::OneHung, Scenario::FailoverStorm],
         node: 2,
@@ -336,6 +342,7 @@ fn parse_args() -> Res<Args> {
             "--storm-ms" => args.storm = ms(value()?, "--storm-ms")?,
             "--settle-ms" => args.settle = ms(value()?, "--settle-ms")?,
             "--seed" => args.seed = value()?.parse()?,
+            "--reseed-turns" => args.reseed_turns = true,
             "--strategies" => args.strategies = value()?.split(',').map(str::to_owned).collect(),
             "--scenarios" => args.scenarios = value()?.split(',').map(Scenario::parse).collect::<Res<_>>()?,
             "--node" => args.node = value()?.parse()?,
@@ -357,7 +364,7 @@ fn parse_args() -> Res<Args> {
             "-h" | "--help" => {
                 println!(
                     "usage: fleet_real [--clients N] [--warmup N] [--warmup-spacing-ms X] [--window-ms X] \
-                     [--storm-ms X] [--settle-ms X] [--seed N] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] \
+                     [--storm-ms X] [--settle-ms X] [--seed N] [--reseed-turns] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] \
                      [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K] [--no-practice-storm] [--practice-each] \
                      [--broker-property KEY=VALUE]... [--storm-connection-rate R]"
                 );
@@ -590,12 +597,14 @@ fn main() -> Res<()> {
                 practice(&lab, name)?;
             }
         }
-        for name in &args.strategies {
+        for (turn, name) in args.strategies.iter().enumerate() {
             if storm && args.practice_each {
                 practice(&lab, name)?;
             }
             let t = Instant::now();
-            let run = run(&lab, name, scenario)?;
+            let seed = if args.reseed_turns { mix(args.seed, 0x7E00 + turn as u64) } else { args.seed };
+            let mut run = run(&lab, name, scenario, seed)?;
+            run.seed = args.reseed_turns.then_some(seed);
             eprintln!(
                 "fleet_real: {:<15} {:<10} p50 {:>9} p99 {:>9}  attempts/refresh {:.3}  requests/refresh {:.3}  connections {:?}  kept before {:?} (after bootstrap {:?}, on first seed {:?})  spares {}  reused {}  peak {:>4}  broker CPU {:.0?} ms, peak {:.0?} ms / 100 ms  ({:.0} s)",
                 scenario.name(),
@@ -988,7 +997,9 @@ struct Refresh {
     detail: RefreshDetail,
 }
 
-fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
+/// One turn: `name`'s fresh fleet meets `scenario`; its clients' seeds, warm-up and
+/// schedule draw from `seed`.
+fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
     let args = &lab.args;
     if scenario == Scenario::FailoverStorm {
         // Every strategy's storm kills a node restarted just before its clients start, so
@@ -1000,7 +1011,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
     let config = strategy(name)?;
     let seeds = lab.seeds();
     let warmup = warmup_for(&config, args.warmup);
-    let scenario_seed = mix(args.seed, 0x100 + scenario as u64);
+    let scenario_seed = mix(seed, 0x100 + scenario as u64);
     // Fresh clients, each with the three brokers as seeds, rotated (as the simulator's).
     let (exchange, tls) = lab.security(args.listener, CLIENT_ID)?;
     let options = ClientOptions { exchange, tls, ..ClientOptions::default() };
@@ -1008,7 +1019,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         (0..args.clients)
             .map(|i| {
                 let seeds: Vec<&str> = (0..BROKERS).map(|k| seeds[(i + k) % BROKERS].as_str()).collect();
-                let cfg = ClusterConfig { refresh: config.refresh.with_seed(mix(args.seed, 1 + i as u64)), ..config };
+                let cfg = ClusterConfig { refresh: config.refresh.with_seed(mix(seed, 1 + i as u64)), ..config };
                 Client::new(cfg, &seeds, options.clone()).map(Arc::new)
             })
             .collect::<Result<Vec<_>, _>>()
@@ -1035,7 +1046,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         for (i, client) in clients.iter().enumerate() {
             let client = client.clone();
             let gentle_bootstrap = args.gentle_bootstrap;
-            let mut rng = Rng::new(mix(mix(args.seed, 0x5C), i as u64));
+            let mut rng = Rng::new(mix(mix(seed, 0x5C), i as u64));
             set.spawn(async move {
                 let mut failed = 0u32;
                 let mut first_lead = None;
@@ -1153,6 +1164,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
         let dead = seeds[node as usize - 1].clone();
         for (i, client) in clients.iter().enumerate() {
             let client = client.clone();
+            let nodes = seeds.clone();
             let at = start + window.mul_f64(schedule.unit());
             // What each client would know in a failover: its connection to the dead broker
             // was lost, or (the others) its requests for that broker's partitions now say
@@ -1179,6 +1191,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario) -> Res<Run> {
                 let us = |d: Duration| d.as_micros() as u64;
                 let winner = client.last_refresh().iter().find(|a| matches!(a.outcome, AttemptOutcome::Won)).map(|a| {
                     WinnerTimes {
+                        node: nodes.iter().position(|b| *b == a.broker).map(|k| k as u32 + 1),
                         reused: a.reused_connection,
                         started_us: us(a.started),
                         connected_us: a.connected.map(us),
@@ -1463,7 +1476,7 @@ fn peak_in_window(sorted: &[u64], window: u64) -> usize {
 
 /// An uncounted storm of strategy `name`.
 fn practice(lab: &Lab, name: &str) -> Res<()> {
-    let practice = run(lab, name, Scenario::FailoverStorm)?;
+    let practice = run(lab, name, Scenario::FailoverStorm, lab.args.seed)?;
     eprintln!("fleet_real: practice storm ({name}, not counted): p50 {}", fmt_ms(practice.time_to_metadata.p50_ms));
     Ok(())
 }

@@ -1,0 +1,358 @@
+//! Strategies compared turn by turn, from `fleet_real` runs whose turns alternate.
+//!
+//! On a machine whose brokers share their cores with the 300 clients, one storm under one
+//! strategy can take twice as long as the next storm under the same strategy. A single pair
+//! of turns then says little; `fleet_real --strategies sequential,long-lived,sequential,…`
+//! runs several, alternating, on one cluster. This reads those files and prints, as
+//! markdown:
+//!
+//! * every turn in order: time to metadata (p50, p99), the p50 of the clients that asked on
+//!   a kept connection (the same single Metadata request under every strategy; per broker
+//!   too, in files that name each winner's broker), the new connections (in all and per
+//!   broker: where the dead broker's clients reconnected), Metadata per refresh and the
+//!   peak;
+//! * each turn of a strategy against the turns of the baseline right before and after it
+//!   (ratios of p50, p99, new connections and peak): the comparison;
+//! * each turn of the baseline against the baseline's next turn: what the machine alone
+//!   moves, the yardstick for the comparison.
+//!
+//! ```text
+//! cargo run --release -p stagger-lab --bin storm_turns -- [--baseline sequential] [--scenario failover_storm] FILE...
+//! ```
+//!
+//! Ratios are strategy ÷ baseline; their summary is the geometric mean and the range.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use stagger_lab::fleet_file::{FleetFile, Run};
+
+struct Args {
+    baseline: String,
+    scenario: String,
+    files: Vec<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args { baseline: "sequential".into(), scenario: "failover_storm".into(), files: Vec::new() };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--baseline" => args.baseline = value()?,
+            "--scenario" => args.scenario = value()?,
+            "--help" | "-h" => {
+                return Err("usage: storm_turns [--baseline sequential] [--scenario failover_storm] FILE...".into())
+            }
+            path => args.files.push(PathBuf::from(path)),
+        }
+    }
+    if args.files.is_empty() {
+        return Err("needs at least one file written by fleet_real".into());
+    }
+    Ok(args)
+}
+
+/// What one turn measured.
+#[derive(Clone, Debug)]
+struct Turn {
+    strategy: String,
+    p50: Option<f64>,
+    p99: Option<f64>,
+    kept_p50: Option<f64>,
+    /// The same per broker (node order), where the file names each winner's broker.
+    kept_p50_by_node: Vec<Option<f64>>,
+    /// New connections per broker (node order).
+    connections_by_node: Vec<usize>,
+    connections: usize,
+    metadata_per_refresh: f64,
+    peak: usize,
+}
+
+impl Turn {
+    fn of(run: &Run) -> Turn {
+        let kept: Vec<f64> = match &run.refresh_details {
+            Some(details) => run
+                .refresh_list
+                .iter()
+                .zip(details)
+                .filter(|(_, d)| d.winner.as_ref().is_some_and(|w| w.reused))
+                .filter_map(|(r, _)| r.2.map(|us| us as f64 / 1e3))
+                .collect(),
+            None => Vec::new(),
+        };
+        let kept_by_node = |node: u32| -> Vec<f64> {
+            let Some(details) = &run.refresh_details else { return Vec::new() };
+            run.refresh_list
+                .iter()
+                .zip(details)
+                .filter(|(_, d)| d.winner.as_ref().is_some_and(|w| w.reused && w.node == Some(node)))
+                .filter_map(|(r, _)| r.2.map(|us| us as f64 / 1e3))
+                .collect()
+        };
+        Turn {
+            strategy: run.strategy.clone(),
+            p50: run.time_to_metadata.p50_ms,
+            p99: run.time_to_metadata.p99_ms,
+            kept_p50: median(kept),
+            kept_p50_by_node: (1..=run.connections_per_broker.len() as u32).map(|n| median(kept_by_node(n))).collect(),
+            connections_by_node: run.connections_per_broker.clone(),
+            connections: run.connections_per_broker.iter().sum(),
+            metadata_per_refresh: run.requests_per_refresh,
+            peak: run.peak_requests,
+        }
+    }
+
+    /// The compared quantities: p50, p99, kept connection p50, new connections, peak.
+    fn values(&self) -> [Option<f64>; 5] {
+        [self.p50, self.p99, self.kept_p50, Some(self.connections as f64), Some(self.peak as f64)]
+    }
+}
+
+const COMPARED: [&str; 5] = ["p50", "p99", "kept connection p50", "new connections", "peak"];
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// Ratios of one comparison, per compared quantity.
+#[derive(Default)]
+struct Ratios([Vec<f64>; 5]);
+
+impl Ratios {
+    fn add(&mut self, a: &Turn, b: &Turn) {
+        for (k, (x, y)) in a.values().into_iter().zip(b.values()).enumerate() {
+            if let (Some(x), Some(y)) = (x, y) {
+                if x > 0.0 && y > 0.0 {
+                    self.0[k].push(x / y);
+                }
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0[0].is_empty()
+    }
+
+    /// `×geomean (min–max)` per quantity.
+    fn cells(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|v| {
+                if v.is_empty() {
+                    return "—".into();
+                }
+                let g = (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(0.0, f64::max);
+                format!("×{g:.2} ({lo:.2}–{hi:.2})")
+            })
+            .collect()
+    }
+
+    fn pairs(&self) -> usize {
+        self.0[0].len()
+    }
+}
+
+fn ms(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x >= 100.0 => format!("{x:.0} ms"),
+        Some(x) => format!("{x:.1} ms"),
+        None => "—".into(),
+    }
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("storm_turns: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<(), String> {
+    let args = parse_args()?;
+    let mut md = String::new();
+    let mut files: Vec<(String, FleetFile)> = Vec::new();
+    for path in &args.files {
+        let name = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        files.push((name, FleetFile::read(path)?));
+    }
+    let _ = writeln!(
+        md,
+        "| file | turn | strategy | p50 | p99 | kept connection p50 | (per broker) | new connections | (per broker) | Metadata / refresh | peak |"
+    );
+    let _ = writeln!(md, "|---|---:|---|---:|---:|---:|---|---:|---|---:|---:|");
+    // Per listener: strategy → ratios against the neighbouring baseline turns.
+    let mut against: Vec<(String, String, Ratios)> = Vec::new();
+    let mut noise: Vec<(String, Ratios)> = Vec::new();
+    // The turns of each file, and of each listener over its files.
+    let mut per_file: Vec<(String, Vec<Turn>)> = Vec::new();
+    let mut per_listener: Vec<(String, Vec<Turn>)> = Vec::new();
+    for (name, file) in &files {
+        let turns: Vec<Turn> = file.runs.iter().filter(|r| r.scenario == args.scenario).map(Turn::of).collect();
+        per_file.push((name.clone(), turns.clone()));
+        let label = format!("{} files", file.listener);
+        match per_listener.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, all)) => all.extend(turns.iter().cloned()),
+            None => per_listener.push((label, turns.clone())),
+        }
+        for (i, t) in turns.iter().enumerate() {
+            let _ = writeln!(
+                md,
+                "| {name} | {} | `{}` | {} | {} | {} | {} | {} | {} | {:.3} | {} |",
+                i + 1,
+                t.strategy,
+                ms(t.p50),
+                ms(t.p99),
+                ms(t.kept_p50),
+                t.kept_p50_by_node.iter().map(|&x| ms(x)).collect::<Vec<_>>().join(" / "),
+                t.connections,
+                t.connections_by_node.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" / "),
+                t.metadata_per_refresh,
+                t.peak
+            );
+        }
+        let baseline: Vec<usize> = (0..turns.len()).filter(|&i| turns[i].strategy == args.baseline).collect();
+        for (i, t) in turns.iter().enumerate().filter(|(_, t)| t.strategy != args.baseline) {
+            let before = baseline.iter().rev().find(|&&b| b < i);
+            let after = baseline.iter().find(|&&b| b > i);
+            let slot = match against.iter().position(|(l, s, _)| *l == file.listener && *s == t.strategy) {
+                Some(k) => k,
+                None => {
+                    against.push((file.listener.clone(), t.strategy.clone(), Ratios::default()));
+                    against.len() - 1
+                }
+            };
+            for &b in before.into_iter().chain(after) {
+                against[slot].2.add(t, &turns[b]);
+            }
+        }
+        let slot = match noise.iter().position(|(l, _)| *l == file.listener) {
+            Some(k) => k,
+            None => {
+                noise.push((file.listener.clone(), Ratios::default()));
+                noise.len() - 1
+            }
+        };
+        for pair in baseline.windows(2) {
+            noise[slot].1.add(&turns[pair[1]], &turns[pair[0]]);
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\nEach strategy's turns against the `{}` turns right before and after them (strategy ÷ `{}`: geometric mean, range), and `{}` against its own next turn (the machine's noise):\n",
+        args.baseline, args.baseline, args.baseline
+    );
+    let _ = writeln!(md, "| listener | compared | pairs | {} |", COMPARED.join(" | "));
+    let _ = writeln!(md, "|---|---|---:|{}", "---|".repeat(COMPARED.len()));
+    for (listener, strategy, ratios) in &against {
+        if ratios.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "| {listener} | `{strategy}` ÷ `{}` | {} | {} |",
+            args.baseline,
+            ratios.pairs(),
+            ratios.cells().join(" | ")
+        );
+    }
+    for (listener, ratios) in &noise {
+        if ratios.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "| {listener} | `{}` ÷ its previous turn | {} | {} |",
+            args.baseline,
+            ratios.pairs(),
+            ratios.cells().join(" | ")
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nEach strategy's turns summed up by their median, over every file of a listener, then per file (strategy's median ÷ `{}`'s):\n",
+        args.baseline
+    );
+    let _ = writeln!(md, "| file | strategy | turns | p50 | p99 | kept connection p50 | new connections | peak |");
+    let _ = writeln!(md, "|---|---|---:|---|---|---|---|---|");
+    for (name, turns) in per_listener.iter().chain(&per_file) {
+        let of = |strategy: &str| -> Option<[Option<f64>; 5]> {
+            let mine: Vec<&Turn> = turns.iter().filter(|t| t.strategy == strategy).collect();
+            (!mine.is_empty())
+                .then(|| core::array::from_fn(|k| median(mine.iter().filter_map(|t| t.values()[k]).collect())))
+        };
+        let base = of(&args.baseline);
+        let mut strategies: Vec<&str> = Vec::new();
+        for t in turns {
+            if !strategies.contains(&t.strategy.as_str()) {
+                strategies.push(&t.strategy);
+            }
+        }
+        for strategy in strategies {
+            let Some(mine) = of(strategy) else { continue };
+            let cell = |k: usize| -> String {
+                let value = if k < 3 { ms(mine[k]) } else { mine[k].map_or("—".into(), |x| format!("{x:.1}")) };
+                match (mine[k], base.and_then(|b| b[k])) {
+                    (Some(x), Some(b)) if strategy != args.baseline && b > 0.0 => format!("{value} (×{:.2})", x / b),
+                    _ => value,
+                }
+            };
+            let n = turns.iter().filter(|t| t.strategy == strategy).count();
+            let _ = writeln!(
+                md,
+                "| {name} | `{strategy}` | {n} | {} | {} | {} | {} | {} |",
+                cell(0),
+                cell(1),
+                cell(2),
+                cell(3),
+                cell(4)
+            );
+        }
+    }
+    print!("{md}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(strategy: &str, p50: f64) -> Turn {
+        Turn {
+            strategy: strategy.into(),
+            p50: Some(p50),
+            p99: Some(p50 * 2.0),
+            kept_p50: None,
+            kept_p50_by_node: Vec::new(),
+            connections_by_node: Vec::new(),
+            connections: 100,
+            metadata_per_refresh: 1.0,
+            peak: 150,
+        }
+    }
+
+    #[test]
+    fn ratios_summarise_as_geometric_mean_and_range() {
+        let mut r = Ratios::default();
+        r.add(&turn("a", 20.0), &turn("b", 10.0));
+        r.add(&turn("a", 10.0), &turn("b", 20.0));
+        let cells = r.cells();
+        assert_eq!(cells[0], "×1.00 (0.50–2.00)");
+        assert_eq!(cells[2], "—", "no kept connection time on either side");
+        assert_eq!(r.pairs(), 2);
+    }
+
+    #[test]
+    fn median_of_even_and_odd_counts() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(Vec::new()), None);
+    }
+}
