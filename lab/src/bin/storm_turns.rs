@@ -251,29 +251,12 @@ fn real_main() -> Result<(), String> {
     );
     let _ = writeln!(md, "| listener | compared | pairs | {} |", COMPARED.join(" | "));
     let _ = writeln!(md, "|---|---|---:|{}", "---|".repeat(COMPARED.len()));
-    for (listener, strategy, ratios) in &against {
-        if ratios.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            md,
-            "| {listener} | `{strategy}` ÷ `{}` | {} | {} |",
-            args.baseline,
-            ratios.pairs(),
-            ratios.cells().join(" | ")
-        );
-    }
-    for (listener, ratios) in &noise {
-        if ratios.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            md,
-            "| {listener} | `{}` ÷ its previous turn | {} | {} |",
-            args.baseline,
-            ratios.pairs(),
-            ratios.cells().join(" | ")
-        );
+    let rows = against
+        .iter()
+        .map(|(listener, strategy, r)| (listener, format!("`{strategy}` ÷ `{}`", args.baseline), r))
+        .chain(noise.iter().map(|(listener, r)| (listener, format!("`{}` ÷ its previous turn", args.baseline), r)));
+    for (listener, compared, ratios) in rows.filter(|(_, _, r)| !r.is_empty()) {
+        let _ = writeln!(md, "| {listener} | {compared} | {} | {} |", ratios.pairs(), ratios.cells().join(" | "));
     }
     let _ = writeln!(
         md,
@@ -282,7 +265,9 @@ fn real_main() -> Result<(), String> {
     );
     let _ = writeln!(md, "| file | strategy | turns | p50 | p99 | kept connection p50 | new connections | peak |");
     let _ = writeln!(md, "|---|---|---:|---|---|---|---|---|");
-    for (name, turns) in per_listener.iter().chain(&per_file) {
+    // One file's rows would repeat its listener's.
+    let per_file = if files.len() > 1 { per_file.as_slice() } else { &[] };
+    for (name, turns) in per_listener.iter().chain(per_file) {
         let of = |strategy: &str| -> Option<[Option<f64>; 5]> {
             let mine: Vec<&Turn> = turns.iter().filter(|t| t.strategy == strategy).collect();
             (!mine.is_empty())
