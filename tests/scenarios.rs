@@ -1239,9 +1239,9 @@ fn error_kind_names_match_their_serde_tags() {
 #[test]
 fn a_kept_connection_reads_the_metadata_pace_its_bootstrap_showed() {
     // The bootstrap's handshake takes 8 ms, its ApiVersions answer comes 1 ms after it and
-    // its Metadata 8 ms after that: the kept connection is suspected 2 × 8 ms after it comes
-    // up, not at the 10 ms floor (2 × the 1 ms first answer).
-    assert_eq!(kept_wait_after_a_bootstrap(false, 17), Duration::from_millis(16));
+    // its Metadata 13 ms after that: the kept connection is suspected 2 × 13 ms after it
+    // comes up, not at the kept floor (20 ms; 2 × the 1 ms first answer would be less).
+    assert_eq!(kept_wait_after_a_bootstrap(false, 22), Duration::from_millis(26));
     // Metadata 300 ms after the first answer: patience for twice that.
     assert_eq!(kept_wait_after_a_bootstrap(false, 309), Duration::from_millis(600));
 }
@@ -1249,11 +1249,11 @@ fn a_kept_connection_reads_the_metadata_pace_its_bootstrap_showed() {
 /// Over TLS a fresh connection's first answer ends its handshake, and what follows (a SASL
 /// exchange, ApiVersions, Metadata) may queue behind a cold start's other handshakes: it does
 /// not teach what a kept connection's Metadata takes. The kept connection is suspected as if
-/// the bootstrap had shown no Metadata pace (on its 8 ms handshake), not after twice the
-/// 300 ms that followed.
+/// the bootstrap had shown no Metadata pace (2 × its 8 ms handshake, raised to the kept
+/// floor, 20 ms), not after twice the 300 ms that followed.
 #[test]
 fn what_follows_a_tls_handshake_does_not_teach_the_kept_pace() {
-    assert_eq!(kept_wait_after_a_bootstrap(true, 309), Duration::from_millis(16));
+    assert_eq!(kept_wait_after_a_bootstrap(true, 309), Duration::from_millis(20));
 }
 
 /// How long the kept connection may stay silent in the refresh after an unjittered adaptive
@@ -1307,11 +1307,12 @@ fn a_kept_connection_waits_at_most_the_cold_delay_and_then_the_pace_of_kept_conn
     cluster.handle_input(ms(1_001), Input::FirstFrame { attempt });
     cluster.handle_input(ms(1_002), response(attempt));
     assert!(events(&mut cluster).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
-    // The next knows a kept connection answers after 1 ms: suspected at the 10 ms floor.
+    // The next knows a kept connection answers after 1 ms: suspected at the kept floor
+    // (2 × the 10 ms floor).
     cluster.request_refresh(ms(2_000));
     let ClusterEvent::Reuse { attempt, .. } = events(&mut cluster)[0] else { panic!("the kept connection first") };
     cluster.handle_input(ms(2_000), Input::Connected { attempt, tls: false });
-    assert_eq!(cluster.poll_timeout(), Some(ms(2_010)));
+    assert_eq!(cluster.poll_timeout(), Some(ms(2_020)));
 }
 
 /// A long-lived cluster learns its brokers' pace from the first answers on fresh

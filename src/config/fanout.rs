@@ -168,6 +168,16 @@ impl Adaptive {
         self.clamp(pace.max(handshake).saturating_mul(self.multiple))
     }
 
+    /// The soonest a silent kept connection is suspected: `multiple × floor` (20 ms by
+    /// default), whatever pace its Metadata answers showed. Waiting on a kept connection
+    /// costs the broker nothing, while a hedge costs it a new connection (over SASL_SSL a
+    /// TLS handshake and a SCRAM exchange). In 6,000 healthy refreshes on kept connections
+    /// to Kafka 4.4, 4 Metadata answers took 10.3–13.7 ms (host pauses) and none 20 ms
+    /// (`docs/performance/storm.md`, "A kept connection's floor").
+    pub fn kept_floor(&self) -> Duration {
+        self.clamp(self.floor.saturating_mul(self.multiple))
+    }
+
     /// Phase 3: the wait, from its start, for an attempt whose broker is answering, given
     /// what an answer normally takes (`typical`).
     pub fn while_answering(&self, typical: Duration) -> Duration {

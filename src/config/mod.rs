@@ -269,6 +269,16 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_connection_is_suspected_no_sooner_than_twice_the_floor() {
+        let a = Adaptive::default();
+        assert_eq!(a.kept_floor(), Duration::from_millis(20));
+        let tight = Adaptive { floor: Duration::from_millis(10), multiple: 3, ..a };
+        assert_eq!(tight.kept_floor(), Duration::from_millis(30));
+        let low_ceiling = Adaptive { ceiling: Duration::from_millis(15), ..a };
+        assert_eq!(low_ceiling.kept_floor(), Duration::from_millis(15), "never past the ceiling");
+    }
+
+    #[test]
     fn a_connected_broker_is_judged_by_the_broker_pace_not_the_tcp_handshake() {
         let a = Adaptive::default();
         let ms = Duration::from_millis;

@@ -57,18 +57,22 @@ impl Refresh {
     }
 
     /// How long the fast policy lets attempt `info`, connected `at`, stay silent: twice its
-    /// broker's pace or handshake ([`Adaptive::while_connected`]); a kept connection, before
-    /// the view has seen a calm Metadata answer, at most `cold`. The stagger waits this
-    /// outside a gentle refresh, and a first answer later than this is a queue
-    /// ([`Refresh::saw_queue`]).
+    /// broker's pace or handshake ([`Adaptive::while_connected`]); a kept connection at
+    /// least `multiple × floor` ([`Adaptive::kept_floor`]) and, before the view has seen a
+    /// calm Metadata answer, at most `cold`. The stagger waits this outside a gentle
+    /// refresh, and a first answer later than this is a queue ([`Refresh::saw_queue`]).
     pub(super) fn fast_connected_wait(&self, a: Adaptive, info: &AttemptInfo, at: Instant) -> Duration {
         let wait = a.while_connected(self.handshake_of(info, at), self.broker_pace(info), info.tls);
+        if !info.reused_connection {
+            return wait;
+        }
+        let wait = wait.max(a.kept_floor());
         // A kept connection's first answer is its Metadata answer, whose pace calm refreshes
         // teach (`Cluster::settle`). Without it the pace stands on fresh connections' first
         // answers, which a cold start's burst of TLS handshakes slows: silent past `cold`, a
         // kept connection's broker costs what a blackholed one does.
-        if info.reused_connection && self.kept_answer_hint.is_none() {
-            wait.min(a.cold.max(a.floor))
+        if self.kept_answer_hint.is_none() {
+            wait.min(a.cold.max(a.kept_floor()))
         } else {
             wait
         }

@@ -46,9 +46,9 @@ fn a_view_runs_gently_until_a_refresh_meets_no_queue() {
     // So the next plain refresh is gentle again; its answer comes within 1 ms.
     assert_eq!(refresh(&mut cluster, 2_000, RefreshCause::Requested, 1), (true, 2_000));
     // Calm: fast from now on, the kept connection suspected on the pace the calm refresh's
-    // answer showed (1 ms: the 10 ms floor).
-    assert_eq!(refresh(&mut cluster, 3_000, RefreshCause::Periodic, 1), (false, 10));
-    assert_eq!(refresh(&mut cluster, 4_000, RefreshCause::Requested, 1), (false, 10));
+    // answer showed (1 ms: the kept floor, twice the 10 ms floor).
+    assert_eq!(refresh(&mut cluster, 3_000, RefreshCause::Periodic, 1), (false, 20));
+    assert_eq!(refresh(&mut cluster, 4_000, RefreshCause::Requested, 1), (false, 20));
     // A storm-likely cause is gentle whatever the view has seen.
     assert_eq!(refresh(&mut cluster, 5_000, RefreshCause::StaleMetadata, 1), (true, 2_000));
 }
@@ -67,8 +67,8 @@ fn a_view_told_not_to_wait_for_calm_is_fast_from_its_bootstrap() {
 fn after_a_failed_refresh_the_next_is_gentle() {
     let mut cluster = Cluster::new(adaptive(), seeds(), ms(0)).unwrap();
     assert_eq!(refresh(&mut cluster, 0, RefreshCause::Bootstrap, 1), (true, 2_000));
-    // Calm, and a kept connection answers within 1 ms: suspected at the 10 ms floor.
-    assert_eq!(refresh(&mut cluster, 1_000, RefreshCause::Requested, 1), (false, 10));
+    // Calm, and a kept connection answers within 1 ms: suspected at the kept floor (20 ms).
+    assert_eq!(refresh(&mut cluster, 1_000, RefreshCause::Requested, 1), (false, 20));
     // Every broker refuses, pass after pass, until the refresh gives up.
     let epoch = cluster.request_refresh(ms(2_000));
     let mut now = 2_000;
