@@ -31,9 +31,30 @@ pub fn spread(values: &[Duration]) -> String {
     format!("{p50} | {p99} | {max}")
 }
 
+/// The geometric mean, least and greatest of `ratios` (all positive), `None` when empty: how
+/// one strategy compares with another over several pairs of runs, where a ratio and its
+/// inverse must weigh the same.
+pub fn geometric_mean_range(ratios: &[f64]) -> Option<(f64, f64, f64)> {
+    if ratios.is_empty() {
+        return None;
+    }
+    let mean = (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp();
+    let least = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let greatest = ratios.iter().copied().fold(0.0, f64::max);
+    Some((mean, least, greatest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ratio_and_its_inverse_average_to_one() {
+        let (mean, least, greatest) = geometric_mean_range(&[2.0, 0.5, 1.0]).unwrap();
+        assert!((mean - 1.0).abs() < 1e-12, "{mean}");
+        assert_eq!((least, greatest), (0.5, 2.0));
+        assert_eq!(geometric_mean_range(&[]), None);
+    }
 
     #[test]
     fn nearest_rank_quantiles() {

@@ -18,6 +18,7 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+use stagger_lab::stats::geometric_mean_range;
 use stagger_sim::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy, WarmFleet};
 
 struct Args {
@@ -66,14 +67,9 @@ const COMPARED: [&str; 4] = ["p50", "p99", "peak", "new connections"];
 /// How often `ratios` lie above, below and at 1 (within 0.05 %), and their geometric mean
 /// and range.
 fn summary(ratios: &[f64]) -> String {
-    if ratios.is_empty() {
-        return "—".into();
-    }
+    let Some((g, lo, hi)) = geometric_mean_range(ratios) else { return "—".into() };
     let higher = ratios.iter().filter(|&&x| x > 1.0005).count();
     let lower = ratios.iter().filter(|&&x| x < 0.9995).count();
-    let g = (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp();
-    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ratios.iter().copied().fold(0.0, f64::max);
     format!("×{g:.3} ({lo:.2}–{hi:.2}); higher {higher}, lower {lower}, equal {}", ratios.len() - higher - lower)
 }
 

@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use stagger_lab::fleet_file::{FleetFile, Run};
+use stagger_lab::stats::geometric_mean_range;
 
 struct Args {
     baseline: String,
@@ -143,14 +144,9 @@ impl Ratios {
     fn cells(&self) -> Vec<String> {
         self.0
             .iter()
-            .map(|v| {
-                if v.is_empty() {
-                    return "—".into();
-                }
-                let g = (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
-                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = v.iter().copied().fold(0.0, f64::max);
-                format!("×{g:.2} ({lo:.2}–{hi:.2})")
+            .map(|v| match geometric_mean_range(v) {
+                Some((g, lo, hi)) => format!("×{g:.2} ({lo:.2}–{hi:.2})"),
+                None => "—".into(),
             })
             .collect()
     }
@@ -158,6 +154,18 @@ impl Ratios {
     fn pairs(&self) -> usize {
         self.0[0].len()
     }
+}
+
+/// The value kept under `key` in `list` (in first-seen order), a default one added if none.
+fn entry<K: PartialEq, V: Default>(list: &mut Vec<(K, V)>, key: K) -> &mut V {
+    let at = match list.iter().position(|(k, _)| *k == key) {
+        Some(at) => at,
+        None => {
+            list.push((key, V::default()));
+            list.len() - 1
+        }
+    };
+    &mut list[at].1
 }
 
 fn ms(x: Option<f64>) -> String {
@@ -189,7 +197,7 @@ fn real_main() -> Result<(), String> {
     );
     let _ = writeln!(md, "|---|---:|---|---:|---:|---:|---|---:|---|---:|---:|");
     // Per listener: strategy → ratios against the neighbouring baseline turns.
-    let mut against: Vec<(String, String, Ratios)> = Vec::new();
+    let mut against: Vec<((String, String), Ratios)> = Vec::new();
     let mut noise: Vec<(String, Ratios)> = Vec::new();
     // The turns of each file, and of each listener over its files.
     let mut per_file: Vec<(String, Vec<Turn>)> = Vec::new();
@@ -198,10 +206,7 @@ fn real_main() -> Result<(), String> {
         let turns: Vec<Turn> = file.runs.iter().filter(|r| r.scenario == args.scenario).map(Turn::of).collect();
         per_file.push((name.clone(), turns.clone()));
         let label = format!("{} files", file.listener);
-        match per_listener.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, all)) => all.extend(turns.iter().cloned()),
-            None => per_listener.push((label, turns.clone())),
-        }
+        entry(&mut per_listener, label).extend(turns.iter().cloned());
         for (i, t) in turns.iter().enumerate() {
             let _ = writeln!(
                 md,
@@ -222,26 +227,14 @@ fn real_main() -> Result<(), String> {
         for (i, t) in turns.iter().enumerate().filter(|(_, t)| t.strategy != args.baseline) {
             let before = baseline.iter().rev().find(|&&b| b < i);
             let after = baseline.iter().find(|&&b| b > i);
-            let slot = match against.iter().position(|(l, s, _)| *l == file.listener && *s == t.strategy) {
-                Some(k) => k,
-                None => {
-                    against.push((file.listener.clone(), t.strategy.clone(), Ratios::default()));
-                    against.len() - 1
-                }
-            };
+            let ratios = entry(&mut against, (file.listener.clone(), t.strategy.clone()));
             for &b in before.into_iter().chain(after) {
-                against[slot].2.add(t, &turns[b]);
+                ratios.add(t, &turns[b]);
             }
         }
-        let slot = match noise.iter().position(|(l, _)| *l == file.listener) {
-            Some(k) => k,
-            None => {
-                noise.push((file.listener.clone(), Ratios::default()));
-                noise.len() - 1
-            }
-        };
+        let ratios = entry(&mut noise, file.listener.clone());
         for pair in baseline.windows(2) {
-            noise[slot].1.add(&turns[pair[1]], &turns[pair[0]]);
+            ratios.add(&turns[pair[1]], &turns[pair[0]]);
         }
     }
     let _ = writeln!(
@@ -253,7 +246,7 @@ fn real_main() -> Result<(), String> {
     let _ = writeln!(md, "|---|---|---:|{}", "---|".repeat(COMPARED.len()));
     let rows = against
         .iter()
-        .map(|(listener, strategy, r)| (listener, format!("`{strategy}` ÷ `{}`", args.baseline), r))
+        .map(|((listener, strategy), r)| (listener, format!("`{strategy}` ÷ `{}`", args.baseline), r))
         .chain(noise.iter().map(|(listener, r)| (listener, format!("`{}` ÷ its previous turn", args.baseline), r)));
     for (listener, compared, ratios) in rows.filter(|(_, _, r)| !r.is_empty()) {
         let _ = writeln!(md, "| {listener} | {compared} | {} | {} |", ratios.pairs(), ratios.cells().join(" | "));
