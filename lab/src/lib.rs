@@ -1,12 +1,13 @@
 //! Shared pieces of the measurement programs in `src/bin/`: a seed forwarder that counts what
 //! the cluster pays, a real cluster behind such forwarders, percentiles, what the real-socket
 //! programs (`realsockets`, `realsockets_kafka`, `librdkafka_reference`) measure alike (one
-//! refresh's cost, the lower median), and the JSON file `fleet_real` writes and `fleet_fit`
+//! refresh's cost, the lower median), command-line values (`cli`), and the JSON file `fleet_real` writes and `fleet_fit`
 //! reads, as typed structs (`fleet_file`).
 //!
 //! Programs here measure; they are not product code and nothing depends on them.
 
 pub mod bench;
+pub mod cli;
 pub mod counting;
 pub mod fleet_file;
 pub mod measure;

@@ -22,6 +22,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use stagger::{Adaptive, ClusterConfig, Growth, Stagger};
+use stagger_lab::cli::millis;
 use stagger_sim::fleet::{
     check_targets, render_markdown, render_svg, scenario_major, FleetConfig, FleetReport, FleetScenario,
     ScenarioResult, Strategy, WarmFleet,
@@ -75,15 +76,6 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(args)
-}
-
-/// Parses a (fractional) number of milliseconds.
-fn millis(text: &str, flag: &str) -> Result<Duration, String> {
-    let ms: f64 = text.parse().map_err(|e| format!("{flag}: {e}"))?;
-    if !(0.001..=10_000.0).contains(&ms) {
-        return Err(format!("{flag}: {ms} is outside 0.001..=10000"));
-    }
-    Ok(Duration::from_micros((ms * 1000.0) as u64))
 }
 
 /// Runs every strategy (one warm-up each, then the four scenarios) on `threads` threads.

@@ -7,10 +7,13 @@
 //! storm of `fleet` (`stagger_sim::fleet`, same model and defaults) for seeds `1..=N`, both
 //! strategies on the same fleet per seed (the same schedule, network and broker draws), and
 //! prints, as markdown, each seed's p50, p99, peak and new connections with the default's
-//! ratio to `sequential`'s, then how often the default came out higher, lower or equal.
+//! ratio to `sequential`'s, and the spare connections the default held when the storm came
+//! (each lets a client whose broker died ask a survivor at once); then how often the default
+//! came out higher, lower or equal. `--rtt-ms` and `--service-ms` set the network and broker
+//! times as `fleet`'s do (its "faster network" and "slower brokers" regimes).
 //!
 //! ```text
-//! cargo run --release -p stagger-lab --bin storm_seeds -- [--seeds 20] [--clients 300] [--brokers 3] [--threads N]
+//! cargo run --release -p stagger-lab --bin storm_seeds -- [--seeds 20] [--clients 300] [--brokers 3] [--rtt-ms 1] [--service-ms 1] [--threads N]
 //! ```
 //!
 //! Everything is virtual time; threads only run seeds side by side.
@@ -18,6 +21,7 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+use stagger_lab::cli::millis;
 use stagger_lab::stats::geometric_mean_range;
 use stagger_sim::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy, WarmFleet};
 
@@ -40,8 +44,10 @@ fn parse_args() -> Result<Args, String> {
             "--clients" => args.config.clients = number(value()?)? as u32,
             "--brokers" => args.config.brokers = number(value()?)? as u32,
             "--threads" => args.threads = number(value()?)?.max(1) as usize,
+            "--rtt-ms" => args.config.rtt = millis(&value()?, "--rtt-ms")?,
+            "--service-ms" => args.config.service_time = millis(&value()?, "--service-ms")?,
             "-h" | "--help" => {
-                println!("usage: storm_seeds [--seeds N] [--clients N] [--brokers N] [--threads N]");
+                println!("usage: storm_seeds [--seeds N] [--clients N] [--brokers N] [--rtt-ms X] [--service-ms X] [--threads N]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
@@ -116,11 +122,19 @@ fn real_main() -> Result<(), String> {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "{} clients on {} brokers, the failover storm of `stagger_sim::fleet` (its defaults), seeds 1–{}: the default (`adaptive`) ÷ `sequential`.\n",
-        args.config.clients, args.config.brokers, args.seeds
+        "{} clients on {} brokers ({} ms round trip, {} ms per Metadata), the failover storm of `stagger_sim::fleet` (its other defaults), seeds 1–{}: the default (`adaptive`) ÷ `sequential`.\n",
+        args.config.clients,
+        args.config.brokers,
+        args.config.rtt.as_secs_f64() * 1e3,
+        args.config.service_time.as_secs_f64() * 1e3,
+        args.seeds
     );
-    let _ = writeln!(md, "| seed | p50 | p99 | peak | new connections | ratios ({}) |", COMPARED.join(", "));
-    let _ = writeln!(md, "|---:|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| seed | p50 | p99 | peak | new connections | default's spares | ratios ({}) |",
+        COMPARED.join(", ")
+    );
+    let _ = writeln!(md, "|---:|---|---|---|---|---:|---|");
     let mut ratios: [Vec<f64>; 4] = Default::default();
     for s in &seeds {
         let (a, q) = (values(&s.default), values(&s.sequential));
@@ -136,7 +150,7 @@ fn real_main() -> Result<(), String> {
         }
         let _ = writeln!(
             md,
-            "| {} | {} vs {} | {} vs {} | {} vs {} | {} vs {} | {} |",
+            "| {} | {} vs {} | {} vs {} | {} vs {} | {} vs {} | {} | {} |",
             s.seed,
             ms(a[0]),
             ms(q[0]),
@@ -146,6 +160,7 @@ fn real_main() -> Result<(), String> {
             s.sequential.peak_requests,
             s.default.connections,
             s.sequential.connections,
+            s.default.spares_before,
             cells.join(" · ")
         );
     }

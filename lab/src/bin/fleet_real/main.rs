@@ -19,8 +19,9 @@
 //!    `rtt`, `service_time` and its ApiVersions/Metadata cost ratio, measured.
 //! 2. **Scenarios**, mirroring `stagger_sim::fleet`, for each strategy (`adaptive`, the
 //!    default, and `sequential`): N fresh clients (default 300), each with the three brokers
-//!    as seeds (rotated, like the simulator's), warm up with calm refreshes (the simulator's
-//!    `warmup_for` count at the same spacing); then
+//!    as seeds, listed in rotation (a strategy that shuffles its seeds, as `long-lived` and
+//!    `sequential-shuffled` do, draws its own order from the client's seed), warm up with
+//!    calm refreshes (the simulator's `warmup_for` count at the same spacing); then
 //!    * `healthy`: every client refreshes once at a random time within the window (10 s);
 //!    * `one_hung`: node 2 is stopped (`SIGSTOP`: connections are accepted, nothing answers)
 //!      and every client refreshes within the window; `SIGCONT` afterwards;
@@ -53,8 +54,9 @@
 //! for i in 1 2; do cargo run --release -p stagger-lab --bin fleet_real -- --out /tmp/fleet-real-$i.json; done
 //! ```
 //!
-//! Options: `--clients N` (300), `--warmup N` (16 calm refreshes per adaptive client; a
-//! fixed stagger uses at most 2, as in the simulator), `--warmup-spacing-ms X` (1000),
+//! Options: `--clients N` (300), `--warmup N` (16 calm refreshes per client of a strategy
+//! that starts one attempt at a time, at most 2 for one that starts several, as in the
+//! simulator), `--warmup-spacing-ms X` (1000),
 //! `--window-ms X` (10000), `--storm-ms X` (10), `--settle-ms X` (2000), `--seed N` (1),
 //! `--reseed-turns` (each entry of `--strategies` draws from a seed of its own: where the
 //! clients' shuffled seeds put their leads and where the dead broker's clients reconnect,
@@ -158,7 +160,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use stagger::kafka::sasl::{Sasl, Secret};
 use stagger::report::AttemptOutcome;
-use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng, Stagger};
+use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
 use stagger_lab::fleet_file::{
     Calibration, FirstChoiceCounts, Fit, FleetFile, Fresh, Idle, RefreshDetail, RefreshEntry, Run, SecuredCalibration,
@@ -429,15 +431,20 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
     Ok(ClusterConfig { refresh, refresh_interval: REFRESH_INTERVAL, ..ClusterConfig::default() })
 }
 
-/// Warm-up refreshes: the full count for an adaptive stagger (it learns from its window), at
-/// most 2 for a fixed one, which learns nothing from them. The simulator warms every
-/// one-at-a-time strategy fully (`FleetConfig::warmup_for`) so that strategies draw the same
-/// choices at the incident; here the machine's noise outweighs those draws, and a fixed
-/// stagger's turn stays 14 s shorter.
+/// Warm-up refreshes: the full count for a strategy that starts one attempt at a time, at
+/// most 2 for one that starts several at once, as the simulator's `FleetConfig::warmup_for`.
+///
+/// Why the full count for a fixed stagger too, which learns nothing from it: every strategy
+/// then meets the incident after the same refreshes and the same time since the killed
+/// node's restart. With 2 warm-ups for `sequential-shuffled` and 16 for the default, the
+/// default's storm was slower in every turn of a run where both did the same work and
+/// reconnected alike, and with 2 for both it was not (`docs/performance/storm.md`, "Placed
+/// alike, warmed alike").
 fn warmup_for(config: &ClusterConfig, warmup: u32) -> u32 {
-    match config.refresh.fanout.stagger {
-        Stagger::Adaptive(_) => warmup.max(1),
-        Stagger::Fixed(_) => warmup.clamp(1, 2),
+    if config.refresh.fanout.initial > 1 {
+        warmup.clamp(1, 2)
+    } else {
+        warmup.max(1)
     }
 }
 
