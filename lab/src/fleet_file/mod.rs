@@ -255,6 +255,14 @@ pub struct FirstChoiceCounts {
     /// counted first choices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_choice_before_incident: Option<std::collections::BTreeMap<String, usize>>,
+    /// Leads the warm-up's calm refreshes moved (the broker kept after a refresh not the
+    /// one kept before it), by the refresh's number in the warm-up (the bootstrap is 0), how
+    /// many attempts it started, how the attempt on the lead it left ended, how the winner
+    /// reached its broker and whether the lead left was the bootstrap's; and the clients
+    /// found back on the bootstrap's lead before a refresh, after one had moved them away
+    /// (a drained home's late answer). Absent in files written before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_moves: Option<std::collections::BTreeMap<String, usize>>,
 }
 
 /// One measured refresh: `[client, asked_us, took_us, attempts]` in the file.

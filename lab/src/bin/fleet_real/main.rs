@@ -159,7 +159,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use stagger::kafka::sasl::{Sasl, Secret};
-use stagger::report::AttemptOutcome;
+use stagger::report::{AttemptOutcome, AttemptReport};
 use stagger::{ClusterConfig, RefreshCause, RefreshConfig, Rng};
 use stagger_kafka_fixture::{free_base_port, KafkaCluster, Options, SASL_PASSWORD, SASL_USERNAME};
 use stagger_lab::fleet_file::{
@@ -446,6 +446,29 @@ fn warmup_for(config: &ClusterConfig, warmup: u32) -> u32 {
     } else {
         warmup.max(1)
     }
+}
+
+/// What a warm-up refresh that moved a client's lead did, as a key to count by: how many
+/// attempts it started, how the attempt on the lead it left ended (or that it did not try
+/// that broker), how the winner reached its broker (a kept connection or a new one), and
+/// whether the lead left was the broker the bootstrap left it on.
+fn warmup_move(attempts: &[AttemptReport], left: Option<&str>, first_lead: &Option<String>) -> String {
+    let on_left = attempts.iter().find(|a| Some(a.broker.as_str()) == left);
+    let left_how = match on_left {
+        None => "not tried".to_string(),
+        Some(a) => match &a.outcome {
+            AttemptOutcome::Cancelled(reason) => format!("cancelled {}", reason.name()),
+            AttemptOutcome::Failed(e) => format!("failed {}", e.kind.name()),
+            other => other.name().to_string(),
+        },
+    };
+    let winner = match attempts.iter().find(|a| a.outcome == AttemptOutcome::Won) {
+        Some(a) if a.reused_connection => "won on a kept connection",
+        Some(_) => "won on a new connection",
+        None => "no winner",
+    };
+    let home = if left == first_lead.as_deref() { "left home" } else { "left elsewhere" };
+    format!("{} tried: lead {left_how}, {winner}, {home}", attempts.len())
 }
 
 /// SplitMix64's finaliser: independent streams from one seed.
@@ -1062,13 +1085,19 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
                 let mut first_lead = None;
                 let mut first_choice = None;
                 let mut bootstrap_us = None;
+                let mut moves = Vec::new();
+                let mut last_lead = None;
                 let mut at = tokio::time::Instant::now() + spacing.mul_f64(rng.unit());
                 for k in 0..warmup {
                     tokio::time::sleep_until(at).await;
+                    let lead_before = client.stats().kept;
+                    if k > 1 && lead_before != last_lead && lead_before == first_lead {
+                        moves.push("came back home between refreshes".to_string());
+                    }
                     if k == 1 {
                         // Where the bootstrap left the client's lead, a drained first choice
                         // included (it becomes home when its answer comes, after the winner's).
-                        first_lead = client.stats().kept;
+                        first_lead = lead_before.clone();
                     }
                     let asked = tokio::time::Instant::now();
                     let refresh = async {
@@ -1085,6 +1114,13 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
                     if k == 0 && answered {
                         bootstrap_us = Some(asked.elapsed().as_micros() as u64);
                     }
+                    let lead_after = client.stats().kept;
+                    if k > 0 && lead_before.is_some() && lead_after != lead_before {
+                        let how = warmup_move(&client.last_refresh(), lead_before.as_deref(), &first_lead);
+                        let when = if k <= 3 { format!("refresh {k}") } else { "refresh 4+".to_string() };
+                        moves.push(format!("{when}, {how}"));
+                    }
+                    last_lead = lead_after;
                     if k == 0 {
                         // The bootstrap's first attempt: the broker this client chose (seeds
                         // shuffled or not), and how many brokers its bootstrap tried.
@@ -1101,27 +1137,34 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
                     }
                     at += spacing.mul_f64(0.5 + rng.unit());
                 }
-                (i, failed, first_lead, first_choice, bootstrap_us)
+                (i, failed, first_lead, first_choice, bootstrap_us, moves)
             });
         }
         let mut failed = 0;
         let mut first_leads = vec![None; clients.len()];
         let mut first_choices = vec![None; clients.len()];
         let mut bootstraps = Vec::new();
+        let mut moves = std::collections::BTreeMap::new();
         while let Some(f) = set.join_next().await {
             match f {
-                Ok((i, n, lead, choice, took)) => {
+                Ok((i, n, lead, choice, took, moved)) => {
                     failed += n;
                     first_leads[i] = lead;
                     first_choices[i] = choice;
                     bootstraps.extend(took);
+                    for m in moved {
+                        *moves.entry(m).or_insert(0usize) += 1;
+                    }
                 }
                 Err(_) => failed += 1,
             }
         }
-        (failed, first_leads, first_choices, bootstraps)
+        (failed, first_leads, first_choices, bootstraps, moves)
     });
-    let (warm_failed, first_leads, first_choices, mut bootstraps) = warm_failed;
+    let (warm_failed, first_leads, first_choices, mut bootstraps, warmup_moves) = warm_failed;
+    if !warmup_moves.is_empty() {
+        eprintln!("fleet_real:   leads moved by the warm-up's calm refreshes: {warmup_moves:?}");
+    }
     // How long the clients' bootstraps took (those answered): how long a cold start's
     // handshakes queued, which decides how many clients hedged into them.
     bootstraps.sort_unstable();
@@ -1344,6 +1387,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
         on_choice_after_bootstrap: [on_choice(&first_leads, false), on_choice(&first_leads, true)],
         on_choice_before_incident: [on_choice(&kept_before, false), on_choice(&kept_before, true)],
         off_choice_before_incident: Some(off_choice),
+        warmup_moves: Some(warmup_moves),
     });
     // Which of those clients also held a spare: a storm spares a new connection only to the
     // clients that lost their lead, so where the spares sit decides what they save.
