@@ -49,7 +49,8 @@ pub use keeping::Drain;
 /// that cost.
 ///
 /// Its refreshes run gently until the view is calm ([`ClusterConfig::gentle_until_calm`]):
-/// the bootstrap, and each refresh after one that met a queue or failed, suspect a broker
+/// the bootstrap, the refresh after a TLS bootstrap (which shows no kept connection's pace),
+/// and each refresh after one that met a queue or failed, suspect a broker
 /// only at the adaptive stagger's `pace` while connecting and its `ceiling` once connected,
 /// so a fleet starting together does not hedge into brokers queued by its own handshakes.
 ///
@@ -103,7 +104,8 @@ pub struct Cluster {
     /// a connection to it is kept.
     home: Option<BrokerIndex>,
     /// Whether the latest refresh ended with an answer and no queue
-    /// ([`Refresh::saw_queue`]): until then refreshes run gently
+    /// ([`Refresh::saw_queue`]), and the view knows a kept connection's pace (a calm
+    /// refresh's Metadata on an authenticated connection): until then refreshes run gently
     /// ([`ClusterConfig::gentle_until_calm`]).
     calm: bool,
     /// What the view has cost so far (`kept` is filled in by [`Cluster::stats`]).

@@ -1248,19 +1248,39 @@ fn a_kept_connection_reads_the_metadata_pace_its_bootstrap_showed() {
 
 /// Over TLS a fresh connection's first answer ends its handshake, and what follows (a SASL
 /// exchange, ApiVersions, Metadata) may queue behind a cold start's other handshakes: it does
-/// not teach what a kept connection's Metadata takes. The kept connection is suspected as if
-/// the bootstrap had shown no Metadata pace (2 × its 8 ms handshake, raised to the kept
-/// floor, 20 ms), not after twice the 300 ms that followed.
+/// not teach what a kept connection's Metadata takes. So the refresh after a TLS bootstrap is
+/// gentle (the view is not calm before it has seen a kept connection's pace: the connected
+/// kept broker waits the ceiling, 2 s), and the fast policy (`gentle_until_calm` off)
+/// suspects the kept connection as if the bootstrap had shown no Metadata pace (2 × its
+/// 8 ms handshake, raised to the kept floor, 20 ms), not after twice the 300 ms that followed.
 #[test]
 fn what_follows_a_tls_handshake_does_not_teach_the_kept_pace() {
-    assert_eq!(kept_wait_after_a_bootstrap(true, 309), Duration::from_millis(20));
+    assert_eq!(kept_wait_after_a_bootstrap(true, 309), Duration::from_secs(2));
+    assert_eq!(fast_kept_wait_after_a_bootstrap(true, 309), Duration::from_millis(20));
 }
 
 /// How long the kept connection may stay silent in the refresh after an unjittered adaptive
 /// bootstrap whose fresh connection came up at 8 ms (over TLS if `tls`), first answered at
 /// 9 ms and brought Metadata at `metadata_at` ms.
 fn kept_wait_after_a_bootstrap(tls: bool, metadata_at: u64) -> Duration {
-    let config = ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() };
+    kept_wait_after(
+        ClusterConfig { refresh: no_jitter(RefreshConfig::adaptive()), ..ClusterConfig::default() },
+        tls,
+        metadata_at,
+    )
+}
+
+/// The same under the fast policy from the start (`gentle_until_calm` off).
+fn fast_kept_wait_after_a_bootstrap(tls: bool, metadata_at: u64) -> Duration {
+    let config = ClusterConfig {
+        refresh: no_jitter(RefreshConfig::adaptive()),
+        gentle_until_calm: false,
+        ..ClusterConfig::default()
+    };
+    kept_wait_after(config, tls, metadata_at)
+}
+
+fn kept_wait_after(config: ClusterConfig, tls: bool, metadata_at: u64) -> Duration {
     let mut cluster = Cluster::new(config, book(3), Instant::ZERO).unwrap();
     cluster.request_refresh(ms(0));
     let ClusterEvent::Connect { attempt, .. } = events(&mut cluster)[0] else { panic!("a Connect first") };

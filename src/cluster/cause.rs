@@ -15,11 +15,13 @@
 //! | [`RefreshCause::RequestTimedOut`] | this client | as configured |
 //!
 //! *Calm* ([`crate::ClusterConfig::gentle_until_calm`], on by default): the view's latest
-//! refresh ended with an answer, and every first answer came within the fast policy's wait
-//! ([`crate::Refresh::saw_queue`]). A bootstrap has seen nothing, and a refresh after one that
-//! met a queue or failed is likely one of many clients still working through the same
-//! burst (a fleet starting together): both run gently. A one-shot session is fast whatever
-//! the cause.
+//! refresh ended with an answer, every first answer came within the fast policy's wait
+//! ([`crate::Refresh::saw_queue`]), and the view knows what Metadata on a kept connection
+//! takes. A bootstrap has seen nothing; a refresh after one that met a queue or failed is
+//! likely one of many clients still working through the same burst (a fleet starting
+//! together); and a TLS bootstrap's winner shows only its handshake's end, not how long a
+//! kept connection's Metadata waits behind the burst's other handshakes: all three run
+//! gently. A one-shot session is fast whatever the cause.
 //!
 //! Whatever the cause, the broker the caller names with it
 //! ([`crate::Cluster::request_refresh_because`]'s `broker`) counts as failed: it is tried

@@ -56,7 +56,11 @@ impl Cluster {
         self.hedge_millitokens = (self.hedge_millitokens.saturating_sub(stats.hedges as u64 * 1000) + earned).min(cap);
         // The rule is documented on `ClusterEvent::Rebootstrapped`.
         let succeeded = winner_start.is_some();
-        self.calm = succeeded && !done.saw_queue();
+        // Calm needs the pace of Metadata on a kept connection too: without it (after a TLS
+        // bootstrap, whose fresh winner teaches none) the fast policy suspects a kept
+        // connection at `cold`, while the fleet that bootstrapped with this client is still
+        // handshaking with the same brokers.
+        self.calm = succeeded && !done.saw_queue() && !self.kept_answer_times.is_empty();
         let every_discovered_failed = discovered_tried > 0 && discovered_failed == discovered_tried;
         let required = core::mem::take(&mut self.rebootstrap_required);
         if !succeeded && (every_discovered_failed || required) && self.config.rebootstrap && self.book.has_discovered()

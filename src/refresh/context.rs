@@ -37,7 +37,8 @@ pub struct RefreshContext {
     /// Why the refresh runs: a storm-likely cause makes it gentle (see [`RefreshCause`]).
     pub cause: RefreshCause,
     /// Run gently whatever the cause says: the view has not yet seen its brokers answer
-    /// within the fast policy's wait ([`crate::Cluster`], "gentle until calm").
+    /// within the fast policy's wait, or not yet a kept connection's pace
+    /// ([`crate::Cluster`], "gentle until calm").
     #[serde(default)]
     pub gentle: bool,
     /// Try only as many candidates as the attempt table can hold instead of refusing a

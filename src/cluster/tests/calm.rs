@@ -1,5 +1,6 @@
 //! Gentle until calm (`ClusterConfig::gentle_until_calm`): a view's refreshes run gently
-//! until one ends with every first answer within the fast policy's wait.
+//! until one ends with every first answer within the fast policy's wait and the view knows
+//! what Metadata on a kept connection takes.
 
 use super::*;
 
@@ -67,8 +68,10 @@ fn a_view_told_not_to_wait_for_calm_is_fast_from_its_bootstrap() {
 fn after_a_failed_refresh_the_next_is_gentle() {
     let mut cluster = Cluster::new(adaptive(), seeds(), ms(0)).unwrap();
     assert_eq!(refresh(&mut cluster, 0, RefreshCause::Bootstrap, 1), (true, 2_000));
+    // The TLS bootstrap taught no kept connection's pace: the next refresh is gentle too.
+    assert_eq!(refresh(&mut cluster, 1_000, RefreshCause::Requested, 1), (true, 2_000));
     // Calm, and a kept connection answers within 1 ms: suspected at the kept floor (20 ms).
-    assert_eq!(refresh(&mut cluster, 1_000, RefreshCause::Requested, 1), (false, 20));
+    assert_eq!(refresh(&mut cluster, 1_500, RefreshCause::Requested, 1), (false, 20));
     // Every broker refuses, pass after pass, until the refresh gives up.
     let epoch = cluster.request_refresh(ms(2_000));
     let mut now = 2_000;
@@ -88,4 +91,29 @@ fn after_a_failed_refresh_the_next_is_gentle() {
     let failed = ev.iter().any(|e| matches!(e, ClusterEvent::RefreshFailed { epoch: e, .. } if *e == epoch));
     assert!(failed, "{ev:?}");
     assert_eq!(refresh(&mut cluster, now + 1_000, RefreshCause::Requested, 1), (true, 2_000));
+}
+
+/// A bootstrap over TLS ends on a fresh connection, whose first answer ends the handshake:
+/// it shows nothing of what Metadata on a kept connection takes while the fleet that
+/// bootstrapped with this client still handshakes with the same brokers. So the refresh
+/// after it is gentle too, however quick the bootstrap was; the first kept answer within
+/// the fast wait makes the view calm. Over plaintext the bootstrap's own Metadata answer
+/// shows that pace, and the next refresh is fast.
+#[test]
+fn the_refresh_after_a_tls_bootstrap_is_gentle_until_a_kept_connection_answers() {
+    let mut cluster = Cluster::new(adaptive(), seeds(), ms(0)).unwrap();
+    assert_eq!(refresh(&mut cluster, 0, RefreshCause::Bootstrap, 1), (true, 2_000));
+    assert_eq!(refresh(&mut cluster, 1_000, RefreshCause::Periodic, 1), (true, 2_000));
+    assert_eq!(refresh(&mut cluster, 2_000, RefreshCause::Periodic, 1), (false, 20));
+
+    let mut plain = Cluster::new(adaptive(), seeds(), ms(0)).unwrap();
+    plain.request_refresh_because(ms(0), RefreshCause::Bootstrap, None);
+    let [(attempt, _)] = connects(&events(&mut plain))[..] else { panic!("one attempt") };
+    plain.handle_input(ms(0), Input::Connected { attempt, tls: false });
+    plain.handle_input(ms(1), Input::FirstFrame { attempt });
+    plain
+        .handle_input(ms(2), Input::Response { attempt, metadata: metadata(None, &[(0, "b0"), (1, "b1"), (2, "b2")]) });
+    assert!(events(&mut plain).iter().any(|e| matches!(e, ClusterEvent::Refreshed { .. })));
+    plain.request_refresh(ms(1_000));
+    assert!(!plain.current().unwrap().is_gentle(), "fast after a plaintext bootstrap");
 }
