@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use stagger::{ClusterConfig, HedgeBudget, RefreshConfig};
 use stagger_sim::fleet::{
-    run_matrix, FleetConfig, FleetReport, FleetScenario, ScenarioResult, Security, Strategy as Policy, WarmFleet,
+    run_matrix, warmup_refreshes_for, FleetConfig, FleetReport, FleetScenario, ScenarioResult, Security,
+    Strategy as Policy, WarmFleet,
 };
 
 // ============================================================================================
@@ -539,4 +540,20 @@ fn a_tls_cold_start_hedges_least_when_gentle_until_calm() {
     let p99 = |r: &stagger_sim::fleet::ScenarioResult| r.time_to_metadata.p99_ms.unwrap();
     let (g, f) = (p99(&gentle), p99(&fast));
     assert!(g <= f, "p99 {g} ms gentle against {f} ms fast");
+}
+
+#[test]
+fn one_at_a_time_strategies_warm_up_fully_and_fan_outs_twice_at_most() {
+    let one_at_a_time =
+        [ClusterConfig::default(), ClusterConfig { refresh: RefreshConfig::sequential(), ..ClusterConfig::default() }];
+    for cluster in &one_at_a_time {
+        assert_eq!(warmup_refreshes_for(cluster, 16), 16);
+        assert_eq!(warmup_refreshes_for(cluster, 0), 1, "every fleet warms up at least once");
+    }
+    let all = ClusterConfig { refresh: RefreshConfig::all_at_once(), ..ClusterConfig::default() };
+    assert_eq!(warmup_refreshes_for(&all, 16), 2);
+    assert_eq!(warmup_refreshes_for(&all, 0), 1);
+    let config = FleetConfig { warmup_refreshes: 16, ..FleetConfig::default() };
+    let strategy = Policy::Core { name: "sequential".into(), cluster: one_at_a_time[1] };
+    assert_eq!(config.warmup_for(&strategy), 16, "the model and the real harness share the rule");
 }

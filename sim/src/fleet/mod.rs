@@ -414,9 +414,20 @@ impl FleetConfig {
     pub fn warmup_for(&self, strategy: &Strategy) -> u32 {
         match strategy {
             Strategy::Oracle => 0,
-            Strategy::Core { cluster, .. } if cluster.refresh.fanout.initial > 1 => self.warmup_refreshes.clamp(1, 2),
-            Strategy::Core { .. } => self.warmup_refreshes.max(1),
+            Strategy::Core { cluster, .. } => warmup_refreshes_for(cluster, self.warmup_refreshes),
         }
+    }
+}
+
+/// The rule of [`FleetConfig::warmup_for`] for one client's `cluster` config and the full
+/// count `warmup`: `warmup` (at least 1) when it starts one attempt at a time, at most 2 when
+/// it starts several at once. The real-cluster harness warms its fleets by it too, so the
+/// model and the real fleets meet an incident after the same refreshes.
+pub fn warmup_refreshes_for(cluster: &ClusterConfig, warmup: u32) -> u32 {
+    if cluster.refresh.fanout.initial > 1 {
+        warmup.clamp(1, 2)
+    } else {
+        warmup.max(1)
     }
 }
 

@@ -431,23 +431,6 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
     Ok(ClusterConfig { refresh, refresh_interval: REFRESH_INTERVAL, ..ClusterConfig::default() })
 }
 
-/// Warm-up refreshes: the full count for a strategy that starts one attempt at a time, at
-/// most 2 for one that starts several at once, as the simulator's `FleetConfig::warmup_for`.
-///
-/// Why the full count for a fixed stagger too, which learns nothing from it: every strategy
-/// then meets the incident after the same refreshes and the same time since the killed
-/// node's restart. With 2 warm-ups for `sequential-shuffled` and 16 for the default, the
-/// default's storm was slower in every turn of a run where both did the same work and
-/// reconnected alike, and with 2 for both it was not (`docs/performance/storm.md`, "Placed
-/// alike, warmed alike").
-fn warmup_for(config: &ClusterConfig, warmup: u32) -> u32 {
-    if config.refresh.fanout.initial > 1 {
-        warmup.clamp(1, 2)
-    } else {
-        warmup.max(1)
-    }
-}
-
 /// What a warm-up refresh that moved a client's lead did, as a key to count by: how many
 /// attempts it started, how the attempt on the lead it left ended (or that it did not try
 /// that broker), how the winner reached its broker (a kept connection or a new one), and
@@ -1043,7 +1026,11 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
     }
     let config = strategy(name)?;
     let seeds = lab.seeds();
-    let warmup = warmup_for(&config, args.warmup);
+    // The simulator's rule, so every strategy meets the incident after the same refreshes and
+    // the same time since the killed node's restart: with 2 warm-ups for
+    // `sequential-shuffled` and 16 for the default, the default's storm was slower in every
+    // turn for the same work (`docs/performance/storm.md`, "Placed alike, warmed alike").
+    let warmup = stagger_sim::fleet::warmup_refreshes_for(&config, args.warmup);
     let scenario_seed = mix(seed, 0x100 + scenario as u64);
     // Fresh clients, each with the three brokers as seeds, rotated (as the simulator's).
     let (exchange, tls) = lab.security(args.listener, CLIENT_ID)?;
