@@ -9,10 +9,15 @@
 //! * every turn in order: time to metadata (p50, p99), the p50 of the clients that asked on
 //!   a kept connection (the same single Metadata request under every strategy; per broker
 //!   too, in files that name each winner's broker), the new connections (in all and per
-//!   broker: where the dead broker's clients reconnected), Metadata per refresh and the
-//!   peak;
+//!   broker: where the dead broker's clients reconnected), Metadata per refresh, the peak
+//!   (Metadata requests to one broker within 100 ms) and the brokers' CPU, in files that
+//!   have it: their request threads' in all (accepts, TLS, SASL, requests; the JIT's work,
+//!   which moves from turn to turn on its own, aside) and the most one broker spent within
+//!   100 ms (all its threads, read at the kernel's 10 ms tick). A Metadata request on a kept
+//!   connection and a new connection's handshakes count alike in the peak; the CPU tells
+//!   them apart;
 //! * each turn of a strategy against the turns of the baseline right before and after it
-//!   (ratios of p50, p99, new connections and peak): the comparison;
+//!   (ratios of p50, p99, new connections, peak and broker CPU): the comparison;
 //! * each turn of the baseline against the baseline's next turn: what the machine alone
 //!   moves, the yardstick for the comparison.
 //!
@@ -68,6 +73,10 @@ struct Turn {
     connections: usize,
     metadata_per_refresh: f64,
     peak: usize,
+    /// The brokers' request threads' CPU over the storm, summed (ms).
+    broker_cpu: Option<f64>,
+    /// The most CPU one broker spent within any 100 ms of it (ms).
+    broker_cpu_peak: Option<f64>,
 }
 
 impl Turn {
@@ -101,16 +110,42 @@ impl Turn {
             connections: run.connections_per_broker.iter().sum(),
             metadata_per_refresh: run.requests_per_refresh,
             peak: run.peak_requests,
+            broker_cpu: run.broker_threads_cpu_ms.as_ref().map(|v| v.iter().map(|t| t.request_path).sum()),
+            broker_cpu_peak: run.broker_cpu_peak_ms_per_100ms.as_ref().and_then(|v| v.iter().copied().reduce(f64::max)),
         }
     }
 
-    /// The compared quantities: p50, p99, kept connection p50, new connections, peak.
-    fn values(&self) -> [Option<f64>; 5] {
-        [self.p50, self.p99, self.kept_p50, Some(self.connections as f64), Some(self.peak as f64)]
+    /// The compared quantities, as [`COMPARED`] names them.
+    fn values(&self) -> [Option<f64>; COMPARED.len()] {
+        [
+            self.p50,
+            self.p99,
+            self.kept_p50,
+            Some(self.connections as f64),
+            Some(self.peak as f64),
+            self.broker_cpu,
+            self.broker_cpu_peak,
+        ]
     }
 }
 
-const COMPARED: [&str; 5] = ["p50", "p99", "kept connection p50", "new connections", "peak"];
+const COMPARED: [&str; 7] = [
+    "p50",
+    "p99",
+    "kept connection p50",
+    "new connections",
+    "peak",
+    "request threads' CPU",
+    "broker CPU peak / 100 ms",
+];
+
+/// One compared quantity shown as [`COMPARED`]'s `k`th: times in ms, counts as numbers.
+fn show(k: usize, x: Option<f64>) -> String {
+    match k {
+        0..=2 | 5 | 6 => ms(x),
+        _ => x.map_or("—".into(), |x| format!("{x:.1}")),
+    }
+}
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
@@ -123,7 +158,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 /// Ratios of one comparison, per compared quantity.
 #[derive(Default)]
-struct Ratios([Vec<f64>; 5]);
+struct Ratios([Vec<f64>; COMPARED.len()]);
 
 impl Ratios {
     fn add(&mut self, a: &Turn, b: &Turn) {
@@ -193,9 +228,9 @@ fn real_main() -> Result<(), String> {
     }
     let _ = writeln!(
         md,
-        "| file | turn | strategy | p50 | p99 | kept connection p50 | (per broker) | new connections | (per broker) | Metadata / refresh | peak |"
+        "| file | turn | strategy | p50 | p99 | kept connection p50 | (per broker) | new connections | (per broker) | Metadata / refresh | peak | request threads' CPU | broker CPU peak / 100 ms |"
     );
-    let _ = writeln!(md, "|---|---:|---|---:|---:|---:|---|---:|---|---:|---:|");
+    let _ = writeln!(md, "|---|---:|---|---:|---:|---:|---|---:|---|---:|---:|---:|---:|");
     // Per listener: strategy → ratios against the neighbouring baseline turns.
     let mut against: Vec<((String, String), Ratios)> = Vec::new();
     let mut noise: Vec<(String, Ratios)> = Vec::new();
@@ -210,7 +245,7 @@ fn real_main() -> Result<(), String> {
         for (i, t) in turns.iter().enumerate() {
             let _ = writeln!(
                 md,
-                "| {name} | {} | `{}` | {} | {} | {} | {} | {} | {} | {:.3} | {} |",
+                "| {name} | {} | `{}` | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
                 i + 1,
                 t.strategy,
                 ms(t.p50),
@@ -220,7 +255,9 @@ fn real_main() -> Result<(), String> {
                 t.connections,
                 t.connections_by_node.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" / "),
                 t.metadata_per_refresh,
-                t.peak
+                t.peak,
+                ms(t.broker_cpu),
+                ms(t.broker_cpu_peak)
             );
         }
         let baseline: Vec<usize> = (0..turns.len()).filter(|&i| turns[i].strategy == args.baseline).collect();
@@ -256,12 +293,12 @@ fn real_main() -> Result<(), String> {
         "\nEach strategy's turns summed up by their median, over every file of a listener, then per file (strategy's median ÷ `{}`'s):\n",
         args.baseline
     );
-    let _ = writeln!(md, "| file | strategy | turns | p50 | p99 | kept connection p50 | new connections | peak |");
-    let _ = writeln!(md, "|---|---|---:|---|---|---|---|---|");
+    let _ = writeln!(md, "| file | strategy | turns | {} |", COMPARED.join(" | "));
+    let _ = writeln!(md, "|---|---|---:|{}", "---|".repeat(COMPARED.len()));
     // One file's rows would repeat its listener's.
     let per_file = if files.len() > 1 { per_file.as_slice() } else { &[] };
     for (name, turns) in per_listener.iter().chain(per_file) {
-        let of = |strategy: &str| -> Option<[Option<f64>; 5]> {
+        let of = |strategy: &str| -> Option<[Option<f64>; COMPARED.len()]> {
             let mine: Vec<&Turn> = turns.iter().filter(|t| t.strategy == strategy).collect();
             (!mine.is_empty())
                 .then(|| core::array::from_fn(|k| median(mine.iter().filter_map(|t| t.values()[k]).collect())))
@@ -276,22 +313,15 @@ fn real_main() -> Result<(), String> {
         for strategy in strategies {
             let Some(mine) = of(strategy) else { continue };
             let cell = |k: usize| -> String {
-                let value = if k < 3 { ms(mine[k]) } else { mine[k].map_or("—".into(), |x| format!("{x:.1}")) };
+                let value = show(k, mine[k]);
                 match (mine[k], base.and_then(|b| b[k])) {
                     (Some(x), Some(b)) if strategy != args.baseline && b > 0.0 => format!("{value} (×{:.2})", x / b),
                     _ => value,
                 }
             };
             let n = turns.iter().filter(|t| t.strategy == strategy).count();
-            let _ = writeln!(
-                md,
-                "| {name} | `{strategy}` | {n} | {} | {} | {} | {} | {} |",
-                cell(0),
-                cell(1),
-                cell(2),
-                cell(3),
-                cell(4)
-            );
+            let cells: Vec<String> = (0..COMPARED.len()).map(cell).collect();
+            let _ = writeln!(md, "| {name} | `{strategy}` | {n} | {} |", cells.join(" | "));
         }
     }
     print!("{md}");
@@ -313,6 +343,8 @@ mod tests {
             connections: 100,
             metadata_per_refresh: 1.0,
             peak: 150,
+            broker_cpu: Some(p50 * 10.0),
+            broker_cpu_peak: None,
         }
     }
 
@@ -324,6 +356,8 @@ mod tests {
         let cells = r.cells();
         assert_eq!(cells[0], "×1.00 (0.50–2.00)");
         assert_eq!(cells[2], "—", "no kept connection time on either side");
+        assert_eq!(cells[5], "×1.00 (0.50–2.00)", "broker CPU compared as time is");
+        assert_eq!(cells[6], "—", "a file without CPU peaks compares none");
         assert_eq!(r.pairs(), 2);
     }
 
