@@ -176,6 +176,16 @@ fn a_new_connection_costs_its_broker_and_a_kept_one_does_not() {
     let p50 = |c: &FleetConfig, s| WarmFleet::new(c, &strategy).run(s).time_to_metadata.p50_ms.unwrap();
     let (cold_cheap, cold_dear) = (p50(&cheap, FleetScenario::ColdStart), p50(&dear, FleetScenario::ColdStart));
     assert!(cold_dear >= cold_cheap + 40.0, "cold start: {cold_cheap} ms, with a 40 ms accept {cold_dear} ms");
+    // The busiest window of a broker's work counts the accepts; the Metadata peak does not.
+    let cold = |c: &FleetConfig| WarmFleet::new(c, &strategy).run(FleetScenario::ColdStart);
+    let (busy_cheap, busy_dear) = (cold(&cheap), cold(&dear));
+    assert!(
+        busy_dear.peak_busy_us >= busy_cheap.peak_busy_us + 40_000,
+        "busiest window: {} µs, with a 40 ms accept {} µs",
+        busy_cheap.peak_busy_us,
+        busy_dear.peak_busy_us
+    );
+    assert!(busy_cheap.peak_busy_us > 0, "Metadata and ApiVersions are work too");
     let (warm_cheap, warm_dear) = (p50(&cheap, FleetScenario::Healthy), p50(&dear, FleetScenario::Healthy));
     assert!(warm_dear < warm_cheap + 1.0, "warm healthy: {warm_cheap} ms, with a 40 ms accept {warm_dear} ms");
 }
@@ -220,6 +230,8 @@ fn warm_spares_are_held_and_spare_a_storm_new_connections() {
     check_books(&with, 90);
     assert!(without.connections >= 20, "a third of 90 clients lose their kept connection: {without:?}");
     assert!(with.connections < without.connections / 4, "{} against {}", with.connections, without.connections);
+    // Asking at once over a spare bunches Metadata but spares the brokers the new connections.
+    assert!(with.peak_busy_us < without.peak_busy_us, "{} µs against {} µs", with.peak_busy_us, without.peak_busy_us);
 }
 
 /// ApiVersions is charged at its own price: a dear one slows every new connection's

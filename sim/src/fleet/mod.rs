@@ -627,6 +627,14 @@ pub struct ScenarioResult {
     pub peak_requests: u32,
     /// The broker that saw that peak.
     pub peak_broker: u32,
+    /// The most work (µs) one broker did within any window of [`FleetConfig::peak_window`]
+    /// during the measurement: accepts, TLS, SASL, ApiVersions and Metadata, each priced as
+    /// [`FleetConfig`] says. Why beside `peak_requests`: a Metadata request on a kept
+    /// connection and one behind a new connection's handshakes count alike there, and the
+    /// real brokers' CPU tells them apart (`docs/performance/storm.md`, "Placed alike, warmed
+    /// alike").
+    #[serde(default)]
+    pub peak_busy_us: u64,
     /// Metadata requests each broker received during the measurement (sums to `requests`).
     pub requests_per_broker: Vec<u64>,
     /// The `Connect` count the core itself reported in its `Refreshed` stats (cross-check of

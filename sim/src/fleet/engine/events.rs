@@ -393,6 +393,16 @@ impl Engine {
         }
     }
 
+    /// `broker` does `us` µs of work from `start` (its queue's estimate on shared cores),
+    /// counted for its busiest window ([`crate::fleet::ScenarioResult::peak_busy_us`]).
+    fn count_work(&mut self, broker: usize, start: u64, us: u32) {
+        if let Some(t) = &mut self.tally {
+            if us > 0 && start >= t.t0 {
+                t.work[broker].push(((start - t.t0).min(u32::MAX as u64) as u32, us));
+            }
+        }
+    }
+
     /// A request read from its connection waits for `broker`'s request threads.
     fn requested(&mut self, client: u32, attempt: AttemptId, broker: u16, draw: Draw, read: Read) {
         if read == Read::Metadata && self.count_reads {
@@ -430,6 +440,7 @@ impl Engine {
         // cores this is only the oracle's estimate, and the machine decides.
         let done = (*free_at).max(self.now) + service as u64;
         *free_at = done;
+        self.count_work(b, done - service as u64, service);
         let then = then.map(|(ev, delay)| Then { ev, delay, paid: false });
         match &mut self.machine {
             Some(m) => {
@@ -451,6 +462,7 @@ impl Engine {
         if us == 0 || self.brokers[b].mode != Mode::Healthy {
             return;
         }
+        self.count_work(b, self.now, us);
         if let Some(m) = &mut self.machine {
             m.submit(self.now, us, Owner::Broker(b as u16, Queue::Background), None);
             self.take_machine_events();

@@ -192,6 +192,9 @@ struct Client {
 struct Tally {
     t0: u64,
     arrivals: Vec<Vec<u32>>,
+    /// Per broker, each piece of work it did during the measurement: when it started (µs
+    /// from `t0`) and how long it took (µs).
+    work: Vec<Vec<(u32, u32)>>,
     attempts: u64,
     reached: u64,
     reused: u64,

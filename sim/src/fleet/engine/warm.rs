@@ -6,7 +6,7 @@ use core::time::Duration;
 
 use super::placement::{give_spares, place_leads, top_up_failing_spares};
 use super::{broker_of, fleet_metadata, mix, Broker, Client, Engine, Ev, Mode, Tally, WarmFleet, REFRESH_INTERVAL};
-use crate::fleet::stats::{cdf_points, peak_in_window, Percentiles};
+use crate::fleet::stats::{busiest_window, cdf_points, peak_in_window, Percentiles};
 use crate::fleet::{FleetConfig, FleetScenario, ScenarioResult, Strategy};
 use stagger::duration_micros;
 use stagger::test_util::numbered_seeds;
@@ -118,6 +118,7 @@ impl WarmFleet {
             t0,
             spares_before,
             arrivals: alloc::vec![Vec::new(); n_brokers],
+            work: alloc::vec![Vec::new(); n_brokers],
             outstanding: e.clients.len() as u32,
             ..Tally::default()
         });
@@ -260,6 +261,7 @@ fn result(
             peak_broker = b as u32;
         }
     }
+    let peak_busy = tally.work.iter_mut().map(|w| busiest_window(w, window)).max().unwrap_or(0);
     // Counted as the brokers read them (`count_reads`), a request a hung broker never reads
     // is not one, as in a broker's request log.
     let requests =
@@ -283,6 +285,7 @@ fn result(
         cancelled_before_handshake: tally.cancelled_before_handshake,
         peak_requests: peak,
         peak_broker,
+        peak_busy_us: peak_busy,
         requests_per_broker: tally.arrivals.iter().map(|a| a.len() as u64).collect(),
         core_started: tally.core_started,
         spares_before: tally.spares_before,
