@@ -28,7 +28,11 @@
 //!    * `failover_storm`: node 2 is restarted (so every strategy's storm starts from the same
 //!      cluster), the clients warm up, node 2 is killed (`SIGKILL`) and its forwarder closes
 //!      its listener and connections (refused, as a dead broker's address is), then every
-//!      client refreshes within 10 ms; the node is restarted afterwards.
+//!      client refreshes within 10 ms; the node is restarted afterwards;
+//!    * `storm_hung_survivor`: the same storm with node 3 stopped (`SIGSTOP`) just before
+//!      node 2 is killed, so a survivor the clients reconnect to, or keep a connection to,
+//!      accepts and never answers: what a strategy pays past a silent connected broker in a
+//!      storm (the choice a throttling broker also poses); `SIGCONT` afterwards.
 //!
 //!    Each refresh's time to metadata (the call to `Client::refresh` until it returns), its
 //!    attempts (`Client::stats`), the Metadata requests per refresh and the peak Metadata
@@ -233,6 +237,7 @@ enum Scenario {
     Healthy,
     OneHung,
     FailoverStorm,
+    StormHungSurvivor,
 }
 
 impl Scenario {
@@ -241,7 +246,13 @@ impl Scenario {
             Scenario::Healthy => "healthy",
             Scenario::OneHung => "one_hung",
             Scenario::FailoverStorm => "failover_storm",
+            Scenario::StormHungSurvivor => "storm_hung_survivor",
         }
+    }
+
+    /// A node is killed and every client refreshes within the storm window.
+    fn is_storm(self) -> bool {
+        matches!(self, Scenario::FailoverStorm | Scenario::StormHungSurvivor)
     }
 
     fn parse(s: &str) -> Res<Scenario> {
@@ -249,7 +260,13 @@ impl Scenario {
             "healthy" => Scenario::Healthy,
             "one_hung" => Scenario::OneHung,
             "failover_storm" => Scenario::FailoverStorm,
-            other => return Err(format!("unknown scenario {other:?} (healthy, one_hung, failover_storm)").into()),
+            "storm_hung_survivor" => Scenario::StormHungSurvivor,
+            other => {
+                return Err(format!(
+                    "unknown scenario {other:?} (healthy, one_hung, failover_storm, storm_hung_survivor)"
+                )
+                .into())
+            }
         })
     }
 }
@@ -607,7 +624,7 @@ fn main() -> Res<()> {
     for &scenario in &args.scenarios {
         // The first storm a cluster meets is slower whichever strategy faces it (measured:
         // `docs/performance/storm.md`), so one storm is run first and not counted.
-        let storm = scenario == Scenario::FailoverStorm;
+        let storm = scenario.is_storm();
         if storm && args.practice_storm && !args.practice_each {
             if let Some(name) = args.strategies.first() {
                 practice(&lab, name)?;
@@ -1017,7 +1034,7 @@ struct Refresh {
 /// schedule draw from `seed`.
 fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
     let args = &lab.args;
-    if scenario == Scenario::FailoverStorm {
+    if scenario.is_storm() {
         // Every strategy's storm kills a node restarted just before its clients start, so
         // no strategy meets a cluster the one before it left (the node it killed restarted,
         // the quorum's and the partitions' leaders moved).
@@ -1178,7 +1195,10 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
     match scenario {
         Scenario::Healthy => {}
         Scenario::OneHung => paused = Some(lab.cluster.pause(node)),
-        Scenario::FailoverStorm => {
+        Scenario::FailoverStorm | Scenario::StormHungSurvivor => {
+            if scenario == Scenario::StormHungSurvivor {
+                paused = Some(lab.cluster.pause(survivor(node) as u32 + 1));
+            }
             if let Some(rate) = args.storm_connection_rate {
                 throttle::set_rate(&lab.cluster.plaintext()[survivor(node)], Some(rate))?;
             }
@@ -1188,7 +1208,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
             std::thread::sleep(Duration::from_millis(300));
         }
     }
-    let window = if scenario == Scenario::FailoverStorm { args.storm } else { args.window };
+    let window = if scenario.is_storm() { args.storm } else { args.window };
     lab.take_logs()?;
     let (load_before, cpu_before) = (loadavg(), cpu_ticks());
     let pids: Vec<i32> = (1..=BROKERS as u32).map(|n| lab.cluster.pid(n)).collect();
@@ -1210,7 +1230,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
             // was lost, or (the others) its requests for that broker's partitions now say
             // NOT_LEADER. Elsewhere it knows nothing. Both strategies are told the same.
             let cause = match scenario {
-                Scenario::FailoverStorm if args.causes => {
+                Scenario::FailoverStorm | Scenario::StormHungSurvivor if args.causes => {
                     if kept_before[i].as_deref() == Some(dead.as_str()) {
                         (RefreshCause::ConnectionLost, Some(dead.clone()))
                     } else {
@@ -1287,7 +1307,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
     // relaying their bytes, on the cores the brokers use too.
     let process_cpu = process_before.zip(process_cpu_us()).map(|(b, a)| a.saturating_sub(b) as f64 / 1e3);
     std::thread::sleep(GRACE);
-    if scenario == Scenario::FailoverStorm && args.storm_connection_rate.is_some() {
+    if scenario.is_storm() && args.storm_connection_rate.is_some() {
         throttle::set_rate(&lab.cluster.plaintext()[survivor(node)], None)?;
     }
     let broker_cpu = broker_cpu.finish();
@@ -1311,7 +1331,7 @@ fn run(lab: &Lab, name: &str, scenario: Scenario, seed: u64) -> Res<Run> {
         }
     });
     drop(paused);
-    if scenario == Scenario::FailoverStorm {
+    if scenario.is_storm() {
         lab.forwarders[node as usize - 1].accept_again();
         restart_and_warm(lab, node)?;
     }
