@@ -14,3 +14,15 @@ fn every_committed_file_holds_the_fit_of_its_own_measurements() {
         assert!(fitted == file.fit, "{}: fitted {fitted:?}, the file holds {:?}", path.display(), file.fit);
     }
 }
+
+/// Every scenario's name reads back as itself, and both storms are storms.
+#[test]
+fn scenarios_parse_by_name_and_both_storms_kill_a_node() {
+    use super::Scenario;
+    for s in [Scenario::Healthy, Scenario::OneHung, Scenario::FailoverStorm, Scenario::StormHungSurvivor] {
+        assert_eq!(Scenario::parse(s.name()).unwrap(), s);
+    }
+    assert!(Scenario::FailoverStorm.is_storm() && Scenario::StormHungSurvivor.is_storm());
+    assert!(!Scenario::OneHung.is_storm() && !Scenario::Healthy.is_storm());
+    assert!(Scenario::parse("storm").is_err());
+}
