@@ -29,8 +29,8 @@
 //!      cluster), the clients warm up, node 2 is killed (`SIGKILL`) and its forwarder closes
 //!      its listener and connections (refused, as a dead broker's address is), then every
 //!      client refreshes within 10 ms; the node is restarted afterwards;
-//!    * `storm_hung_survivor`: the same storm with node 3 stopped (`SIGSTOP`) just before
-//!      node 2 is killed, so a survivor the clients reconnect to, or keep a connection to,
+//!    * `storm_hung_survivor`: the same storm with the next node (node 3) stopped (`SIGSTOP`)
+//!      just before node 2 is killed, so a survivor the clients reconnect to, or keep a connection to,
 //!      accepts and never answers: what a strategy pays past a silent connected broker in a
 //!      storm (the choice a throttling broker also poses); `SIGCONT` afterwards.
 //!
@@ -255,18 +255,13 @@ impl Scenario {
         matches!(self, Scenario::FailoverStorm | Scenario::StormHungSurvivor)
     }
 
+    const ALL: [Scenario; 4] =
+        [Scenario::Healthy, Scenario::OneHung, Scenario::FailoverStorm, Scenario::StormHungSurvivor];
+
     fn parse(s: &str) -> Res<Scenario> {
-        Ok(match s {
-            "healthy" => Scenario::Healthy,
-            "one_hung" => Scenario::OneHung,
-            "failover_storm" => Scenario::FailoverStorm,
-            "storm_hung_survivor" => Scenario::StormHungSurvivor,
-            other => {
-                return Err(format!(
-                    "unknown scenario {other:?} (healthy, one_hung, failover_storm, storm_hung_survivor)"
-                )
-                .into())
-            }
+        Scenario::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = Scenario::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown scenario {s:?} ({})", known.join(", ")).into()
         })
     }
 }

@@ -19,7 +19,7 @@ fn every_committed_file_holds_the_fit_of_its_own_measurements() {
 #[test]
 fn scenarios_parse_by_name_and_both_storms_kill_a_node() {
     use super::Scenario;
-    for s in [Scenario::Healthy, Scenario::OneHung, Scenario::FailoverStorm, Scenario::StormHungSurvivor] {
+    for s in Scenario::ALL {
         assert_eq!(Scenario::parse(s.name()).unwrap(), s);
     }
     assert!(Scenario::FailoverStorm.is_storm() && Scenario::StormHungSurvivor.is_storm());
