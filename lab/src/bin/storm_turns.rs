@@ -18,6 +18,10 @@
 //!   them apart;
 //! * each turn of a strategy against the turns of the baseline right before and after it
 //!   (ratios of p50, p99, new connections, peak and broker CPU): the comparison;
+//! * the same pairs split by which turn ran first, and balanced over the two orders: storms
+//!   on a shared machine get slower from turn to turn, and whichever strategy runs second
+//!   pays for it, so files with each order run first (`--strategies a,b,…` and
+//!   `--strategies b,a,…` on the same seed) are compared fairly by the balanced row;
 //! * each turn of the baseline against the baseline's next turn: what the machine alone
 //!   moves, the yardstick for the comparison.
 //!
@@ -156,6 +160,9 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
+/// A comparison's key, (listener, strategy), and whether the strategy's turn ran first.
+type Ordered = ((String, String), bool);
+
 /// Ratios of one comparison, per compared quantity.
 #[derive(Default)]
 struct Ratios([Vec<f64>; COMPARED.len()]);
@@ -189,6 +196,38 @@ impl Ratios {
     fn pairs(&self) -> usize {
         self.0[0].len()
     }
+
+    /// `×g (lo–hi)` per quantity: the geometric mean of the two orders' geometric means, so
+    /// each order weighs alike however many pairs it has, and two standard errors either side
+    /// of it (from each order's spread of log ratios; neighbouring pairs share a turn, so the
+    /// true interval is somewhat wider). An interval that holds 1 does not tell the two apart.
+    fn balanced(first: &Ratios, second: &Ratios) -> Vec<String> {
+        first
+            .0
+            .iter()
+            .zip(&second.0)
+            .map(|(a, b)| match (log_mean_and_variance(a), log_mean_and_variance(b)) {
+                (Some((ma, va)), Some((mb, vb))) => {
+                    let mean = (ma + mb) / 2.0;
+                    let se = (va / a.len() as f64 + vb / b.len() as f64).sqrt() / 2.0;
+                    format!("×{:.2} ({:.2}–{:.2})", mean.exp(), (mean - 2.0 * se).exp(), (mean + 2.0 * se).exp())
+                }
+                _ => "—".into(),
+            })
+            .collect()
+    }
+}
+
+/// The mean of the ratios' logarithms and their sample variance (0 for a single ratio).
+fn log_mean_and_variance(ratios: &[f64]) -> Option<(f64, f64)> {
+    if ratios.is_empty() {
+        return None;
+    }
+    let n = ratios.len() as f64;
+    let mean = ratios.iter().map(|x| x.ln()).sum::<f64>() / n;
+    let variance =
+        if ratios.len() > 1 { ratios.iter().map(|x| (x.ln() - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    Some((mean, variance))
 }
 
 /// The value kept under `key` in `list` (in first-seen order), a default one added if none.
@@ -234,6 +273,8 @@ fn real_main() -> Result<(), String> {
     // Per listener: strategy → ratios against the neighbouring baseline turns.
     let mut against: Vec<((String, String), Ratios)> = Vec::new();
     let mut noise: Vec<(String, Ratios)> = Vec::new();
+    // The same pairs split by which turn came first (`true`: the strategy's).
+    let mut by_order: Vec<(Ordered, Ratios)> = Vec::new();
     // The turns of each file, and of each listener over its files.
     let mut per_file: Vec<(String, Vec<Turn>)> = Vec::new();
     let mut per_listener: Vec<(String, Vec<Turn>)> = Vec::new();
@@ -264,9 +305,10 @@ fn real_main() -> Result<(), String> {
         for (i, t) in turns.iter().enumerate().filter(|(_, t)| t.strategy != args.baseline) {
             let before = baseline.iter().rev().find(|&&b| b < i);
             let after = baseline.iter().find(|&&b| b > i);
-            let ratios = entry(&mut against, (file.listener.clone(), t.strategy.clone()));
+            let key = (file.listener.clone(), t.strategy.clone());
             for &b in before.into_iter().chain(after) {
-                ratios.add(t, &turns[b]);
+                entry(&mut against, key.clone()).add(t, &turns[b]);
+                entry(&mut by_order, (key.clone(), b > i)).add(t, &turns[b]);
             }
         }
         let ratios = entry(&mut noise, file.listener.clone());
@@ -287,6 +329,36 @@ fn real_main() -> Result<(), String> {
         .chain(noise.iter().map(|(listener, r)| (listener, format!("`{}` ÷ its previous turn", args.baseline), r)));
     for (listener, compared, ratios) in rows.filter(|(_, _, r)| !r.is_empty()) {
         let _ = writeln!(md, "| {listener} | {compared} | {} | {} |", ratios.pairs(), ratios.cells().join(" | "));
+    }
+    let _ = writeln!(
+        md,
+        "\nThe same pairs split by which turn ran first. Storms that drift from turn to turn favour one order; the balanced row, the geometric mean of the two orders' means, cancels a drift that is steady from one turn to the next (in brackets: two standard errors either side; an interval holding 1 does not tell the two apart):\n"
+    );
+    let _ = writeln!(md, "| listener | compared | pairs | {} |", COMPARED.join(" | "));
+    let _ = writeln!(md, "|---|---|---:|{}", "---|".repeat(COMPARED.len()));
+    for ((listener, strategy), _) in &against {
+        let order =
+            |first: bool| by_order.iter().find(|((k, f), _)| k.0 == *listener && k.1 == *strategy && *f == first);
+        let (Some((_, first)), Some((_, second))) = (order(true), order(false)) else { continue };
+        let name = format!("`{strategy}` ÷ `{}`", args.baseline);
+        let _ = writeln!(
+            md,
+            "| {listener} | {name}, `{strategy}` first | {} | {} |",
+            first.pairs(),
+            first.cells().join(" | ")
+        );
+        let _ = writeln!(
+            md,
+            "| {listener} | {name}, `{strategy}` second | {} | {} |",
+            second.pairs(),
+            second.cells().join(" | ")
+        );
+        let _ = writeln!(
+            md,
+            "| {listener} | {name}, balanced | {} | {} |",
+            first.pairs() + second.pairs(),
+            Ratios::balanced(first, second).join(" | ")
+        );
     }
     let _ = writeln!(
         md,
@@ -359,6 +431,39 @@ mod tests {
         assert_eq!(cells[5], "×1.00 (0.50–2.00)", "broker CPU compared as time is");
         assert_eq!(cells[6], "—", "a file without CPU peaks compares none");
         assert_eq!(r.pairs(), 2);
+    }
+
+    #[test]
+    fn the_balanced_ratio_weighs_each_order_alike() {
+        // Three pairs where the strategy ran first, drift making it 0.8× its baseline, and one
+        // where it ran second, the same drift making it 1.25×: balanced, they are even.
+        let mut first = Ratios::default();
+        for _ in 0..3 {
+            first.add(&turn("a", 8.0), &turn("b", 10.0));
+        }
+        let mut second = Ratios::default();
+        second.add(&turn("a", 12.5), &turn("b", 10.0));
+        let cells = Ratios::balanced(&first, &second);
+        assert_eq!(cells[0], "×1.00 (1.00–1.00)", "no spread within either order");
+        assert_eq!(cells[2], "—", "no kept connection time on either side");
+        let mut pooled = Ratios::default();
+        for _ in 0..3 {
+            pooled.add(&turn("a", 8.0), &turn("b", 10.0));
+        }
+        pooled.add(&turn("a", 12.5), &turn("b", 10.0));
+        assert_ne!(pooled.cells()[0], "×1.00 (0.80–1.25)", "pooled, the order with more pairs wins");
+    }
+
+    #[test]
+    fn the_balanced_interval_widens_with_the_spread_of_the_pairs() {
+        let mut first = Ratios::default();
+        first.add(&turn("a", 8.0), &turn("b", 10.0));
+        first.add(&turn("a", 12.5), &turn("b", 10.0));
+        let mut second = Ratios::default();
+        second.add(&turn("a", 10.0), &turn("b", 10.0));
+        second.add(&turn("a", 10.0), &turn("b", 10.0));
+        // First: logs ±0.223, variance 0.0996, over 2 pairs; second: none. se = √(0.0498) / 2.
+        assert_eq!(Ratios::balanced(&first, &second)[0], "×1.00 (0.80–1.25)");
     }
 
     #[test]
