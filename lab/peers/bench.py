@@ -515,7 +515,7 @@ def main():
         hole = Blackhole()
         CLEANUP.append(hole.close)
 
-    def configs_of(peer_list):  # (client, setting, argv prefix, tuned flag), stagger's first
+    def configs_of(peer_list):  # (client, setting, argv prefix, setting's flag: a peer's tuned 0/1, the CLI's "shuffled"), stagger's first
         out = []
         for name, cmd in sorted(peer_list, key=lambda p: not p[0].startswith("stagger")):
             # stagger, and a peer behind stagger's bootstrap recipe ("… + stagger front"), at defaults only
@@ -534,11 +534,11 @@ def main():
         configs = [c for c in configs if any(c[1].startswith(w) for w in want_settings)]
 
     def argv(cfg, seeds):
-        name, _, cmd, tuned = cfg
+        name, _, cmd, flag = cfg
         if name == "stagger CLI":
-            shuffled = ["--set", "shuffle_seeds=true"] if tuned == "shuffled" else []
+            shuffled = ["--set", "shuffle_seeds=true"] if flag == "shuffled" else []
             return cmd + ["metadata", "--brokers", ",".join(seeds), "--json"] + shuffled
-        return cmd + [",".join(seeds), tuned or "0", warm]
+        return cmd + [",".join(seeds), flag or "0", warm]
 
     all_cases = [
         ("healthy", "healthy", []),

@@ -35,13 +35,23 @@ pub fn spread(values: &[Duration]) -> String {
 /// one strategy compares with another over several pairs of runs, where a ratio and its
 /// inverse must weigh the same.
 pub fn geometric_mean_range(ratios: &[f64]) -> Option<(f64, f64, f64)> {
+    let (log_mean, _) = log_mean_and_variance(ratios)?;
+    let least = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let greatest = ratios.iter().copied().fold(0.0, f64::max);
+    Some((log_mean.exp(), least, greatest))
+}
+
+/// The mean of `ratios`' logarithms and their sample variance (0 for a single ratio), `None`
+/// when empty: the geometric mean's logarithm, and how far apart the pairs it sums up lie.
+pub fn log_mean_and_variance(ratios: &[f64]) -> Option<(f64, f64)> {
     if ratios.is_empty() {
         return None;
     }
-    let mean = (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp();
-    let least = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    let greatest = ratios.iter().copied().fold(0.0, f64::max);
-    Some((mean, least, greatest))
+    let n = ratios.len() as f64;
+    let mean = ratios.iter().map(|x| x.ln()).sum::<f64>() / n;
+    let variance =
+        if ratios.len() > 1 { ratios.iter().map(|x| (x.ln() - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    Some((mean, variance))
 }
 
 #[cfg(test)]

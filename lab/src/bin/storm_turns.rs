@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use stagger_lab::fleet_file::{FleetFile, Run};
-use stagger_lab::stats::geometric_mean_range;
+use stagger_lab::stats::{geometric_mean_range, log_mean_and_variance};
 
 struct Args {
     baseline: String,
@@ -217,18 +217,6 @@ impl Ratios {
             })
             .collect()
     }
-}
-
-/// The mean of the ratios' logarithms and their sample variance (0 for a single ratio).
-fn log_mean_and_variance(ratios: &[f64]) -> Option<(f64, f64)> {
-    if ratios.is_empty() {
-        return None;
-    }
-    let n = ratios.len() as f64;
-    let mean = ratios.iter().map(|x| x.ln()).sum::<f64>() / n;
-    let variance =
-        if ratios.len() > 1 { ratios.iter().map(|x| (x.ln() - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-    Some((mean, variance))
 }
 
 /// The value kept under `key` in `list` (in first-seen order), a default one added if none.
