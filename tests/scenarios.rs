@@ -363,14 +363,14 @@ fn the_first_tls_handshake_done_overtakes_the_silent_ones() {
     assert_eq!(run.connects().len(), 2);
 }
 
-/// A long-lived client shuffles its seeds, so a fleet does not all ask the first seed
-/// first; a one-shot refresh keeps the seed order it was given.
+/// Every refresh shuffles its seeds by default, one-shot or long-lived, so a fleet does not
+/// all ask the first seed first; a long-lived view runs the one-shot policy unchanged.
 #[test]
-fn a_long_lived_client_shuffles_its_seeds_and_a_one_shot_refresh_does_not() {
-    assert!(!RefreshConfig::default().shuffle_seeds);
+fn one_shot_and_long_lived_refreshes_both_shuffle_their_seeds_by_default() {
+    assert!(RefreshConfig::default().shuffle_seeds);
     let cluster = stagger::ClusterConfig::default();
-    assert!(cluster.refresh.shuffle_seeds && cluster.gentle_until_calm);
-    assert_eq!(stagger::ClusterConfig::long_lived(RefreshConfig::default()), cluster.refresh);
+    assert!(cluster.gentle_until_calm);
+    assert_eq!(cluster.refresh, RefreshConfig::default());
 }
 
 /// When the tick's first broker is silent too, the partner follows; the next tick still

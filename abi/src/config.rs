@@ -137,7 +137,7 @@ pub fn parse(bytes: &[u8], seed: u64) -> Result<Config, AbiError> {
     validate::seeds(&book).map_err(|e| from_core(&e))?;
 
     let one_shot = boolean(&obj, "one_shot")?;
-    let cluster = policy(&obj, one_shot, seed)?;
+    let cluster = policy(&obj, seed)?;
 
     let mut exchange = ExchangeConfig { max_frame_size: DEFAULT_MAX_FRAME_SIZE, ..ExchangeConfig::default() };
     if let Some(id) = string(&obj, "client_id", "client_id")? {
@@ -168,15 +168,10 @@ pub fn parse(bytes: &[u8], seed: u64) -> Result<Config, AbiError> {
     })
 }
 
-/// The policy: the base (a one-shot session runs `RefreshConfig::default()`, seeds in the
-/// order written; a long-lived one a `Client`'s, `ClusterConfig::long_lived`: seeds
-/// shuffled), a preset's refresh policy on that base, every setting, the
-/// seed.
-fn policy(obj: &Map<String, Value>, one_shot: bool, seed: u64) -> Result<ClusterConfig, AbiError> {
+/// The policy: a `Client`'s defaults (one-shot and long-lived alike: seeds shuffled by
+/// `seed`), a preset's refresh policy on that base, every setting, the seed.
+fn policy(obj: &Map<String, Value>, seed: u64) -> Result<ClusterConfig, AbiError> {
     let mut cluster = ClusterConfig::default();
-    if one_shot {
-        cluster.refresh = RefreshConfig::default();
-    }
     if let Some(name) = string(obj, "preset", "preset")? {
         let preset = RefreshConfig::preset(name).ok_or_else(|| {
             AbiError::config(
@@ -184,7 +179,7 @@ fn policy(obj: &Map<String, Value>, one_shot: bool, seed: u64) -> Result<Cluster
                 format!("unknown preset {name:?} (one of {})", RefreshConfig::PRESETS.join(", ")),
             )
         })?;
-        cluster.refresh = if one_shot { preset } else { ClusterConfig::long_lived(preset) };
+        cluster.refresh = preset;
     }
     match get(obj, "settings") {
         None => {}
@@ -274,14 +269,15 @@ fn sasl(obj: &Map<String, Value>, fresh_tokens: bool) -> Result<Sasl, AbiError> 
 mod tests {
     use super::*;
 
-    /// A preset replaces the refresh policy, not what makes a session long-lived.
+    /// A preset replaces the refresh policy (seeds shuffled, as every default), a setting
+    /// then changes one knob of it, and the seed is always the argument.
     #[test]
-    fn a_preset_keeps_the_long_lived_knobs_of_a_session_and_none_of_a_one_shot() {
-        let obj = serde_json::json!({"preset": "adaptive"}).as_object().cloned().unwrap();
-        for (one_shot, long_lived) in [(false, true), (true, false)] {
-            let refresh = policy(&obj, one_shot, 7).unwrap().refresh;
-            assert_eq!(refresh.shuffle_seeds, long_lived, "one_shot {one_shot}");
-            assert_eq!(refresh.seed, 7);
-        }
+    fn a_preset_replaces_the_policy_settings_change_it_and_the_seed_is_the_argument() {
+        let preset = serde_json::json!({"preset": "sequential"}).as_object().cloned().unwrap();
+        let refresh = policy(&preset, 7).unwrap().refresh;
+        assert_eq!((refresh.fanout.max_in_flight, refresh.shuffle_seeds, refresh.seed), (1, true, 7));
+        let listed = serde_json::json!({"preset": "sequential", "settings": {"shuffle_seeds": "false"}});
+        let refresh = policy(listed.as_object().unwrap(), 9).unwrap().refresh;
+        assert_eq!((refresh.fanout.max_in_flight, refresh.shuffle_seeds, refresh.seed), (1, false, 9));
     }
 }

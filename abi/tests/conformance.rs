@@ -653,7 +653,7 @@ fn one_shot_healthy() -> Value {
     let mut s = Script::new(
         "one_shot_healthy",
         "A one-shot refresh of a healthy cluster: one dial, ApiVersions, Metadata, the connection closed, refreshed.",
-        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true}),
+        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true, "settings": {"shuffle_seeds": "false"}}),
         7,
     )
     .broker("b1:9092", Fake::healthy())
@@ -670,7 +670,7 @@ fn hung_seed_staggered() -> Value {
         "hung_seed_staggered",
         "The first seed connects and never answers: the stagger timer starts a second attempt, which \
          wins; the hung one is closed.",
-        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true}),
+        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true, "settings": {"shuffle_seeds": "false"}}),
         7,
     )
     .broker("b1:9092", Fake::hung())
@@ -688,7 +688,7 @@ fn refused_seed() -> Value {
     let mut s = Script::new(
         "refused_seed",
         "The first seed refuses the connection (IO_ERROR refused): the next seed is dialled at once and answers.",
-        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true}),
+        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true, "settings": {"shuffle_seeds": "false"}}),
         7,
     )
     .broker("b1:9092", Fake::refusing())
@@ -785,7 +785,8 @@ fn every_broker_fails() -> Value {
         "every_broker_fails",
         "Every seed fails (refused, reset after connecting, hung) and there are no retries: \
          REFRESH_FAILED carries the last error and every broker's.",
-        json!({"seeds": ["b1:9092", "b2:9093", "b3:9094"], "one_shot": true, "settings": {"retry.retries": "0"}}),
+        json!({"seeds": ["b1:9092", "b2:9093", "b3:9094"], "one_shot": true,
+               "settings": {"retry.retries": "0", "shuffle_seeds": "false"}}),
         7,
     )
     .broker("b1:9092", Fake::refusing())
@@ -803,7 +804,8 @@ fn frame_too_large() -> Value {
         "frame_too_large",
         "Hostile input: the first broker's Metadata answer announces a frame over max_frame_size \
          (1024); its first bytes fail that attempt (frame_too_large) and the next seed answers.",
-        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true, "max_frame_size": 1024}),
+        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true, "max_frame_size": 1024,
+               "settings": {"shuffle_seeds": "false"}}),
         7,
     )
     .broker(
@@ -831,7 +833,7 @@ fn malformed_response() -> Value {
         "malformed_response",
         "Hostile input: the first broker's Metadata answer is a whole frame whose body is cut short; \
          the attempt fails (protocol) and the next seed answers.",
-        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true}),
+        json!({"seeds": ["b1:9092", "b2:9093"], "one_shot": true, "settings": {"shuffle_seeds": "false"}}),
         7,
     )
     .broker(
@@ -883,7 +885,7 @@ fn resolve_and_tls() -> Value {
          resolves to an IPv4 and an IPv6 address; DIAL carries the server name, the first TLS \
          handshake fails, the second is CONNECTED and SECURED before the requests.",
         json!({"seeds": ["gone.example:9092", "kafka.example:9092"], "resolve_names": true, "tls": true,
-               "one_shot": true}),
+               "one_shot": true, "settings": {"shuffle_seeds": "false"}}),
         7,
     )
     .broker("10.0.0.1:9092", Fake { dial: Dial::TlsFails, ..Fake::healthy() })

@@ -8,11 +8,13 @@ use serde_json::Value;
 use stagger_abi::host::HostEvent;
 use stagger_abi::*;
 
-/// A one-shot session over two seeds with a fixed 500 ms stagger and no retries: exact times.
+/// A one-shot session over two seeds, asked in the order listed, with a fixed 500 ms stagger
+/// and no retries: exact times.
 fn one_shot(extra: &str) -> Abi {
     let config = format!(
         r#"{{"seeds": ["b1:9092", "b2:9093"], "one_shot": true,
-            "settings": {{"fanout.stagger": "fixed:500ms", "fanout.jitter": "0", "retry.retries": 0}}{extra}}}"#
+            "settings": {{"fanout.stagger": "fixed:500ms", "fanout.jitter": "0", "retry.retries": 0,
+                          "shuffle_seeds": false}}{extra}}}"#
     );
     Abi::new(&config, 0, 7).expect("a valid config")
 }

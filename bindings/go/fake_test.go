@@ -254,7 +254,8 @@ func TestAHungSeedFirstIsOvertakenAndEveryConnectionIsClosed(t *testing.T) {
 	hung := startFake(t, nil, true)
 	good := startFake(t, fixture(t, "metadata_v12_small.bin"), false)
 	dialer := &countingDialer{}
-	md, err := Metadata(testContext(t), []string{hung.addr(), good.addr()}, WithDialer(dialer))
+	// The hung seed first, as listed.
+	md, err := Metadata(testContext(t), []string{hung.addr(), good.addr()}, WithDialer(dialer), WithSetting("shuffle_seeds", "false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestAHungSeedFirstIsOvertakenAndEveryConnectionIsClosed(t *testing.T) {
 func TestARefusedSeedFirstMovesOnAtOnce(t *testing.T) {
 	good := startFake(t, fixture(t, "metadata_v12_small.bin"), false)
 	refused := refusedAddress(t)
-	md, err := Metadata(testContext(t), []string{refused, good.addr()})
+	md, err := Metadata(testContext(t), []string{refused, good.addr()}, WithSetting("shuffle_seeds", "false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,8 @@ func TestARefusedSeedFirstMovesOnAtOnce(t *testing.T) {
 
 func TestEveryBrokerRefusingGivesEveryBrokersError(t *testing.T) {
 	seeds := []string{refusedAddress(t), refusedAddress(t)}
-	_, err := Metadata(testContext(t), seeds, WithSetting("retry.retries", "0"))
+	// Brokers are in attempt order: the seeds asked as listed.
+	_, err := Metadata(testContext(t), seeds, WithSetting("retry.retries", "0"), WithSetting("shuffle_seeds", "false"))
 	var rerr *RefreshError
 	if !errorsAs(err, &rerr) {
 		t.Fatalf("%T %v", err, err)

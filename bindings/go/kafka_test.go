@@ -247,12 +247,14 @@ func TestPlaintextRefreshOfTheRealClusterAsksTheFirstSeedOnly(t *testing.T) {
 	seeds := k.list("KAFKA_PLAINTEXT")
 	// A broker's first Metadata answers after it starts wait for its JVM to warm up, long
 	// enough to be hedged past; this test may be the first to ask a fresh cluster. One
-	// uncounted refresh first, as gentleness.md warms its brokers before counting.
-	if _, err := Metadata(testContext(t), seeds); err != nil {
+	// uncounted refresh first, as gentleness.md warms its brokers before counting. Both ask
+	// the seeds as listed: the counted refresh asks the broker the first one warmed.
+	listed := WithSetting("shuffle_seeds", "false")
+	if _, err := Metadata(testContext(t), seeds, listed); err != nil {
 		t.Fatal(err)
 	}
 	dialer := &countingDialer{}
-	md, err := Metadata(testContext(t), seeds, WithDialer(dialer))
+	md, err := Metadata(testContext(t), seeds, WithDialer(dialer), listed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +399,8 @@ func TestABlackholedSeedFirstIsOutrunFarBelowTheConnectTimeout(t *testing.T) {
 	hole := blackhole(t)
 	seeds := append([]string{hole}, k.list("KAFKA_PLAINTEXT")...)
 	dialer := &countingDialer{}
-	md, err := Metadata(testContext(t), seeds, WithDialer(dialer))
+	// The blackholed seed first, as listed.
+	md, err := Metadata(testContext(t), seeds, WithDialer(dialer), WithSetting("shuffle_seeds", "false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +425,8 @@ func TestAStoppedBrokerFirstIsOvertakenLongBeforeItsAttemptTimeout(t *testing.T)
 	seeds := k.list("KAFKA_PLAINTEXT")
 	resume := k.pause(t, 1)
 	dialer := &countingDialer{}
-	md, err := Metadata(testContext(t), seeds, WithDialer(dialer))
+	// The stopped broker first, as listed.
+	md, err := Metadata(testContext(t), seeds, WithDialer(dialer), WithSetting("shuffle_seeds", "false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +520,8 @@ func TestTheBootstrapExampleLeavesOutAStoppedBrokerThatTheClusterStillLists(t *t
 	seeds := k.list("KAFKA_PLAINTEXT")
 	hung := seeds[0]
 	resume := k.pause(t, 1)
-	out, err := exec.Command(binary, "-seeds", strings.Join(seeds, ",")).Output()
+	// Asked first, as listed, so stagger sees it silent.
+	out, err := exec.Command(binary, "-listed-order", "-seeds", strings.Join(seeds, ",")).Output()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -540,7 +545,7 @@ func TestAKilledBrokerIsRefusedAtOnce(t *testing.T) {
 	// Node 3: the other tests of this cluster lead with node 1.
 	k.kill(t, 3)
 	order := []string{seeds[2], seeds[0], seeds[1]}
-	md, err := Metadata(testContext(t), order)
+	md, err := Metadata(testContext(t), order, WithSetting("shuffle_seeds", "false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +565,8 @@ func TestTheBootstrapExampleOrdersTheSeedsPastABlackholedOne(t *testing.T) {
 	hole := blackhole(t)
 	plaintext := k.list("KAFKA_PLAINTEXT")
 	seeds := append([]string{hole}, plaintext...)
-	out, err := exec.Command(binary, "-seeds", strings.Join(seeds, ",")).Output()
+	// Asked first, as listed, so stagger sees it silent.
+	out, err := exec.Command(binary, "-listed-order", "-seeds", strings.Join(seeds, ",")).Output()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -185,7 +185,7 @@ func WithResolveNames() Option {
 	}
 }
 
-// WithSeed seeds the session's PRNG (jitter, the order of a Client's seeds); the same seed
+// WithSeed seeds the session's PRNG (jitter, the shuffled order of the seeds); the same seed
 // and the same network give the same decisions. By default it comes from crypto/rand.
 func WithSeed(seed uint64) Option {
 	return func(cfg *config) error {

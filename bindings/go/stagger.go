@@ -50,9 +50,11 @@ import (
 var ErrClosed = errors.New("stagger: client closed")
 
 // Metadata refreshes the metadata of the cluster behind seeds once: a one-shot session that
-// tries the seeds in the order given, staggered by the policy, and returns the first good
-// answer, or a *RefreshError with every broker's error. Cancelling ctx closes every
-// connection and returns ctx.Err(). Configuration errors are *ConfigError.
+// tries the seeds in an order shuffled by its seed (as librdkafka, franz-go, Sarama and the
+// Java client do; WithSetting("shuffle_seeds", "false") keeps the order given), staggered by
+// the policy, and returns the first good answer, or a *RefreshError with every broker's
+// error. Cancelling ctx closes every connection and returns ctx.Err(). Configuration errors
+// are *ConfigError.
 func Metadata(ctx context.Context, seeds []string, opts ...Option) (*ClusterMetadata, error) {
 	cfg, err := newConfig(seeds, opts)
 	if err != nil {

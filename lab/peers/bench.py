@@ -515,14 +515,14 @@ def main():
         hole = Blackhole()
         CLEANUP.append(hole.close)
 
-    def configs_of(peer_list):  # (client, setting, argv prefix, setting's flag: a peer's tuned 0/1, the CLI's "shuffled"), stagger's first
+    def configs_of(peer_list):  # (client, setting, argv prefix, setting's flag: a peer's tuned 0/1, the CLI's "listed"), stagger's first
         out = []
         for name, cmd in sorted(peer_list, key=lambda p: not p[0].startswith("stagger")):
             # stagger, and a peer behind stagger's bootstrap recipe ("… + stagger front"), at defaults only
             if name.startswith("stagger") or name.endswith("stagger front"):
                 out.append((name, "defaults", cmd, None))
-                if name == "stagger CLI":  # the one-shot's other seed order, as the peers start
-                    out.append((name, "seeds shuffled", cmd, "shuffled"))
+                if name == "stagger CLI":  # the one-shot's other seed order: as written
+                    out.append((name, "seeds listed", cmd, "listed"))
             else:
                 out.append((name, "defaults", cmd, "0"))
                 out.append((name, "tuned 2 s", cmd, "1"))
@@ -536,8 +536,8 @@ def main():
     def argv(cfg, seeds):
         name, _, cmd, flag = cfg
         if name == "stagger CLI":
-            shuffled = ["--set", "shuffle_seeds=true"] if flag == "shuffled" else []
-            return cmd + ["metadata", "--brokers", ",".join(seeds), "--json"] + shuffled
+            listed = ["--set", "shuffle_seeds=false"] if flag == "listed" else []
+            return cmd + ["metadata", "--brokers", ",".join(seeds), "--json"] + listed
         return cmd + [",".join(seeds), flag or "0", warm]
 
     all_cases = [
@@ -773,9 +773,10 @@ def main():
             "`killed`). × stagger CLI = the median over stagger CLI's median in the same case of the same run.",
             "* **Settings**: *defaults* = the client as shipped; *tuned 2 s* = its per-request, per-connect and "
             "socket timeouts set to 2 s, backoff ceilings capped at 2 s where their default is longer (see each "
-            "probe under `lab/peers/` for the exact keys); *seeds shuffled* (stagger CLI only) = "
-            "`--set shuffle_seeds=true`, each run drawing its own order from the clock, as the peers start at a "
-            "random seed. stagger otherwise, and the peers behind its front, run at their defaults only.",
+            "probe under `lab/peers/` for the exact keys); stagger's defaults shuffle the seeds, each run drawing "
+            "its own order, as the peers start at a random seed; *seeds listed* (stagger CLI only) = "
+            "`--set shuffle_seeds=false`, the seeds asked in the order written, faulty ones first. stagger "
+            "otherwise, and the peers behind its front, run at their defaults only.",
             "",
             "Versions installed (by `lab/peers/install.sh`):",
             "",

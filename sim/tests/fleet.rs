@@ -540,7 +540,7 @@ fn a_tls_cold_start_hedges_least_when_gentle_until_calm() {
         ..FleetConfig::default()
     };
     let cold = |gentle_until_calm: bool| {
-        let refresh = ClusterConfig::long_lived(RefreshConfig::adaptive());
+        let refresh = RefreshConfig::adaptive();
         let cluster = ClusterConfig { refresh, gentle_until_calm, ..ClusterConfig::default() };
         let r = WarmFleet::new(&config, &Policy::core_with("long-lived", cluster)).run(FleetScenario::ColdStart);
         check_books(&r, clients);

@@ -31,11 +31,9 @@ impl Default for HedgeBudget {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClusterConfig {
-    /// The policy each refresh runs with. Its default differs from
-    /// [`RefreshConfig::default`] in one knob, because a long-lived client is one of a fleet
-    /// that starts at once: the seeds are tried in an order shuffled by the refresh's seed
-    /// (`shuffle_seeds`), or the fleet would all ask the first seed first
-    /// (`docs/performance/fleet.md`, cold start). What keeps a fleet's cold start from
+    /// The policy each refresh runs with ([`RefreshConfig::default`]: seeds shuffled by the
+    /// refresh's seed, so a fleet that starts at once spreads over them;
+    /// `docs/performance/fleet.md`, cold start). What keeps a fleet's cold start from
     /// hedging into its own queued handshakes is [`ClusterConfig::gentle_until_calm`].
     pub refresh: RefreshConfig,
     /// Refresh this often even if nobody asks (default 5 min, Kafka's `metadata.max.age.ms`).
@@ -86,7 +84,7 @@ pub struct ClusterConfig {
 impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
-            refresh: ClusterConfig::long_lived(RefreshConfig::default()),
+            refresh: RefreshConfig::default(),
             refresh_interval: Duration::from_secs(300),
             rebootstrap: true,
             hedge_budget: HedgeBudget::default(),
@@ -100,13 +98,6 @@ impl Default for ClusterConfig {
 impl ClusterConfig {
     /// The most idle spare connections a view keeps ([`ClusterConfig::spare_connections`]).
     pub const MAX_SPARE_CONNECTIONS: u32 = 3;
-
-    /// `refresh` as a long-lived client of a fleet runs it: seeds shuffled (see
-    /// [`ClusterConfig::refresh`]).
-    pub fn long_lived(mut refresh: RefreshConfig) -> RefreshConfig {
-        refresh.shuffle_seeds = true;
-        refresh
-    }
 
     /// Checks every field; the error names the first bad one. The refresh policy's own
     /// fields are named as in [`RefreshConfig`] (`fanout.jitter`), so one refresh and a

@@ -59,15 +59,19 @@ pub struct RefreshConfig {
     pub deadline: Duration,
     /// Retry passes and their backoff.
     pub retry: Backoff,
-    /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands.
+    /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands. The live adapters
+    /// (tokio, blocking) replace the default, 0, with a random draw per refresh or client, so
+    /// programs started together do not all shuffle and jitter alike; any other value is kept,
+    /// and a trace records the seed a refresh ran with. The Go and Python bindings draw
+    /// their own.
     pub seed: u64,
-    /// Try the seed brokers in an order shuffled by `seed` instead of the user's. Default
-    /// `false` for a one-shot refresh (a person's `stagger metadata`: the order written is
-    /// the order meant), `true` in [`ClusterConfig::default`] (a long-lived client is one of
-    /// a fleet: started together, shuffled clients spread over the seeds instead of all
-    /// asking the first, as Sarama's, librdkafka's and the Java client's do). Both orders
-    /// pass a long run of hung seeds at the same bounded pace
-    /// (`docs/performance/hung-first.md`, `fleet.md`).
+    /// Try the seed brokers in an order shuffled by `seed` instead of the order written
+    /// (default `true`, as librdkafka, the Java client, franz-go and Sarama do). A fleet started
+    /// together then spreads over the seeds instead of all asking the first, and a faulty
+    /// first seed costs one refresh in as many as there are seeds, not every one; the
+    /// worst case is the same in either order (`docs/performance/seed-order.md`). `false`
+    /// keeps the order written: an operator's nearest broker first, or `stagger demo`'s
+    /// worst case.
     pub shuffle_seeds: bool,
 }
 
@@ -87,7 +91,7 @@ impl RefreshConfig {
             deadline: Duration::from_secs(60),
             retry: Backoff::default(),
             seed: 0,
-            shuffle_seeds: false,
+            shuffle_seeds: true,
         }
     }
 

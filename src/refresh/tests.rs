@@ -195,7 +195,7 @@ fn a_lookup_outrun_by_a_connected_seed_says_the_lookup_was_outrun_not_a_connect(
 /// at its attempt timeout and redials it after the backoff.
 #[test]
 fn a_gentle_refresh_outlives_attempt_timeouts_on_a_connected_broker_instead_of_redialling() {
-    let mut config = RefreshConfig::default();
+    let mut config = RefreshConfig { shuffle_seeds: false, ..RefreshConfig::default() };
     config.fanout.stagger = crate::config::Stagger::Fixed(Duration::from_millis(100));
     config.fanout.jitter = 0.0;
     config.attempt_timeout = Duration::from_millis(150);

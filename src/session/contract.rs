@@ -206,6 +206,20 @@ pub struct SessionConfig {
     pub recorder: Option<String>,
 }
 
+impl SessionConfig {
+    /// Gives a policy that left the PRNG seed at its default, 0, the host's own draw
+    /// (`draw` is called only then); a seed the caller set is kept. A live host calls this
+    /// with fresh randomness before [`Session::new`](super::Session::new), so programs
+    /// started together shuffle their seeds and jitter each in their own way instead of all
+    /// asking the same broker first ([`crate::RefreshConfig::seed`]).
+    pub fn seed_unless_set(&mut self, draw: impl FnOnce() -> u64) {
+        let seed = &mut self.cluster.refresh.seed;
+        if *seed == 0 {
+            *seed = draw();
+        }
+    }
+}
+
 /// What the session saw of one attempt beyond the policy's record of it
 /// ([`Refresh::attempt`](crate::Refresh::attempt)): what a host reports per attempt, from
 /// [`Session::attempt_notes`](super::Session::attempt_notes).

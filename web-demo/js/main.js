@@ -20,7 +20,9 @@ async function boot() {
     return;
   }
   loadKnobs();
-  const presetList = engine.presets();
+  // The page asks the brokers in the order it lists them (where you put a broker is where
+  // it is asked), over the core's presets, which shuffle; the shuffle_seeds knob turns it back on.
+  const presetList = engine.presets().map((p) => ({ ...p, config: { ...p.config, shuffle_seeds: false } }));
   const presetConfigs = Object.fromEntries(presetList.map((p) => [p.name, p.config]));
   const base = {
     view: "simulate",

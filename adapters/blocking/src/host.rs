@@ -97,6 +97,7 @@ impl Host {
         #[cfg(not(feature = "tls"))]
         let tls = false;
         (config.tls, config.fresh_tokens) = (tls, io.tokens.is_some());
+        config.seed_unless_set(fresh_seed);
         let clock = Clock(std::time::Instant::now());
         let session = Session::new(config, book, clock.now())?;
         let poll = Poll::new()?;
@@ -342,4 +343,14 @@ fn connected(tcp: &TcpStream) -> io::Result<bool> {
 /// Classifies a read or write failure on an established connection.
 fn io_error(transport: &Transport, e: &io::Error) -> AttemptError {
     stagger::report::io_error(e, transport.is_handshaking() || crate::transport::is_tls_error(e))
+}
+
+/// This process's own PRNG seed, for [`SessionConfig::seed_unless_set`]; the clock stands in
+/// should the OS have no randomness.
+fn fresh_seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    match getrandom::getrandom(&mut bytes) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64),
+    }
 }

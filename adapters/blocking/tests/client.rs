@@ -18,6 +18,7 @@ fn config() -> ClusterConfig {
     config.refresh.fanout.stagger =
         Stagger::Adaptive(Adaptive { floor: Duration::from_millis(100), ..Adaptive::default() });
     config.refresh.fanout.growth = Growth::Linear(1);
+    config.refresh.shuffle_seeds = false;
     config
 }
 
@@ -67,7 +68,10 @@ fn concurrent_refreshes_share_one_refresh_then_the_cache_and_the_kept_connection
         assert_eq!(after.connections_opened, stats.connections_opened, "{after:?}");
         assert_eq!(after.kept, stats.kept);
 
-        assert_eq!(sockets_to(&mock.ports()), 1, "only the kept connection is open");
+        // The kept connection is open, and so is the hung broker 1's: the client's first
+        // choice at a cold start finishes its exchange (its handshake may only be queued)
+        // until `attempt_timeout`.
+        assert_eq!(sockets_to(&mock.ports()), 2, "the kept connection and the draining first choice");
         client.close();
         assert_eq!(sockets_to(&mock.ports()), 0, "close returns once every socket is closed");
     });

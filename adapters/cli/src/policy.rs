@@ -49,8 +49,9 @@ pub struct PolicyArgs {
     /// Extra passes over the brokers after every broker failed.
     #[arg(long, value_name = "N")]
     pub retries: Option<String>,
-    /// Seed of the core's PRNG (jitter, broker order): same seed, same decisions. Default:
-    /// from the clock, unless the policy file or `--set seed=` gives one.
+    /// Seed of the core's PRNG (jitter, the seeds' shuffled order): same seed, same
+    /// decisions. Default: from the clock, unless the policy file or `--set seed=` gives
+    /// one; 0 draws one too.
     #[arg(long, value_name = "N")]
     pub seed: Option<String>,
     /// Adaptive: suspect a connected, silent broker after N × the broker pace (or × its
@@ -101,8 +102,7 @@ impl PolicyArgs {
     pub fn to_cluster_config(&self) -> Result<ClusterConfig, String> {
         let (mut c, mut seeded) = match (&self.preset, &self.policy) {
             (_, Some(file)) => read_policy(file)?,
-            // A person's command line: the seeds in the order written (`RefreshConfig`'s
-            // default), unless `--set shuffle_seeds=true`.
+            // `RefreshConfig`'s default: the seeds shuffled, unless `--set shuffle_seeds=false`.
             (None, None) => (ClusterConfig { refresh: RefreshConfig::default(), ..ClusterConfig::default() }, false),
             (Some(name), None) => {
                 let refresh = RefreshConfig::preset(name).ok_or_else(|| {

@@ -128,7 +128,10 @@ fn a_hung_first_broker_still_gives_metadata_and_is_cancelled() {
     let m = mock(3);
     m.cluster.broker_round_trip_time(1, Duration::from_secs(3600)).unwrap();
     let seeds = m.addresses.join(",");
-    let out = stagger().args(["metadata", "-b", &seeds, "--json", "--seed", "1"]).output().unwrap();
+    let out = stagger()
+        .args(["metadata", "-b", &seeds, "--json", "--seed", "1", "--set", "shuffle_seeds=false"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let attempts = doc["refresh"]["attempts"].as_array().unwrap();
@@ -162,8 +165,10 @@ fn trace_file_replays_to_the_same_commands() {
     let dir = std::env::temp_dir().join(format!("stagger-cli-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("refresh.json");
+    let seeds = m.addresses.join(",");
+    let trace = path.to_str().unwrap();
     let out =
-        stagger().args(["metadata", "-b", &m.addresses.join(","), "--trace", path.to_str().unwrap()]).output().unwrap();
+        stagger().args(["metadata", "-b", &seeds, "--set", "shuffle_seeds=false", "--trace", trace]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let trace: stagger::Trace = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let commands = trace.replay().unwrap().expect("the recorded trace replays without divergence");

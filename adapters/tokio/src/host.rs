@@ -81,6 +81,7 @@ impl Host {
     pub(crate) fn start(seeds: &[impl AsRef<str>], mut config: SessionConfig, io: Io) -> Result<Host, Error> {
         let book = BrokerBook::resolving(seeds.iter().map(|s| s.as_ref()))?;
         (config.tls, config.fresh_tokens) = (io.tls.is_some(), io.tokens.is_some());
+        config.seed_unless_set(fresh_seed);
         let clock = Clock::start();
         let session = Session::new(config, book, clock.now())?;
         Ok(Host {
@@ -296,4 +297,14 @@ async fn connect(lookup: &Lookup, address: &str) -> Result<TcpStream, AttemptErr
         }
     }
     Err(last)
+}
+
+/// This process's own PRNG seed, for [`SessionConfig::seed_unless_set`]; the clock stands in
+/// should the OS have no randomness.
+fn fresh_seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    match getrandom::getrandom(&mut bytes) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64),
+    }
 }

@@ -22,7 +22,9 @@ async fn a_one_shot_refresh_outruns_a_blackholed_first_seed() {
         let mock = Mock::start(3, &[("alpha", 1)]);
         let mut seeds = vec![hole.address.to_string()];
         seeds.extend(mock.seeds(&[1, 2, 3]));
-        let outcome = refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("refresh");
+        let mut options = RefreshOptions::default();
+        options.config.shuffle_seeds = false; // the blackhole first, as listed
+        let outcome = refresh_with(&options, &seeds, |_| {}).await.expect("refresh");
 
         let first = &outcome.attempts[0];
         assert_eq!(first.broker, seeds[0]);

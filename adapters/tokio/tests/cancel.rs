@@ -52,6 +52,7 @@ async fn a_cancelled_attempt_is_closed_before_the_next_one_connects() {
         let hung_port = mock.ports()[0];
         assert_eq!(mock.address(1), format!("127.0.0.1:{hung_port}"));
         let mut config = RefreshConfig::sequential();
+        config.shuffle_seeds = false;
         config.attempt_timeout = Duration::from_millis(200);
         config.retry.retries = 0;
         let options = RefreshOptions { config, ..RefreshOptions::default() };

@@ -40,7 +40,7 @@ fn dns_options(name_servers: Vec<SocketAddr>, timeout: Duration, attempts: usize
 /// One pass (no retries), attempt timeout `attempt_timeout`, the seeds in the order given,
 /// resolved by `dns`.
 fn options(dns: DnsOptions, attempt_timeout: Duration) -> RefreshOptions {
-    let mut config = RefreshConfig { attempt_timeout, ..RefreshConfig::default() };
+    let mut config = RefreshConfig { attempt_timeout, shuffle_seeds: false, ..RefreshConfig::default() };
     config.retry.retries = 0;
     RefreshOptions { config, resolver: Resolver::Dns(dns), ..RefreshOptions::default() }
 }

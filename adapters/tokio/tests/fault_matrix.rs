@@ -254,6 +254,7 @@ async fn a_broker_stuck_after_api_versions_overtakes_silent_ones_and_the_next_wi
         };
         for cancel_silent in [true, false] {
             let mut config = RefreshConfig::adaptive();
+            config.shuffle_seeds = false;
             config.fanout.stagger = Stagger::Adaptive(adaptive);
             config.fanout.growth = Growth::Linear(1);
             config.fanout.max_in_flight = 3;

@@ -14,6 +14,7 @@ use stagger_tokio::{refresh_with, AttemptOutcome, Error, RefreshOptions};
 /// slow drip times out quickly), no retry pass.
 fn options() -> RefreshOptions {
     let mut config = RefreshConfig::sequential();
+    config.shuffle_seeds = false;
     config.attempt_timeout = Duration::from_millis(300);
     config.fanout.stagger = Stagger::Fixed(Duration::from_millis(300));
     config.retry.retries = 0;

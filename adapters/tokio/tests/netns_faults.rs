@@ -41,6 +41,15 @@ impl Drop for Healed {
     }
 }
 
+/// The default options, the seeds asked in the order listed (the faulty ones first) instead
+/// of shuffled.
+fn listed() -> RefreshOptions {
+    RefreshOptions {
+        config: RefreshConfig { shuffle_seeds: false, ..RefreshConfig::default() },
+        ..RefreshOptions::default()
+    }
+}
+
 fn quarter_attempt_timeout() -> Duration {
     RefreshConfig::default().attempt_timeout / 4
 }
@@ -63,8 +72,7 @@ async fn slow_lossy_paths_to_every_broker_still_refresh_well_within_an_attempt_t
         }
         let mut took = Vec::new();
         for _ in 0..8 {
-            let outcome =
-                refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("refresh over a lossy path");
+            let outcome = refresh_with(&listed(), &seeds, |_| {}).await.expect("refresh over a lossy path");
             // Every broker is listed at its host's address: the metadata came across the path.
             let mut listed: Vec<String> =
                 outcome.metadata.brokers.iter().map(|b| format!("{}:{}", b.host, b.port)).collect();
@@ -91,7 +99,7 @@ async fn a_blackholed_broker_first_is_passed_over_without_waiting_out_its_attemp
     bounded(async {
         let seeds = net.seeds();
         net.set(1, Fault::Blackhole);
-        let outcome = refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("refresh");
+        let outcome = refresh_with(&listed(), &seeds, |_| {}).await.expect("refresh");
         assert_ne!(outcome.winner, seeds[0]);
         assert!(outcome.elapsed < quarter_attempt_timeout(), "took {:?}", outcome.elapsed);
         let first = &outcome.attempts[0];
@@ -111,7 +119,7 @@ async fn a_rejecting_broker_first_is_refused_at_once() {
     bounded(async {
         let seeds = net.seeds();
         net.set(1, Fault::Reject);
-        let outcome = refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("refresh");
+        let outcome = refresh_with(&listed(), &seeds, |_| {}).await.expect("refresh");
         let first = &outcome.attempts[0];
         let AttemptOutcome::Failed(error) = &first.outcome else { panic!("{first:?}") };
         assert_eq!(error.kind, ErrorKind::Refused, "{error}");
@@ -136,7 +144,7 @@ async fn a_partition_from_every_broker_gives_up_by_the_deadline_with_every_broke
         for node in 1..=3 {
             net.set(node, Fault::Blackhole);
         }
-        let mut options = RefreshOptions::default();
+        let mut options = listed();
         options.config.attempt_timeout = Duration::from_secs(1);
         options.config.deadline = Duration::from_secs(4);
         let start = Instant::now();
@@ -158,7 +166,7 @@ async fn a_partition_from_every_broker_gives_up_by_the_deadline_with_every_broke
         client.refresh().await.expect_err("the client cannot reach anyone either");
 
         net.heal();
-        refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("healed");
+        refresh_with(&listed(), &seeds, |_| {}).await.expect("healed");
         client.refresh().await.expect("the client recovers once the partition heals");
         client.close().await;
         assert_no_sockets_left();
@@ -181,7 +189,7 @@ async fn a_partition_that_heals_during_a_refresh_ends_it_with_metadata() {
             tokio::time::sleep(heal_after).await;
             net.heal();
         });
-        let mut options = RefreshOptions::default();
+        let mut options = listed();
         options.config.deadline = Duration::from_secs(20);
         let outcome = refresh_with(&options, &seeds, |_| {}).await.expect("metadata once the partition heals");
         healer.await.unwrap();

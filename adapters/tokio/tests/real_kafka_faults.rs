@@ -36,6 +36,15 @@ fn older() -> Option<&'static KafkaCluster> {
 /// One fault test at a time: each stops and restarts brokers the others would see.
 static TURN: Mutex<()> = Mutex::const_new(());
 
+/// The default options, the seeds asked in the order listed (the faulty ones first) instead
+/// of shuffled.
+fn listed() -> RefreshOptions {
+    RefreshOptions {
+        config: RefreshConfig { shuffle_seeds: false, ..RefreshConfig::default() },
+        ..RefreshOptions::default()
+    }
+}
+
 /// What "never waits out an attempt timeout" is checked against.
 fn quarter_attempt_timeout() -> Duration {
     RefreshConfig::default().attempt_timeout / 4
@@ -48,7 +57,7 @@ async fn a_stopped_broker_first_in_the_seeds_is_overtaken_long_before_its_attemp
     bounded(async {
         let seeds = kafka.plaintext();
         let paused = kafka.pause(1);
-        let outcome = refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("refresh");
+        let outcome = refresh_with(&listed(), &seeds, |_| {}).await.expect("refresh");
         assert_ne!(outcome.winner, seeds[0], "the stopped broker cannot win");
         assert!(outcome.elapsed < quarter_attempt_timeout(), "took {:?}", outcome.elapsed);
         let stopped = &outcome.attempts[0];
@@ -59,7 +68,7 @@ async fn a_stopped_broker_first_in_the_seeds_is_overtaken_long_before_its_attemp
 
         // SIGCONT: the broker answers again, alone.
         drop(paused);
-        let alone = refresh_with(&RefreshOptions::default(), &seeds[..1], |_| {}).await.expect("continued broker");
+        let alone = refresh_with(&listed(), &seeds[..1], |_| {}).await.expect("continued broker");
         assert_eq!(alone.winner, seeds[0]);
     })
     .await;
@@ -72,7 +81,7 @@ async fn a_killed_broker_is_refused_at_once_and_answers_again_after_a_restart() 
     bounded(async {
         let seeds = kafka.plaintext();
         kafka.kill(1);
-        let outcome = refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("refresh");
+        let outcome = refresh_with(&listed(), &seeds, |_| {}).await.expect("refresh");
         let killed = &outcome.attempts[0];
         assert_eq!(killed.broker, seeds[0]);
         let AttemptOutcome::Failed(error) = &killed.outcome else { panic!("{killed:?}") };
@@ -80,7 +89,7 @@ async fn a_killed_broker_is_refused_at_once_and_answers_again_after_a_restart() 
         assert!(outcome.elapsed < quarter_attempt_timeout(), "took {:?}", outcome.elapsed);
 
         kafka.restart(1);
-        let back = refresh_with(&RefreshOptions::default(), &seeds[..1], |_| {}).await.expect("restarted broker");
+        let back = refresh_with(&listed(), &seeds[..1], |_| {}).await.expect("restarted broker");
         assert_eq!(back.winner, seeds[0]);
         assert_eq!(back.metadata.brokers.len(), 3, "{:?}", back.metadata.brokers);
     })
@@ -196,7 +205,7 @@ async fn metadata_negotiation_works_with_kafka_3_9() {
     let Some(kafka) = older() else { return };
     bounded(async {
         let seeds = kafka.plaintext();
-        let outcome = refresh_with(&RefreshOptions::default(), &seeds, |_| {}).await.expect("refresh");
+        let outcome = refresh_with(&listed(), &seeds, |_| {}).await.expect("refresh");
         assert_eq!(outcome.metadata_version, Some(12), "Kafka 3.9 speaks Metadata up to v12");
         assert_eq!(outcome.metadata.cluster_id.as_deref(), Some(kafka.cluster_id()));
         let brokers: Vec<String> = outcome.metadata.brokers.iter().map(|b| b.address()).collect();

@@ -173,6 +173,7 @@ async fn a_hung_broker_first_with_sasl_on_costs_no_attempt_timeout() {
         seeds.extend(kafka.sasl_plaintext());
         let mut options = options(Some(login("SCRAM-SHA-512", SASL_PASSWORD)), None);
         options.config.attempt_timeout = Duration::from_secs(20);
+        options.config.shuffle_seeds = false;
         let started = Instant::now();
         let (result, _) = run(&options, &seeds).await;
         let outcome = result.expect("past the hung broker");

@@ -8,6 +8,14 @@ use stagger_test_faults::bounded;
 use stagger_test_faults::mock::{Mock, View};
 use stagger_tokio::{refresh, refresh_with, AttemptOutcome, Event, EventKind, RefreshOptions};
 
+/// The default options, the seeds asked in the order listed (the faulty ones first) instead
+/// of shuffled.
+fn listed() -> RefreshOptions {
+    let mut options = RefreshOptions::default();
+    options.config.shuffle_seeds = false;
+    options
+}
+
 fn failed_kind(outcome: &AttemptOutcome) -> Option<ErrorKind> {
     match outcome {
         AttemptOutcome::Failed(e) => Some(e.kind),
@@ -54,7 +62,7 @@ async fn healthy_cluster_metadata_matches_what_librdkafka_sees() {
         }
         assert_eq!(outcome.winner, outcome.attempts[w].broker);
         if outcome.attempts.len() == 1 {
-            assert_eq!(outcome.winner, seeds[0], "alone, the first seed wins");
+            assert_eq!(outcome.winner, outcome.attempts[0].broker, "alone, the first seed asked wins");
         }
         // The JSON report has the CLI's shape.
         let json = serde_json::to_value(outcome.report()).unwrap();
@@ -82,7 +90,7 @@ async fn hung_brokers_first_lose_to_a_healthy_one_and_are_cancelled_not_timed_ou
         // The default policy, with room for every broker in flight: on a busy machine the
         // healthy broker may take longer than its stagger delay to answer, and a full
         // throttle would then *supersede* a hung attempt instead of letting it be overtaken.
-        let mut options = RefreshOptions::default();
+        let mut options = listed();
         options.config.fanout.max_in_flight = 5;
         let mut events: Vec<Event> = Vec::new();
         let outcome = refresh_with(&options, &seeds, |e| events.push(e.clone())).await.expect("refresh");
@@ -157,7 +165,7 @@ async fn the_winning_attempt_reports_its_first_answer_between_connected_and_the_
         let seeds = mock.seeds(&[1, 2, 3]);
         // A hung broker first, then healthy ones, one at a time; a generous floor so the
         // healthy broker surely answers before it would be suspected.
-        let mut options = RefreshOptions { record_trace: true, ..RefreshOptions::default() };
+        let mut options = RefreshOptions { record_trace: true, ..listed() };
         let adaptive = Adaptive { floor: Duration::from_millis(100), ..Adaptive::default() };
         options.config.fanout.stagger = Stagger::Adaptive(adaptive);
         options.config.fanout.growth = Growth::Linear(1);
@@ -220,7 +228,7 @@ async fn refused_brokers_first_start_the_next_attempt_at_once() {
         let seeds = mock.seeds(&[1, 2, 3, 4, 5]);
         // A long cold stagger: any second attempt before 5 s can only come from a failure
         // (and a 1 s floor, so the healthy broker surely answers before any hedge).
-        let mut options = RefreshOptions::default();
+        let mut options = listed();
         let slow = Adaptive { cold: Duration::from_secs(5), floor: Duration::from_secs(1), ..Adaptive::default() };
         options.config.fanout.stagger = Stagger::Adaptive(slow);
         let mut events: Vec<Event> = Vec::new();
@@ -249,6 +257,32 @@ async fn refused_brokers_first_start_the_next_attempt_at_once() {
         );
         let refused = &a[0].outcome;
         assert!(refused.to_string().contains("refused"), "{refused}");
+    })
+    .await;
+}
+
+/// A refresh left at the default seed (0) draws its own, so programs started together
+/// shuffle their seeds and jitter each in their own way; a seed the caller sets is kept. The
+/// trace records the seed each refresh ran with.
+#[tokio::test]
+async fn a_default_seed_is_drawn_per_refresh_and_a_set_one_is_kept() {
+    bounded(async {
+        let mock = Mock::start(3, &[("alpha", 1)]);
+        let seeds = mock.seeds(&[1, 2, 3]);
+        let traced_seed = |options: RefreshOptions| {
+            let seeds = seeds.clone();
+            async move {
+                let options = RefreshOptions { record_trace: true, ..options };
+                let outcome = refresh_with(&options, &seeds, |_| {}).await.expect("refresh");
+                outcome.trace.expect("trace recorded").config.seed
+            }
+        };
+        let drawn = [traced_seed(RefreshOptions::default()).await, traced_seed(RefreshOptions::default()).await];
+        assert_ne!(drawn[0], drawn[1], "each refresh draws its own seed");
+        let set = RefreshOptions { config: RefreshConfig::default().with_seed(7), ..RefreshOptions::default() };
+        let kept = [traced_seed(set.clone()).await, traced_seed(set).await];
+        assert_eq!(kept[0], kept[1], "a set seed is kept: {kept:?}");
+        assert!(!kept.contains(&drawn[0]) && !kept.contains(&drawn[1]));
     })
     .await;
 }

@@ -22,6 +22,7 @@ use stagger_tokio::{refresh_with, AttemptOutcome, ClientCert, Error, RefreshOpti
 /// One attempt at a time, no retry: each broker is seen exactly once, in seed order.
 fn options(tls: TlsOptions) -> RefreshOptions {
     let mut config = RefreshConfig::sequential();
+    config.shuffle_seeds = false;
     config.attempt_timeout = Duration::from_secs(5);
     config.retry.retries = 0;
     RefreshOptions { config, tls: Some(tls), ..RefreshOptions::default() }

@@ -59,6 +59,7 @@ async def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("seeds", help="comma-separated host:port list (bootstrap.servers)")
     parser.add_argument("--ca", help="PEM file of the CA that signed the brokers' certificates (turns TLS on)")
     parser.add_argument("--scram-sha-512", metavar="USER", help="SASL/SCRAM-SHA-512 as USER (password: $STAGGER_PASSWORD)")
+    parser.add_argument("--listed-order", action="store_true", help="ask the seeds in the order listed, not shuffled")
     args = parser.parse_args(argv)
 
     seeds = [s.strip() for s in args.seeds.split(",") if s.strip()]
@@ -69,6 +70,7 @@ async def main(argv: Optional[List[str]] = None) -> int:
         ssl=ssl.create_default_context(cafile=args.ca) if args.ca else None,
         sasl=sasl,
         topics=[],  # brokers only; the client asks for its topics itself
+        settings={"shuffle_seeds": False} if args.listed_order else {},
     )
 
     try:

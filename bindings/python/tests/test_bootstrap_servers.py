@@ -104,10 +104,11 @@ def test_a_refresh_past_a_refused_and_a_hung_seed_leaves_both_out(make_broker):
         brokers=[(1, "127.0.0.1", hung.port), (2, "127.0.0.1", good.port), (3, "127.0.0.1", int(untried.split(":")[1]))]
     )
     seeds = [refused, hung.address, good.address]
-    md = stagger.metadata_blocking(seeds, topics=[])
+    listed = {"shuffle_seeds": False}  # the refused and the hung seed asked first, as listed
+    md = stagger.metadata_blocking(seeds, topics=[], settings=listed)
     assert md.seeds == tuple(seeds)
     outcomes = {a.broker: (a.outcome, a.answered_ms) for a in md.attempts}
     assert outcomes[refused][0] == "failed" and outcomes[hung.address] == ("cancelled", None), md.attempts
     assert md.answered_by == good.address
     assert md.bootstrap_servers() == [good.address, untried]
-    assert stagger.bootstrap_servers_blocking(seeds) == [good.address, untried]
+    assert stagger.bootstrap_servers_blocking(seeds, settings=listed) == [good.address, untried]

@@ -33,6 +33,10 @@ from conftest import is_alive, is_stopped, kafka_script, wait_until
 
 PAST_ONE_FAULT_S = 3.0
 
+# A one-shot refresh shuffles the seeds by default; these tests put a faulty seed first and
+# ask in the order listed.
+LISTED = {"shuffle_seeds": False}
+
 
 def tls(kafka) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=kafka.ca)
@@ -70,10 +74,10 @@ def unsecured_jwt(subject: str) -> str:
 
 
 def test_plaintext_metadata_lists_every_broker(kafka):
-    md = stagger.metadata_blocking(kafka.plaintext, client_id="stagger-pytest")
+    md = stagger.metadata_blocking(kafka.plaintext, client_id="stagger-pytest", settings=LISTED)
     assert md.cluster_id == kafka.cluster_id
     assert sorted(b.address for b in md.brokers) == sorted(kafka.plaintext)
-    assert md.attempts[0].broker == kafka.plaintext[0], "a one-shot refresh asks the seeds in order"
+    assert md.attempts[0].broker == kafka.plaintext[0], "shuffle_seeds off: the seeds asked in the order listed"
     assert md.answered_by in kafka.plaintext
     assert md.controller_id in {b.node_id for b in md.brokers}
 
@@ -166,7 +170,7 @@ def test_a_stopped_broker_first_is_staggered_past(kafka):
     try:
         wait_until(lambda: is_stopped(pid), 30, f"node {victim} (pid {pid}) is stopped")
         started = time.monotonic()
-        md = stagger.metadata_blocking(seeds)
+        md = stagger.metadata_blocking(seeds, settings=LISTED)
         elapsed = time.monotonic() - started
     finally:
         os.kill(pid, signal.SIGCONT)
@@ -191,9 +195,12 @@ def test_bootstrap_servers_leave_out_a_stopped_broker_the_cluster_still_lists(ka
     try:
         wait_until(lambda: is_stopped(pid), 30, f"node {victim} (pid {pid}) is stopped")
         done = subprocess.run(
-            [sys.executable, str(example), ",".join(seeds)], capture_output=True, text=True, timeout=120
+            [sys.executable, str(example), ",".join(seeds), "--listed-order"],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
-        servers = stagger.bootstrap_servers_blocking(seeds)
+        servers = stagger.bootstrap_servers_blocking(seeds, settings=LISTED)
     finally:
         os.kill(pid, signal.SIGCONT)
     assert done.returncode == 0, done.stderr
@@ -206,7 +213,7 @@ def test_bootstrap_servers_leave_out_a_stopped_broker_the_cluster_still_lists(ka
 def test_a_blackholed_address_first_is_staggered_past(kafka, blackhole):
     seeds = [blackhole.address] + kafka.plaintext
     started = time.monotonic()
-    md = asyncio.run(stagger.metadata(seeds, topics=[]))
+    md = asyncio.run(stagger.metadata(seeds, topics=[], settings=LISTED))
     elapsed = time.monotonic() - started
     assert md.answered_by in kafka.plaintext
     hole = outcomes(md)[blackhole.address]
@@ -240,7 +247,10 @@ def test_the_bootstrap_example_orders_the_seeds_for_another_client(kafka, blackh
     example = Path(__file__).resolve().parent.parent / "examples" / "bootstrap_servers.py"
     seeds = [blackhole.address] + kafka.plaintext
     done = subprocess.run(
-        [sys.executable, str(example), ",".join(seeds)], capture_output=True, text=True, timeout=120
+        [sys.executable, str(example), ",".join(seeds), "--listed-order"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -274,7 +284,7 @@ def test_a_killed_broker_first_is_passed_at_once_and_restarted(kafka):
         wait_until(lambda: not is_alive(pid), 30, f"node {victim} (pid {pid}) is gone")
         wait_until(lambda: refuses(first), 30, f"{first} refuses connections")
         started = time.monotonic()
-        md = stagger.metadata_blocking(seeds)
+        md = stagger.metadata_blocking(seeds, settings=LISTED)
         elapsed = time.monotonic() - started
     finally:
         kafka.restart(victim)

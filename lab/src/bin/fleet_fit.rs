@@ -176,13 +176,16 @@ fn strategy(name: &str) -> Result<Strategy, String> {
             Strategy::Oracle => Err(format!("{name}: the oracle has no bootstrap to run fast")),
         };
     }
+    // As `fleet_real` runs them: every name but `long-lived*` and `sequential-shuffled`
+    // asks its seeds in the order handed out.
+    let listed = |refresh: RefreshConfig| RefreshConfig { shuffle_seeds: false, ..refresh };
     Ok(match name {
-        "adaptive" => Strategy::core("adaptive", RefreshConfig::adaptive()),
-        "sequential" => Strategy::core("sequential", RefreshConfig::sequential()),
+        "adaptive" => Strategy::core("adaptive", listed(RefreshConfig::adaptive())),
+        "sequential" => Strategy::core("sequential", listed(RefreshConfig::sequential())),
         "sequential-shuffled" => {
             Strategy::core("sequential-shuffled", RefreshConfig { shuffle_seeds: true, ..RefreshConfig::sequential() })
         }
-        "staggered-500ms" => Strategy::core("staggered-500ms", RefreshConfig::staggered()),
+        "staggered-500ms" => Strategy::core("staggered-500ms", listed(RefreshConfig::staggered())),
         "oracle" => Strategy::Oracle,
         // `fleet_real`'s default with one fan-out rule switched (rule-costs.md, gentleness.md).
         other if other.starts_with("adaptive-with") => {
@@ -190,10 +193,10 @@ fn strategy(name: &str) -> Result<Strategy, String> {
                 Some(switch) => (switch, false),
                 None => (other.strip_prefix("adaptive-with-").unwrap_or(other), true),
             };
-            Strategy::core(other, with_switch(RefreshConfig::adaptive(), other, switch, on)?)
+            Strategy::core(other, with_switch(listed(RefreshConfig::adaptive()), other, switch, on)?)
         }
         other if other == "long-lived" || other.starts_with("long-lived-without-") => {
-            let mut refresh = stagger::ClusterConfig::long_lived(RefreshConfig::adaptive());
+            let mut refresh = RefreshConfig { shuffle_seeds: true, ..RefreshConfig::adaptive() };
             if let Some(switch) = other.strip_prefix("long-lived-without-") {
                 refresh = with_switch(refresh, other, switch, false)?;
             }

@@ -228,8 +228,7 @@ impl Bench {
             for rep in 0..reps {
                 let mut tasks = tokio::task::JoinSet::new();
                 for c in 0..clients {
-                    let refresh =
-                        ClusterConfig::long_lived(RefreshConfig::default()).with_seed((rep * clients + c) as u64);
+                    let refresh = RefreshConfig::default().with_seed((rep * clients + c) as u64);
                     let config = ClusterConfig { refresh, gentle_until_calm, ..ClusterConfig::default() };
                     let o = self.cluster.options(listener, refresh)?;
                     let options = ClientOptions { exchange: o.exchange, tls: o.tls, ..ClientOptions::default() };

@@ -143,12 +143,17 @@ fn check(s: &Scenario, outcome: &RefreshOutcome) -> Res<()> {
     Ok(())
 }
 
+/// `config` asking the seeds in the order listed, the faulty ones first.
+fn listed(config: RefreshConfig) -> RefreshConfig {
+    RefreshConfig { shuffle_seeds: false, ..config }
+}
+
 fn presets() -> [(&'static str, RefreshConfig); 4] {
     [
-        ("adaptive (default)", RefreshConfig::adaptive()),
-        ("staggered (500 ms)", RefreshConfig::staggered()),
-        ("sequential (10 s timeout)", RefreshConfig::sequential()),
-        ("all-at-once", RefreshConfig::all_at_once()),
+        ("adaptive (default)", listed(RefreshConfig::adaptive())),
+        ("staggered (500 ms)", listed(RefreshConfig::staggered())),
+        ("sequential (10 s timeout)", listed(RefreshConfig::sequential())),
+        ("all-at-once", listed(RefreshConfig::all_at_once())),
     ]
 }
 

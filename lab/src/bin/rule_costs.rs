@@ -107,7 +107,8 @@ async fn case(cluster: &Forwarded, out: &mut String, case: Case, listener: Liste
     let mut cells: Vec<Cell> = POLICIES.iter().map(|_| Cell::default()).collect();
     for rep in 0..reps {
         for (cell, (name, off)) in cells.iter_mut().zip(&POLICIES) {
-            let mut config = RefreshConfig::default().with_seed(rep as u64 + 1);
+            let mut config =
+                RefreshConfig { shuffle_seeds: false, ..RefreshConfig::default() }.with_seed(rep as u64 + 1);
             if let Some(path) = off {
                 config.set(path, "false")?;
             }

@@ -568,9 +568,9 @@ impl Strategy {
 }
 
 /// A long-lived client's settings around `refresh`: the cluster view's defaults
-/// ([`ClusterConfig::long_lived`]).
+/// ([`ClusterConfig::default`]).
 pub fn long_lived(refresh: RefreshConfig) -> ClusterConfig {
-    ClusterConfig { refresh: ClusterConfig::long_lived(refresh), ..ClusterConfig::default() }
+    ClusterConfig { refresh, ..ClusterConfig::default() }
 }
 
 /// The outcome of one scenario under one strategy: the numbers of the report's table.

@@ -24,7 +24,7 @@ fn healthy_cluster_needs_one_attempt() {
 #[test]
 fn hung_first_broker_is_overtaken_and_cancelled() {
     let scenario = Scenario::from_behaviors([BrokerBehavior::Hung, healthy(2), healthy(2)]);
-    let report = run(&RefreshConfig::adaptive(), &scenario);
+    let report = run(&listed(RefreshConfig::adaptive()), &scenario);
     let timeline = report.render_timeline();
     assert_eq!(report.winner(), Some(BrokerIndex(1)), "{timeline}");
     // Connected after 1 ms and silent: suspected 2 × the 12 ms silent pace = 24 ms after the
@@ -88,7 +88,7 @@ fn all_hung_gives_up_exactly_at_the_deadline() {
         assert_eq!(report.requests_reached, report.attempts_started);
     }
     // With the default 60 s deadline, four passes of 10 s timeouts run out first.
-    let report = run(&RefreshConfig::adaptive(), &scenario);
+    let report = run(&listed(RefreshConfig::adaptive()), &scenario);
     let error = report.give_up().expect("gives up");
     assert_eq!(error.reason, GiveUpReason::AllFailed { passes: 4 });
     assert_eq!(report.passes, 4);
@@ -113,8 +113,9 @@ fn same_seed_gives_an_identical_report() {
     }
     // The simulator's seed matters: slow answers take other times.
     let slow = Scenario::from_behaviors([BrokerBehavior::Slow { min: ms(20), max: ms(40) }]);
-    let times: Vec<_> =
-        (0..8).map(|s| run(&RefreshConfig::adaptive(), &slow.clone().with_seed(s)).time_to_metadata()).collect();
+    let times: Vec<_> = (0..8)
+        .map(|s| run(&listed(RefreshConfig::adaptive()), &slow.clone().with_seed(s)).time_to_metadata())
+        .collect();
     assert!(times.iter().any(|t| *t != times[0]), "{times:?}");
 }
 
@@ -128,19 +129,19 @@ fn example_scenario_works_with_every_preset() {
             assert!(matches!(lane(&report, 1).spans[0].outcome, SpanOutcome::Failed { kind: ErrorKind::Refused, .. }));
         }
     }
-    let report = run(&RefreshConfig::sequential(), &example_scenario());
+    let report = run(&listed(RefreshConfig::sequential()), &example_scenario());
     // Sarama's behaviour: a full 10 s attempt timeout on the hung broker first.
     let t = report.time_to_metadata().unwrap();
     assert!(t > Duration::from_secs(10) && t < Duration::from_millis(10_045), "{t:?}");
     // The default: at most 24 ms of silence from the hung broker (its handshake takes 1 ms),
     // the refusal at once, then the slow broker's 20–40 ms.
-    let report = run(&RefreshConfig::adaptive(), &example_scenario());
+    let report = run(&listed(RefreshConfig::adaptive()), &example_scenario());
     assert!(report.time_to_metadata().unwrap() < ms(70), "{}", report.render_timeline());
 }
 
 #[test]
 fn dies_at_behaves() {
-    let config = RefreshConfig::adaptive();
+    let config = listed(RefreshConfig::adaptive());
     let dies = |at: Duration, rtt: u64| BrokerBehavior::DiesAt { at, rtt: ms(rtt) };
 
     // Alive long enough: just healthy.
@@ -174,7 +175,7 @@ fn dies_at_behaves() {
 
 #[test]
 fn flaky_behaves() {
-    let config = RefreshConfig::adaptive();
+    let config = listed(RefreshConfig::adaptive());
     let flaky = |p: f64| BrokerBehavior::Flaky { p, rtt: ms(2) };
 
     let report = run(&config, &Scenario::from_behaviors([flaky(1.0), healthy(2)]));
@@ -198,7 +199,7 @@ fn flaky_behaves() {
 fn slow_answers_fall_in_range() {
     for seed in 0..32 {
         let scenario = Scenario::from_behaviors([BrokerBehavior::Slow { min: ms(20), max: ms(40) }]).with_seed(seed);
-        let t = run(&RefreshConfig::staggered(), &scenario).time_to_metadata().unwrap();
+        let t = run(&listed(RefreshConfig::staggered()), &scenario).time_to_metadata().unwrap();
         assert!(t >= ms(21) && t <= ms(41), "{t:?}");
     }
 }
@@ -217,7 +218,7 @@ fn zero_times_and_handshakes_finish() {
 
 #[test]
 fn bad_input_is_reported_not_panicked() {
-    let mut config = RefreshConfig::adaptive();
+    let mut config = listed(RefreshConfig::adaptive());
     config.fanout.initial = 0;
     let report = run_refresh(&config, &example_scenario());
     assert!(
@@ -226,7 +227,7 @@ fn bad_input_is_reported_not_panicked() {
     assert!(report.trace.is_none());
     assert!(report.render_timeline().contains("aborted"));
 
-    let report = run_refresh(&RefreshConfig::adaptive(), &Scenario::new(Vec::new()));
+    let report = run_refresh(&listed(RefreshConfig::adaptive()), &Scenario::new(Vec::new()));
     assert!(
         matches!(&report.outcome, Outcome::Aborted { error: SimError::InvalidConfig { field, .. }, .. } if field == "seeds")
     );
@@ -234,14 +235,14 @@ fn bad_input_is_reported_not_panicked() {
     // Metadata no broker can win with: every answer is rejected, the refresh gives up.
     let mut scenario = Scenario::from_behaviors([healthy(1), healthy(1)]);
     scenario.metadata = Some(stagger::Metadata::default());
-    let report = run(&RefreshConfig::adaptive(), &scenario);
+    let report = run(&listed(RefreshConfig::adaptive()), &scenario);
     assert!(matches!(report.give_up().map(|e| e.reason), Some(GiveUpReason::AllFailed { .. })));
     assert!(report.spans().all(|(_, s)| matches!(s.outcome, SpanOutcome::Failed { kind: ErrorKind::NoBrokers, .. })));
 }
 
 #[test]
 fn timeline_is_readable() {
-    let report = run(&RefreshConfig::adaptive(), &example_scenario());
+    let report = run(&listed(RefreshConfig::adaptive()), &example_scenario());
     let text = report.render_timeline();
     for needle in
         ["broker-0", "broker-4", "hung", "refused", "slow 20ms-40ms", "won", "cancelled(overtaken)", "failed(refused)"]
@@ -274,7 +275,7 @@ fn scenario_serde_defaults_and_addresses() {
 
 #[test]
 fn events_name_timer_kinds() {
-    let report = run(&RefreshConfig::adaptive(), &example_scenario());
+    let report = run(&listed(RefreshConfig::adaptive()), &example_scenario());
     let stagger = stagger::TimerKind::Stagger;
     assert!(report.events.iter().any(|e| e.kind == EventKind::Timer { timer: stagger }));
     let text: String = serde_json::to_string(&report.events).unwrap();

@@ -6,7 +6,7 @@ use super::*;
 
 /// Three seeds tried in order, no jitter: the adaptive stagger's times read exactly.
 fn adaptive() -> ClusterConfig {
-    let mut refresh = ClusterConfig::long_lived(RefreshConfig::adaptive());
+    let mut refresh = RefreshConfig::adaptive();
     refresh.fanout.jitter = 0.0;
     refresh.shuffle_seeds = false;
     ClusterConfig { refresh, ..ClusterConfig::default() }

@@ -25,9 +25,11 @@ fn ms(millis: u64) -> Instant {
     Instant::from_millis(millis)
 }
 
-/// A fixed 500 ms stagger without jitter, one pass: the timings below are exact.
+/// A fixed 500 ms stagger without jitter, one pass, the seeds in the order listed: the
+/// timings and brokers below are exact.
 fn config() -> SessionConfig {
     let mut refresh = RefreshConfig::staggered();
+    refresh.shuffle_seeds = false;
     refresh.fanout.jitter = 0.0;
     refresh.fanout.stagger = Stagger::Fixed(Duration::from_millis(500));
     refresh.retry.retries = 0;
@@ -388,4 +390,17 @@ fn a_session_that_does_not_observe_queues_no_event() {
     assert_eq!(s.poll_event(), None);
     assert!(s.last_trace().is_none());
     assert_eq!(s.reports().len(), 1, "reports are there either way");
+}
+
+/// A host's draw replaces only the default seed, 0; a seed the caller set is kept and the
+/// draw is not even asked for.
+#[test]
+fn the_hosts_draw_replaces_only_the_default_seed() {
+    let mut left = SessionConfig::default();
+    left.seed_unless_set(|| 42);
+    assert_eq!(left.cluster.refresh.seed, 42);
+    let mut set = SessionConfig::default();
+    set.cluster.refresh.seed = 7;
+    set.seed_unless_set(|| unreachable!("a set seed asks for no draw"));
+    assert_eq!(set.cluster.refresh.seed, 7);
 }

@@ -232,10 +232,11 @@ pub fn port(address: &str) -> u16 {
     address.rsplit_once(':').unwrap().1.parse().unwrap()
 }
 
-/// One attempt at a time (each fault is seen whole), 300 ms per attempt (the silent, drip
+/// One attempt at a time in the order listed (each fault is seen whole), 300 ms per attempt (the silent, drip
 /// and unanswered faults end there), no retry pass.
 pub fn config() -> RefreshConfig {
     let mut config = RefreshConfig::sequential();
+    config.shuffle_seeds = false;
     config.attempt_timeout = Duration::from_millis(300);
     config.fanout.stagger = Stagger::Fixed(config.attempt_timeout);
     config.retry.retries = 0;

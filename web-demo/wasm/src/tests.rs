@@ -81,8 +81,8 @@ fn validate_names_the_field() {
 #[test]
 fn simulate_hung_first_broker_hedges_after_the_stagger_delay() {
     let scenario = serde_json::to_string(&hung_first()).unwrap();
-    let config = serde_json::to_string(&RefreshConfig::staggered()).unwrap();
-    let answer = parse(simulate(&scenario, &config));
+    let config = RefreshConfig { shuffle_seeds: false, ..RefreshConfig::staggered() };
+    let answer = parse(simulate(&scenario, &serde_json::to_string(&config).unwrap()));
     let report = &answer["report"];
     assert_eq!(report["outcome"]["type"], "done");
     assert_eq!(report["outcome"]["winner"], 1);
@@ -112,7 +112,7 @@ fn simulate_adaptive_answering_overtakes_the_silent_attempts() {
     // (broker-1's, started first) cancels everything still silent — the hung attempt and
     // broker-2's, whose answer had not come yet — as overtaken. Metadata at 26 + 5 = 31 ms.
     let scenario = serde_json::to_string(&hung_first()).unwrap();
-    let mut config = RefreshConfig::default();
+    let mut config = RefreshConfig { shuffle_seeds: false, ..RefreshConfig::default() };
     config.fanout.jitter = 0.0;
     config.fanout.tuning.spread_ticks = false;
     let answer = parse(simulate(&scenario, &serde_json::to_string(&config).unwrap()));

@@ -20,7 +20,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::{AbortSignal, CloseEvent, MessageEvent};
 
 use super::convert::{abort_error, config_error, refresh_error, set};
-use super::host::{Done, Hooks, Host};
+use super::host::{get_random_values, Done, Hooks, Host};
 use super::to_js::to_js;
 use crate::options::{session_config, Seeds};
 
@@ -63,7 +63,13 @@ pub(crate) fn start(plan: Plan, resolve: Function, reject: Function) -> Result<(
         return Err(abort_error(signal));
     }
     let origin = Host::origin();
-    let config = session_config(plan.config, plan.exchange);
+    let mut config = session_config(plan.config, plan.exchange);
+    // Pages opened together shuffle their seeds each in their own way (0 is "not set"). 53
+    // bits, so the seed in the report's trace is a number JavaScript holds exactly.
+    config.seed_unless_set(|| {
+        let mut bytes = [0u8; 8];
+        get_random_values(&mut bytes).map_or(1, |_| u64::from_le_bytes(bytes) >> 11)
+    });
     let session = Session::new(config, plan.seeds.book.clone(), Instant::ZERO).map_err(|e| config_error(&e))?;
     let driver = Rc::new_cyclic(|me: &Weak<RefCell<Driver>>| {
         let weak = me.clone();

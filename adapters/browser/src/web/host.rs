@@ -27,9 +27,9 @@ extern "C" {
     /// The global `clearTimeout`.
     #[wasm_bindgen(js_name = clearTimeout)]
     fn clear_timeout(handle: &JsValue);
-    /// `crypto.getRandomValues`: the SCRAM nonces' randomness.
+    /// `crypto.getRandomValues`: the SCRAM nonces' randomness, and a refresh's own PRNG seed.
     #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues, catch)]
-    fn get_random_values(bytes: &mut [u8]) -> Result<JsValue, JsValue>;
+    pub(crate) fn get_random_values(bytes: &mut [u8]) -> Result<JsValue, JsValue>;
 }
 
 /// The driver's entry points for what happens outside: a socket opened (`open(conn)`), a

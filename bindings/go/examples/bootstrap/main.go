@@ -28,6 +28,7 @@ import (
 func main() {
 	seedList := flag.String("seeds", "127.0.0.1:9092", "comma-separated host:port of the bootstrap brokers")
 	timeout := flag.Duration("timeout", 15*time.Second, "give up after this long")
+	listedOrder := flag.Bool("listed-order", false, "ask the seeds in the order listed (default: shuffled, as Kafka clients do)")
 	flag.Parse()
 	seeds := strings.Split(*seedList, ",")
 
@@ -36,7 +37,11 @@ func main() {
 	// WithTopics() with no topic asks for the brokers only: a small answer. Add
 	// stagger.WithTLS(tlsConfig) and stagger.WithSASL(stagger.ScramSHA512, user, password)
 	// as your client uses them.
-	md, err := stagger.Metadata(ctx, seeds, stagger.WithTopics())
+	opts := []stagger.Option{stagger.WithTopics()}
+	if *listedOrder {
+		opts = append(opts, stagger.WithSetting("shuffle_seeds", "false"))
+	}
+	md, err := stagger.Metadata(ctx, seeds, opts...)
 	var refresh *stagger.RefreshError
 	if errors.As(err, &refresh) {
 		fmt.Fprintln(os.Stderr, "no seed answered:")

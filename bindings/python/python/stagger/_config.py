@@ -134,9 +134,10 @@ class SessionConfig:
     ``settings`` maps knob paths, exactly as ``stagger knobs`` lists them, to their text:
     ``{"fanout.stagger.adaptive.silent_tls": "20ms", "retry.retries": 0}``; they apply after
     ``preset``. ``tls`` says the host speaks TLS (the ``DIAL`` actions then carry the name to
-    verify); ``one_shot`` is one refresh only (seeds tried in the order written, the winner's
-    connection closed), otherwise a long-lived session keeps a connection and refreshes every
-    ``refresh_interval`` by itself.
+    verify); ``one_shot`` is one refresh only (the winner's connection closed), otherwise a
+    long-lived session keeps a connection and refreshes every ``refresh_interval`` by itself.
+    Either shuffles the seeds by the session's seed, as librdkafka, the Java client, franz-go
+    and Sarama do; the setting ``{"shuffle_seeds": False}`` keeps the order written.
     """
 
     seeds: Sequence[str]

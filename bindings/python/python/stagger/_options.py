@@ -36,7 +36,7 @@ class Options:
     ``client_id``: what each request says. ``topics``: the topics to describe (``None``: all;
     ``[]``: brokers only). ``max_frame_size``: the largest response frame (32 MiB by default).
     ``resolve_names``: look seed names up and try each address as a candidate of its own.
-    ``seed``: the session's randomness (jitter, the order of a long-lived client's seeds).
+    ``seed``: the session's randomness (jitter, the shuffled order of the seeds).
 
     The types are checked here (``ConfigError`` naming the field); the settings, the preset
     and the frame size are checked by the library when a session is built from them, before

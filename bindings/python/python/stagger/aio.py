@@ -23,7 +23,9 @@ __all__ = ["metadata", "bootstrap_servers", "AsyncClient"]
 
 async def metadata(seeds: Union[str, Iterable[str]], options: Optional[Options] = None, **changes: Any) -> Metadata:
     """Cluster metadata from the first of ``seeds`` to answer, staggering past the ones that
-    do not (one refresh; seeds tried in the order given).
+    do not (one refresh; seeds tried in an order shuffled by the session's seed, as librdkafka,
+    the Java client, franz-go and Sarama do; ``settings={"shuffle_seeds": False}`` keeps the
+    order given).
 
     ``seeds``: ``host:port`` strings, or one comma-separated string. ``options``: an
     ``Options`` (TLS, SASL, policy, topics, …); keyword arguments name its fields and replace

@@ -38,7 +38,7 @@ class Session:
     """One stagger session over the native library: the policy, the Kafka conversation
     (ApiVersions, SASL, Metadata), connection keeping and reports, all inside.
 
-    ``seed`` seeds its randomness (jitter, the order of a long-lived session's seeds); by
+    ``seed`` seeds its randomness (jitter, the shuffled order of the seeds); by
     default 8 bytes of ``os.urandom``. The same config, seed and events give the same actions.
     A session is freed by ``close()``, by leaving a ``with`` block, or when collected.
     Calls are serialised by a lock, so a session may be shared between threads.

@@ -407,29 +407,32 @@ fn strategy(name: &str) -> Res<ClusterConfig> {
     if let Some(base) = name.strip_suffix("-fast-start") {
         return Ok(ClusterConfig { gentle_until_calm: false, ..strategy(base)? });
     }
+    // Every name but `long-lived*` and `sequential-shuffled` hands the seeds out in rotation,
+    // asked in that order (`listed`).
+    let listed = |refresh: RefreshConfig| RefreshConfig { shuffle_seeds: false, ..refresh };
     let refresh = match name {
-        "adaptive" => RefreshConfig::adaptive(),
-        "sequential" => RefreshConfig::sequential(),
+        "adaptive" => listed(RefreshConfig::adaptive()),
+        "sequential" => listed(RefreshConfig::sequential()),
         // The naive client as librdkafka, franz-go, Sarama and the Java client place it:
         // seeds shuffled per client, not handed out in rotation.
         "sequential-shuffled" => RefreshConfig { shuffle_seeds: true, ..RefreshConfig::sequential() },
-        "staggered-500ms" => RefreshConfig::staggered(),
+        "staggered-500ms" => listed(RefreshConfig::staggered()),
         // The default with one fan-out rule off, to measure what it earns (rule-costs.md).
         other if other.starts_with("adaptive-without-") => {
-            let mut refresh = RefreshConfig::adaptive();
+            let mut refresh = listed(RefreshConfig::adaptive());
             refresh.set(&format!("fanout.tuning.{}", &other["adaptive-without-".len()..]), "false")?;
             refresh
         }
         // The default with one fan-out rule on that a one-shot refresh leaves off.
         other if other.starts_with("adaptive-with-") => {
-            let mut refresh = RefreshConfig::adaptive();
+            let mut refresh = listed(RefreshConfig::adaptive());
             refresh.set(&format!("fanout.tuning.{}", &other["adaptive-with-".len()..]), "true")?;
             refresh
         }
         // What a `Client` runs by default (`ClusterConfig::default()`: seeds shuffled), or
         // that with one fan-out rule off.
         other if other == "long-lived" || other.starts_with("long-lived-without-") => {
-            let mut refresh = ClusterConfig::long_lived(RefreshConfig::adaptive());
+            let mut refresh = RefreshConfig { shuffle_seeds: true, ..RefreshConfig::adaptive() };
             if let Some(switch) = other.strip_prefix("long-lived-without-") {
                 refresh.set(&format!("fanout.tuning.{switch}"), "false")?;
             }

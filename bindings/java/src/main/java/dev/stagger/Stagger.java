@@ -35,8 +35,10 @@ public final class Stagger {
     private Stagger() {}
 
     /**
-     * Refreshes the metadata once from {@code seeds} ({@code host:port}, tried in the order
-     * given) and returns the metadata JSON (docs/abi.md, "Metadata").
+     * Refreshes the metadata once from {@code seeds} ({@code host:port}, tried in an order
+     * shuffled by the session's seed, as librdkafka, Kafka's Java client, franz-go and Sarama do;
+     * {@link #refresh(String)} with {@code "settings": {"shuffle_seeds": "false"}} keeps the
+     * order given) and returns the metadata JSON (docs/abi.md, "Metadata").
      *
      * @throws RefreshFailedException when the refresh gives up (it carries the refresh error JSON)
      */

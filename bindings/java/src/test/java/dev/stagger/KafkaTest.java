@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -40,7 +42,7 @@ class KafkaTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aHealthyClusterRefreshes() {
-        Stagger.Refresh refresh = Stagger.refresh(seeds);
+        Stagger.Refresh refresh = Stagger.refresh(listed(seeds));
         JsonNode metadata = Conformance.parse(refresh.metadataJson());
         assertEquals(3, metadata.get("brokers").size(), refresh.metadataJson());
         assertEquals(seeds.get(0), refresh.answeredBy());
@@ -53,7 +55,7 @@ class KafkaTest {
         List<String> all = new ArrayList<>();
         all.add(closed);
         all.addAll(seeds);
-        Stagger.Refresh refresh = Stagger.refresh(all);
+        Stagger.Refresh refresh = Stagger.refresh(listed(all));
         JsonNode metadata = Conformance.parse(refresh.metadataJson());
         assertEquals(3, metadata.get("brokers").size(), refresh.metadataJson());
         assertTrue(seeds.contains(refresh.answeredBy()), refresh.answeredBy());
@@ -74,6 +76,18 @@ class KafkaTest {
                 () -> Stagger.metadata(List.of(closed)));
         JsonNode error = Conformance.parse(e.errorJson());
         assertEquals("refused", error.get("last_error").get("kind").asText(), e.errorJson());
+    }
+
+    /**
+     * A one-shot config asking {@code seeds} in the order listed ({@code shuffle_seeds} off;
+     * by default a refresh shuffles them).
+     */
+    private static String listed(List<String> seeds) {
+        ObjectNode config = Conformance.JSON.createObjectNode();
+        config.putArray("seeds").addAll(seeds.stream().map(TextNode::valueOf).toList());
+        config.put("one_shot", true);
+        config.putObject("settings").put("shuffle_seeds", "false");
+        return config.toString();
     }
 
     /** A loopback address nothing listens on: a port the kernel gave out, closed again. */
