@@ -42,10 +42,12 @@ fn serde_form<T: serde::Serialize + ?Sized>(value: &T) -> String {
     stringify(&json(&serde_json::to_string(value).unwrap()))
 }
 
-/// Options for two unreachable bridges, one retry after a short backoff.
+/// Options for two unreachable bridges, asked in the order listed, one retry after a short
+/// backoff.
 fn failing_options() -> JsValue {
     let config = stagger_web::default_config();
     let config: JsValue = config.into();
+    set(&config, "shuffle_seeds", &JsValue::FALSE);
     set(&get(&config, "retry"), "retries", &JsValue::from(1));
     set(&get(&config, "retry"), "initial", &json(r#"{"secs":0,"nanos":20000000}"#));
     let options: JsValue = Object::new().into();

@@ -90,8 +90,11 @@ const SHUFFLE_SEEDS: u64 = 21;
 
 fn main() {
     let markdown = std::env::args().any(|a| a == "--markdown");
-    let presets: Vec<(&str, RefreshConfig)> =
-        RefreshConfig::PRESETS.iter().filter_map(|name| RefreshConfig::preset(name).map(|c| (*name, c))).collect();
+    // Every preset asks in the order listed, the hung brokers first; the last column shuffles.
+    let presets: Vec<(&str, RefreshConfig)> = RefreshConfig::PRESETS
+        .iter()
+        .filter_map(|name| RefreshConfig::preset(name).map(|c| (*name, RefreshConfig { shuffle_seeds: false, ..c })))
+        .collect();
     if markdown {
         let head: Vec<String> = presets.iter().map(|(n, _)| format!("{n}: time · attempts · peak")).collect();
         println!(

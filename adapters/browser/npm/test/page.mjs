@@ -1,12 +1,14 @@
 // The test page's module: `stagger-web` is a bare specifier, mapped by the page's import map
 // to the scratch project's node_modules/stagger-web (the `default` entry of its `exports`).
-import init, { presets, refreshWith } from "stagger-web";
+import init, { defaultConfig, presets, refreshWith } from "stagger-web";
 
 window.run = async (bootstrap) => {
   const events = [];
   const started = performance.now();
   try {
-    const result = await refreshWith({ bootstrap, clientId: "stagger-web-npm-test", onEvent: (e) => events.push(e) });
+    // The seeds in the order listed: the hung and the down broker first.
+    const config = { ...defaultConfig(), shuffle_seeds: false };
+    const result = await refreshWith({ bootstrap, config, clientId: "stagger-web-npm-test", onEvent: (e) => events.push(e) });
     return { ok: true, ...result, events, elapsedMs: performance.now() - started };
   } catch (e) {
     return { ok: false, error: { name: e?.name, message: e?.message, brokers: e?.brokers }, events };
