@@ -60,10 +60,10 @@ pub struct RefreshConfig {
     /// Retry passes and their backoff.
     pub retry: Backoff,
     /// Seed of the in-core PRNG: same seed and inputs ⇒ same commands. The live adapters
-    /// (tokio, blocking) replace the default, 0, with a random draw per refresh or client, so
-    /// programs started together do not all shuffle and jitter alike; any other value is kept,
-    /// and a trace records the seed a refresh ran with. The Go and Python bindings draw
-    /// their own.
+    /// (tokio, blocking, browser) replace the default, 0, with a random draw per refresh or
+    /// client (`SessionConfig::seed_unless_set`), so programs started together do not all
+    /// shuffle and jitter alike; any other value is kept, and a trace records the seed a
+    /// refresh ran with. The Go and Python bindings draw their own.
     pub seed: u64,
     /// Try the seed brokers in an order shuffled by `seed` instead of the order written
     /// (default `true`, as librdkafka, the Java client, franz-go and Sarama do). A fleet started
