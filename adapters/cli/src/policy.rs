@@ -100,15 +100,15 @@ impl PolicyArgs {
 
     /// Every knob these flags set, cluster knobs included, validated.
     pub fn to_cluster_config(&self) -> Result<ClusterConfig, String> {
-        let (mut c, mut seeded) = match (&self.preset, &self.policy) {
+        let mut c = match (&self.preset, &self.policy) {
             (_, Some(file)) => read_policy(file)?,
             // `RefreshConfig`'s default: the seeds shuffled, unless `--set shuffle_seeds=false`.
-            (None, None) => (ClusterConfig { refresh: RefreshConfig::default(), ..ClusterConfig::default() }, false),
+            (None, None) => ClusterConfig { refresh: RefreshConfig::default(), ..ClusterConfig::default() },
             (Some(name), None) => {
                 let refresh = RefreshConfig::preset(name).ok_or_else(|| {
                     format!("unknown preset {name:?}; choose one of: {}", RefreshConfig::PRESETS.join(", "))
                 })?;
-                (ClusterConfig { refresh, ..ClusterConfig::default() }, false)
+                ClusterConfig { refresh, ..ClusterConfig::default() }
             }
         };
         let mut assigned: Vec<&'static str> = Vec::new();
@@ -130,10 +130,8 @@ impl PolicyArgs {
             let f = &mut c.refresh.fanout;
             f.initial = f.initial.min(f.max_in_flight.max(1));
         }
-        seeded |= assigned.contains(&"seed");
-        if !seeded {
-            c.refresh.seed = seed_from_clock();
-        }
+        // A seed left at 0 is drawn per refresh by the adapter that runs it
+        // (`SessionConfig::seed_unless_set`), so runs differ unless one is given.
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }
@@ -235,10 +233,10 @@ fn unknown(path: &str) -> String {
 }
 
 /// Reads a policy file: ClusterConfig JSON if it names a cluster field (or `refresh`),
-/// RefreshConfig JSON otherwise. Says whether it gave a seed. Errors name the file and the
-/// field: unknown fields are refused (serde would silently drop them, and a misplaced knob
-/// would then quietly keep its default).
-fn read_policy(file: &Path) -> Result<(ClusterConfig, bool), String> {
+/// RefreshConfig JSON otherwise. Errors name the file and the field: unknown fields are
+/// refused (serde would silently drop them, and a misplaced knob would then quietly keep its
+/// default).
+fn read_policy(file: &Path) -> Result<ClusterConfig, String> {
     let name = file.display();
     let text = std::fs::read_to_string(file).map_err(|e| format!("--policy {name}: {e}"))?;
     let json: Value = serde_json::from_str(&text).map_err(|e| format!("--policy {name}: not JSON: {e}"))?;
@@ -269,15 +267,14 @@ fn read_policy(file: &Path) -> Result<(ClusterConfig, bool), String> {
                 serde_json::from_value::<ClusterConfig>(v).is_ok()
             })
         })?;
-        let seeded = json.get("refresh").and_then(|r| r.get("seed")).is_some();
-        Ok((config, seeded))
+        Ok(config)
     } else {
         let refresh = serde_json::from_value::<RefreshConfig>(json.clone()).map_err(|e| {
             bad(e, serde_json::to_value(RefreshConfig::default()).unwrap_or_default(), |v| {
                 serde_json::from_value::<RefreshConfig>(v).is_ok()
             })
         })?;
-        Ok((ClusterConfig { refresh, ..ClusterConfig::default() }, json.get("seed").is_some()))
+        Ok(ClusterConfig { refresh, ..ClusterConfig::default() })
     }
 }
 
@@ -336,11 +333,6 @@ fn put(root: &mut Value, path: &[String], value: Value) {
         here = here.as_object_mut().expect("made an object above").entry(key.clone()).or_insert(Value::Null);
     }
     *here = value;
-}
-
-/// A different seed per run unless one is given: the point of jitter is that clients differ.
-fn seed_from_clock() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Parses `250ms`, `1.5s`, `10s`, `1m30s` (the core's duration syntax, as in `--set`).

@@ -253,6 +253,30 @@ fn a_set_knob_reaches_the_refresh() {
 }
 
 #[test]
+fn each_run_draws_its_own_seed_unless_one_is_given() {
+    // Runs started together must not all shuffle and jitter alike: a seed left unset is
+    // drawn per run (the trace records the seed used); `--seed` is kept as given.
+    let m = mock(3);
+    let dir = std::env::temp_dir().join(format!("stagger-cli-seed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let seeds = m.addresses.join(",");
+    let seed_of = |name: &str, extra: &[&str]| {
+        let path = dir.join(name);
+        let out =
+            stagger().args(["metadata", "-b", &seeds, "--trace", path.to_str().unwrap()]).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let trace: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        trace["config"]["seed"].as_u64().expect("the trace records the seed")
+    };
+    let drawn = [seed_of("a.json", &[]), seed_of("b.json", &[]), seed_of("c.json", &[])];
+    assert!(drawn.iter().all(|&s| s != 0), "an unset seed is drawn: {drawn:?}");
+    assert!(drawn[0] != drawn[1] || drawn[1] != drawn[2], "each run draws its own: {drawn:?}");
+    // The trace records the refresh's own stream: the seed plus the refresh's number, 1.
+    assert_eq!(seed_of("d.json", &["--seed", "7"]), 8, "a given seed is kept");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn help_has_examples() {
     for args in [&["--help"][..], &["metadata", "--help"], &["demo", "--help"], &["knobs", "--help"]] {
         let out = stagger().args(args).output().unwrap();
