@@ -213,20 +213,32 @@ def free_blocks(brokers):
             yield base
 
 
+# The listeners the benchmark can run over: kafka.sh's port offset within a node's block, the
+# flag that makes the brokers advertise the forwarders there, and kafka.sh's variable listing them.
+LISTENERS = {
+    "plaintext": (0, "--advertise-plaintext", "KAFKA_PLAINTEXT", "PLAINTEXT"),
+    "sasl_ssl": (3, "--advertise-sasl-ssl", "KAFKA_SASL_SSL", "SASL_SSL"),
+}
+# The probes that take the SASL_SSL settings (PEERS_* variables, or the CLI's flags).
+SASL_SSL_PEERS = ("stagger CLI", "stagger library", "librdkafka (confluent-kafka)")
+SASL_MECHANISM = "SCRAM-SHA-512"
+
+
 class Cluster:
     @staticmethod
-    def start(script, kdir, brokers, lifetime):
-        """Forwarders on free ports, then the cluster, its brokers advertising them for PLAINTEXT.
+    def start(script, kdir, brokers, lifetime, listener="plaintext"):
+        """Forwarders on free ports, then the cluster, its brokers advertising them for `listener`.
         The forwarders listen first: kafka.sh's readiness check asks the advertised addresses."""
+        offset, advertise, _, _ = LISTENERS[listener]
         for attempt, base in enumerate(free_blocks(brokers)):
-            upstreams = [f"127.0.0.1:{base + 10 * i}" for i in range(brokers)]
+            upstreams = [f"127.0.0.1:{base + 10 * i + offset}" for i in range(brokers)]
             fwd = Forwarders(upstreams, [base + 10 * i + 5 for i in range(brokers)])
             r = subprocess.run(["bash", script, "start", "--dir", kdir, "--brokers", str(brokers), "--base-port",
                                 str(base), "--lifetime", str(lifetime), "--owner", str(os.getpid()),
-                                "--advertise-plaintext", ",".join(fwd.addresses)],
+                                advertise, ",".join(fwd.addresses)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if r.returncode == 0:
-                cluster = Cluster(script, kdir)
+                cluster = Cluster(script, kdir, listener)
                 if cluster.addresses != upstreams:
                     raise RuntimeError(f"the cluster listens on {cluster.addresses}, not {upstreams}")
                 return cluster, fwd
@@ -241,11 +253,19 @@ class Cluster:
         subprocess.run(["bash", self.script, "stop", "--dir", self.dir], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
 
-    def __init__(self, script, kdir):
+    def __init__(self, script, kdir, listener="plaintext"):
         self.script, self.dir = script, kdir
         env = self.env()
-        self.addresses = env["KAFKA_PLAINTEXT"].split(",")
+        self.addresses = env[LISTENERS[listener][2]].split(",")
         self.version = env.get("KAFKA_VERSION", "?")
+        # Over SASL_SSL: what every probe needs to connect (the test CA, user and password).
+        self.sasl_ssl = {
+            "PEERS_SECURITY_PROTOCOL": "SASL_SSL",
+            "PEERS_SASL_MECHANISM": SASL_MECHANISM,
+            "PEERS_SASL_USERNAME": env.get("KAFKA_SASL_USERNAME", ""),
+            "PEERS_SASL_PASSWORD": env.get("KAFKA_SASL_PASSWORD", ""),
+            "PEERS_CA_FILE": env.get("KAFKA_CA", ""),
+        } if listener == "sasl_ssl" else {}
 
     def env(self):
         out = subprocess.run(["bash", self.script, "env", "--dir", self.dir], capture_output=True, text=True, check=True).stdout
@@ -460,6 +480,9 @@ def main():
     ap.add_argument("--peers", required=True, help="peers.tsv from install.sh")
     ap.add_argument("--versions", required=True, help="versions.tsv from install.sh")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--listener", choices=sorted(LISTENERS), default="plaintext",
+                    help="what every client connects over (sasl_ssl: TLS with the cluster's test CA and SCRAM-SHA-512; "
+                         f"only {', '.join(SASL_SSL_PEERS)} take it)")
     ap.add_argument("--slow-reps", type=int, default=3)
     ap.add_argument("--slow-s", type=float, default=10.0)
     ap.add_argument("--timeout", type=float, default=40.0)
@@ -494,6 +517,12 @@ def main():
         for line in f:
             if line.strip():
                 versions.append(line.rstrip("\n").split("\t"))
+    if args.listener == "sasl_ssl":
+        left = [p[0] for p in peers if p[0] not in SASL_SSL_PEERS]
+        if left:
+            print(f"bench.py: over SASL_SSL, left out (their probes take no SASL_SSL settings): {', '.join(left)}",
+                  file=sys.stderr, flush=True)
+        peers = [p for p in peers if p[0] in SASL_SSL_PEERS]
     all_peers = list(peers)
     if args.only:
         keep = [s.strip() for s in args.only.split(",")]
@@ -505,9 +534,11 @@ def main():
     else:
         if args.brokers < 5:
             sys.exit("bench.py: needs a cluster of at least 5 brokers (3 hung, 2 left to answer)")
-        cluster, fwd = Cluster.start(args.kafka_script, args.kafka_dir, args.brokers, args.lifetime)
+        cluster, fwd = Cluster.start(args.kafka_script, args.kafka_dir, args.brokers, args.lifetime, args.listener)
         CLEANUP.append(cluster.stop)
         CLEANUP.append(fwd.close)
+        # Every probe process inherits the SASL_SSL settings (none over PLAINTEXT).
+        os.environ.update(cluster.sasl_ssl)
         n, kafka_version = len(cluster.addresses), cluster.version
         # never faulted: every probe's uncounted warm-up round bootstraps here (its own address,
         # past no forwarder; the metadata it gets names the forwarders, before any counting)
@@ -537,7 +568,14 @@ def main():
         name, _, cmd, flag = cfg
         if name == "stagger CLI":
             listed = ["--set", "shuffle_seeds=false"] if flag == "listed" else []
-            return cmd + ["metadata", "--brokers", ",".join(seeds), "--json"] + listed
+            secured = []
+            if cluster is not None and cluster.sasl_ssl:
+                e = cluster.sasl_ssl
+                secured = ["--ca", e["PEERS_CA_FILE"], "-X", "security.protocol=SASL_SSL",
+                           "-X", f"sasl.mechanism={e['PEERS_SASL_MECHANISM']}",
+                           "-X", f"sasl.username={e['PEERS_SASL_USERNAME']}",
+                           "-X", f"sasl.password={e['PEERS_SASL_PASSWORD']}"]
+            return cmd + ["metadata", "--brokers", ",".join(seeds), "--json"] + listed + secured
         return cmd + [",".join(seeds), flag or "0", warm]
 
     all_cases = [
@@ -717,9 +755,15 @@ def main():
             "shared with other work. Generated by lab/peers/bench.py: do not edit by hand, rerun.",
             "",
             f"Apache Kafka {kafka_version}, {n} KRaft brokers (each broker + controller) on 127.0.0.1, started by "
-            "`scripts/kafka.sh` with each broker advertising, for PLAINTEXT, the address of its counting forwarder "
-            "(see *Connections*), as a production cluster advertises the addresses its clients bootstrap from: a "
-            "broker's seed and its entry in the metadata are one address. Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
+            f"`scripts/kafka.sh` with each broker advertising, for {LISTENERS[args.listener][3]}, the address of its "
+            "counting forwarder (see *Connections*), as a production cluster advertises the addresses its clients "
+            "bootstrap from: a broker's seed and its entry in the metadata are one address. "
+            + ("Every client connects over SASL_SSL: TLS trusting the cluster's test CA, then SASL "
+               f"{SASL_MECHANISM} as the user kafka.sh creates, so each connection costs a TLS handshake and a "
+               "SCRAM exchange (stagger's CLI: `--ca` and `-X` settings; its library and librdkafka: the same "
+               "settings from the benchmark's `PEERS_*` variables). "
+               if args.listener == "sasl_ssl" else "")
+            + "Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
             "and is asked for the cluster's metadata once, its ordinary way: stagger `metadata --json` (CLI) and "
             "`stagger_tokio::refresh_with` with the default options (library, `lab/src/bin/peers_probe.rs`); "
             "`stagger.Metadata` (Go binding, `bindings/go` over its embedded wasm core, `lab/peers/go/stagger`) and "

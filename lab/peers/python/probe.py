@@ -14,6 +14,10 @@ Prints {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,"elapsed_ms":…,
 time from creating the client to the answer. With WARMUP_ADDRESS a first client asks that
 (healthy, uncounted) broker once, so imports and first-use costs are not billed; the probe
 then prints {"ready": true} and waits for a line on stdin (the benchmark makes its faults then).
+
+Over SASL_SSL (bench.py --listener sasl_ssl) the benchmark sets PEERS_SECURITY_PROTOCOL=SASL_SSL,
+PEERS_SASL_MECHANISM, PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD and PEERS_CA_FILE; confluent-kafka
+reads them (the other Python clients here run over PLAINTEXT only).
 """
 
 import asyncio
@@ -30,6 +34,11 @@ def confluent(bootstrap, tuned):
     from confluent_kafka.admin import AdminClient
 
     conf = {"bootstrap.servers": bootstrap, "client.id": "peers-probe", "log_level": 0}
+    if os.environ.get("PEERS_SECURITY_PROTOCOL", "PLAINTEXT") == "SASL_SSL":
+        conf.update({"security.protocol": "SASL_SSL", "sasl.mechanism": os.environ["PEERS_SASL_MECHANISM"],
+                     "sasl.username": os.environ["PEERS_SASL_USERNAME"],
+                     "sasl.password": os.environ["PEERS_SASL_PASSWORD"],
+                     "ssl.ca.location": os.environ["PEERS_CA_FILE"]})
     if tuned:
         # Per-request and connect timeouts 2 s (defaults 60 s and 30 s); the reconnect backoff's
         # ceiling 2 s (default 10 s); retry.backoff.max.ms (1 s) is already below 2 s.

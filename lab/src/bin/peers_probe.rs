@@ -12,10 +12,35 @@
 //! other probes; the probe then prints `{"ready":true}` and waits for a line on stdin (the
 //! benchmark makes its faults in between). Prints `{"ok":true,"elapsed_ms":…,"brokers":N,"connections":C,"attempts":A}`
 //! (`connections`: attempts whose TCP handshake completed) or `{"ok":false,…,"error":"…"}`.
+//!
+//! Over SASL_SSL (`bench.py --listener sasl_ssl`) the benchmark sets `PEERS_SECURITY_PROTOCOL=SASL_SSL`,
+//! `PEERS_SASL_MECHANISM`, `PEERS_SASL_USERNAME`, `PEERS_SASL_PASSWORD` and `PEERS_CA_FILE`, which
+//! every probe that speaks SASL_SSL reads alike.
 
 use std::time::Instant;
 
-use stagger_tokio::{refresh_with, RefreshOptions};
+use stagger::kafka::sasl::{Sasl, Secret};
+use stagger::kafka::ExchangeConfig;
+use stagger_tokio::{refresh_with, RefreshOptions, TlsOptions};
+
+/// The default options, with TLS and SASL when the benchmark runs over SASL_SSL.
+fn options() -> Result<RefreshOptions, String> {
+    let mut options = RefreshOptions::default();
+    match std::env::var("PEERS_SECURITY_PROTOCOL").as_deref() {
+        Err(_) | Ok("PLAINTEXT") => {}
+        Ok("SASL_SSL") => {
+            let var = |name: &str| std::env::var(name).map_err(|_| format!("SASL_SSL needs {name}"));
+            let mechanism = var("PEERS_SASL_MECHANISM")?;
+            let sasl =
+                Sasl::from_parts(&mechanism, &var("PEERS_SASL_USERNAME")?, Secret::new(var("PEERS_SASL_PASSWORD")?))
+                    .ok_or_else(|| format!("unknown SASL mechanism {mechanism:?}"))?;
+            options.exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
+            options.tls = Some(TlsOptions { ca_file: Some(var("PEERS_CA_FILE")?.into()), ..TlsOptions::default() });
+        }
+        Ok(other) => return Err(format!("PEERS_SECURITY_PROTOCOL {other:?}: expected PLAINTEXT or SASL_SSL")),
+    }
+    Ok(options)
+}
 
 fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
@@ -29,7 +54,10 @@ async fn main() {
         std::process::exit(2);
     };
     let seeds: Vec<&str> = seeds.split(',').filter(|s| !s.is_empty()).collect();
-    let options = RefreshOptions::default();
+    let options = options().unwrap_or_else(|e| {
+        eprintln!("peers_probe: {e}");
+        std::process::exit(2);
+    });
     if let Some(warm) = args.get(2).filter(|w| !w.is_empty()) {
         if let Err(e) = refresh_with(&options, &[warm.as_str()], |_| {}).await {
             eprintln!("warm-up failed: {e}");

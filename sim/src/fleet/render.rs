@@ -87,17 +87,17 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          hung, three per run in the storm, alternating, every strategy warmed alike), started \
          from the real fleet's state. There the model's attempts, new connections, ApiVersions \
          and Metadata requests per refresh are within ×1.04 of the real cluster's in every \
-         scenario, and its peak within ×1.08. Its times are checked with the lab's machine \
+         scenario, and its peak within ×1.10. Its times are checked with the lab's machine \
          modelled (the brokers' and 300 clients' threads sharing 2 cores, Kafka's network \
          threads and their poll iterations, the brokers' request path apart from their JIT \
-         compiler and collector, the clients' own work): typically within ×1.21 and ×1.13 on \
-         p50 and p99 over PLAINTEXT and ×1.14 and ×1.32 over SASL_SSL, within ×1.5 in every \
+         compiler and collector, the clients' own work): typically within ×1.20 and ×1.13 on \
+         p50 and p99 over PLAINTEXT and ×1.14 and ×1.31 over SASL_SSL, within ×1.5 in every \
          scenario. The fleet below models brokers with cores of their own and clients on \
          machines of their own. So the counts and peaks below are claims the check covers, at \
          its scale; their times are the model's. A third of the brokers hung, the cold start \
          and the scale of thousands of clients on tens of brokers are the model's alone. Over \
-         SASL_SSL the model's cold start opens 1.21 connections per client in the machine fit \
-         against 1.04 in twenty-two real fleets of this build (×1.16): \
+         SASL_SSL the model's cold start opens 1.23 connections per client in the machine fit \
+         against 1.04 in 28 real fleets of this build (×1.19): \
          fleet-vs-real.md, \"The cold start\".\n"
     );
     let _ = writeln!(
