@@ -220,7 +220,8 @@ LISTENERS = {
     "sasl_ssl": (3, "--advertise-sasl-ssl", "KAFKA_SASL_SSL", "SASL_SSL"),
 }
 # The probes that take the SASL_SSL settings (PEERS_* variables, or the CLI's flags).
-SASL_SSL_PEERS = ("stagger CLI", "stagger library", "librdkafka (confluent-kafka)")
+SASL_SSL_PEERS = ("stagger CLI", "stagger library", "kafka-clients (Java)", "franz-go", "librdkafka (confluent-kafka)",
+                  "kafka-python", "aiokafka", "kafkajs")
 SASL_MECHANISM = "SCRAM-SHA-512"
 
 
@@ -760,8 +761,9 @@ def main():
             "bootstrap from: a broker's seed and its entry in the metadata are one address. "
             + ("Every client connects over SASL_SSL: TLS trusting the cluster's test CA, then SASL "
                f"{SASL_MECHANISM} as the user kafka.sh creates, so each connection costs a TLS handshake and a "
-               "SCRAM exchange (stagger's CLI: `--ca` and `-X` settings; its library and librdkafka: the same "
-               "settings from the benchmark's `PEERS_*` variables). "
+               "SCRAM exchange (stagger's CLI: `--ca` and `-X` settings; every other probe: the same settings from "
+               "the benchmark's `PEERS_*` variables; the probes of stagger's bindings and of the peers behind "
+               "its front take none yet and are left out). "
                if args.listener == "sasl_ssl" else "")
             + "Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
             "and is asked for the cluster's metadata once, its ordinary way: stagger `metadata --json` (CLI) and "

@@ -3,10 +3,22 @@
 //   node probe.js BOOTSTRAP TUNED(0|1) [WARMUP_ADDRESS]
 //
 // Prints {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,"elapsed_ms":…,"error":"…"}.
+// Over SASL_SSL (bench.py --listener sasl_ssl) the benchmark sets PEERS_SECURITY_PROTOCOL=SASL_SSL,
+// PEERS_SASL_MECHANISM, PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD and PEERS_CA_FILE.
+const fs = require('fs');
 const { Kafka, logLevel } = require('kafkajs');
 
 async function once(bootstrap, tuned) {
   const conf = { clientId: 'peers-probe', brokers: bootstrap.split(','), logLevel: logLevel.NOTHING };
+  const env = process.env;
+  if (env.PEERS_SECURITY_PROTOCOL === 'SASL_SSL') {
+    conf.ssl = { ca: [fs.readFileSync(env.PEERS_CA_FILE, 'utf8')] };
+    conf.sasl = {
+      mechanism: env.PEERS_SASL_MECHANISM.toLowerCase(),
+      username: env.PEERS_SASL_USERNAME,
+      password: env.PEERS_SASL_PASSWORD,
+    };
+  }
   if (tuned) {
     // Connect and per-request timeouts 2 s (defaults 1 s and 30 s); the retry backoff's
     // ceiling 2 s (default maxRetryTime 30 s; initialRetryTime 300 ms kept).

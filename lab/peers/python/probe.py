@@ -16,8 +16,8 @@ time from creating the client to the answer. With WARMUP_ADDRESS a first client 
 then prints {"ready": true} and waits for a line on stdin (the benchmark makes its faults then).
 
 Over SASL_SSL (bench.py --listener sasl_ssl) the benchmark sets PEERS_SECURITY_PROTOCOL=SASL_SSL,
-PEERS_SASL_MECHANISM, PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD and PEERS_CA_FILE; confluent-kafka
-reads them (the other Python clients here run over PLAINTEXT only).
+PEERS_SASL_MECHANISM, PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD and PEERS_CA_FILE; confluent-kafka,
+kafka-python and aiokafka read them (the stagger wheel and the front run over PLAINTEXT only).
 """
 
 import asyncio
@@ -30,15 +30,22 @@ import time
 logging.disable(logging.CRITICAL)
 
 
+def sasl_ssl():
+    """The benchmark's SASL_SSL settings, or None over PLAINTEXT."""
+    if os.environ.get("PEERS_SECURITY_PROTOCOL", "PLAINTEXT") != "SASL_SSL":
+        return None
+    return {k: os.environ["PEERS_" + k.upper()] for k in ("sasl_mechanism", "sasl_username", "sasl_password", "ca_file")}
+
+
 def confluent(bootstrap, tuned):
     from confluent_kafka.admin import AdminClient
 
     conf = {"bootstrap.servers": bootstrap, "client.id": "peers-probe", "log_level": 0}
-    if os.environ.get("PEERS_SECURITY_PROTOCOL", "PLAINTEXT") == "SASL_SSL":
-        conf.update({"security.protocol": "SASL_SSL", "sasl.mechanism": os.environ["PEERS_SASL_MECHANISM"],
-                     "sasl.username": os.environ["PEERS_SASL_USERNAME"],
-                     "sasl.password": os.environ["PEERS_SASL_PASSWORD"],
-                     "ssl.ca.location": os.environ["PEERS_CA_FILE"]})
+    sec = sasl_ssl()
+    if sec:
+        conf.update({"security.protocol": "SASL_SSL", "sasl.mechanism": sec["sasl_mechanism"],
+                     "sasl.username": sec["sasl_username"], "sasl.password": sec["sasl_password"],
+                     "ssl.ca.location": sec["ca_file"]})
     if tuned:
         # Per-request and connect timeouts 2 s (defaults 60 s and 30 s); the reconnect backoff's
         # ceiling 2 s (default 10 s); retry.backoff.max.ms (1 s) is already below 2 s.
@@ -54,6 +61,11 @@ def kafka_python(bootstrap, tuned):
     from kafka.admin import KafkaAdminClient
 
     conf = {"bootstrap_servers": bootstrap.split(","), "client_id": "peers-probe"}
+    sec = sasl_ssl()
+    if sec:
+        conf.update({"security_protocol": "SASL_SSL", "sasl_mechanism": sec["sasl_mechanism"],
+                     "sasl_plain_username": sec["sasl_username"], "sasl_plain_password": sec["sasl_password"],
+                     "ssl_cafile": sec["ca_file"]})
     if tuned:
         # Per-request timeout 2 s (admin default 30 s; it also bounds a connect); the reconnect
         # backoff's ceiling 2 s (default 30 s); retry_backoff_ms (100 ms) is already below 2 s.
@@ -89,6 +101,13 @@ def aiokafka(bootstrap, tuned, front=False):
                 FRONT["front_ms"] = (time.perf_counter() - t) * 1000
             FRONT["front_winner"] = servers[0] if servers else None
         conf = {"bootstrap_servers": servers, "client_id": "peers-probe"}
+        sec = sasl_ssl()
+        if sec:
+            from aiokafka.helpers import create_ssl_context
+
+            conf.update({"security_protocol": "SASL_SSL", "sasl_mechanism": sec["sasl_mechanism"],
+                         "sasl_plain_username": sec["sasl_username"], "sasl_plain_password": sec["sasl_password"],
+                         "ssl_context": create_ssl_context(cafile=sec["ca_file"])})
         if tuned:
             # Per-request (and connect) timeout 2 s (default 40 s); retry_backoff_ms (100 ms)
             # is already below 2 s.

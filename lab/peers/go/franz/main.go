@@ -9,11 +9,17 @@
 // kgo.NewClient(kgo.SeedBrokers(seeds...)); the time covers both.
 //
 // Prints one JSON line: {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,…,"error":"…"}.
+//
+// Over SASL_SSL (bench.py --listener sasl_ssl) the benchmark sets PEERS_SECURITY_PROTOCOL=SASL_SSL,
+// PEERS_SASL_MECHANISM (SCRAM-SHA-256 or SCRAM-SHA-512), PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD
+// and PEERS_CA_FILE (a PEM file); the front runs over PLAINTEXT only.
 package main
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,8 +28,30 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"stagger.dev/lab/peers/front"
 )
+
+// saslSSL returns the options that connect over SASL_SSL, or none over PLAINTEXT.
+func saslSSL() ([]kgo.Opt, error) {
+	if os.Getenv("PEERS_SECURITY_PROTOCOL") != "SASL_SSL" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(os.Getenv("PEERS_CA_FILE"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", os.Getenv("PEERS_CA_FILE"))
+	}
+	auth := scram.Auth{User: os.Getenv("PEERS_SASL_USERNAME"), Pass: os.Getenv("PEERS_SASL_PASSWORD")}
+	mechanism := auth.AsSha512Mechanism()
+	if os.Getenv("PEERS_SASL_MECHANISM") == "SCRAM-SHA-256" {
+		mechanism = auth.AsSha256Mechanism()
+	}
+	return []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: pool}), kgo.SASL(mechanism)}, nil
+}
 
 func once(bootstrap string, tuned, withFront bool) (int, time.Time, error) {
 	seeds := strings.Split(bootstrap, ",")
@@ -35,6 +63,11 @@ func once(bootstrap string, tuned, withFront bool) (int, time.Time, error) {
 		seeds = ordered
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("peers-probe")}
+	secured, err := saslSSL()
+	if err != nil {
+		return 0, time.Now(), err
+	}
+	opts = append(opts, secured...)
 	if tuned {
 		// Dial and per-request read/write overhead 2 s (defaults 10 s and 10 s); the retry
 		// backoff (default exponential 250 ms..2.5 s, jittered) capped at 2 s.

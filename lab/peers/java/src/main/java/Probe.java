@@ -7,6 +7,9 @@
 // that (healthy, uncounted) broker once, so class loading and the JIT's first compilations are
 // not billed to the measured round; the probe then prints {"ready":true} and waits for a line on
 // stdin (the benchmark makes its faults in between).
+//
+// Over SASL_SSL (bench.py --listener sasl_ssl) the benchmark sets PEERS_SECURITY_PROTOCOL=SASL_SSL,
+// PEERS_SASL_MECHANISM, PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD and PEERS_CA_FILE (a PEM file).
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Properties;
@@ -19,6 +22,15 @@ public final class Probe {
     Properties p = new Properties();
     p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(AdminClientConfig.CLIENT_ID_CONFIG, "peers-probe");
+    if ("SASL_SSL".equals(System.getenv("PEERS_SECURITY_PROTOCOL"))) {
+      String login = "username=\"" + System.getenv("PEERS_SASL_USERNAME") + "\" password=\""
+          + System.getenv("PEERS_SASL_PASSWORD") + "\";";
+      p.put("security.protocol", "SASL_SSL");
+      p.put("sasl.mechanism", System.getenv("PEERS_SASL_MECHANISM"));
+      p.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required " + login);
+      p.put("ssl.truststore.type", "PEM");
+      p.put("ssl.truststore.location", System.getenv("PEERS_CA_FILE"));
+    }
     if (tuned) {
       // Per-request and per-connect timeouts 2 s (defaults 30 s and 10 s / 30 s max); the
       // backoffs' defaults (retry 100 ms..1 s, reconnect 50 ms..1 s) are already below 2 s.
