@@ -95,14 +95,13 @@ impl Forwarded {
 
     /// Options for a one-shot refresh with `config` through `listener` (its TLS and SASL).
     pub fn options(&self, listener: Listener, config: RefreshConfig) -> Res<RefreshOptions> {
-        let mut options = RefreshOptions { config, ..RefreshOptions::default() };
-        if listener == Listener::SaslSsl {
-            let sasl = Sasl::from_parts("SCRAM-SHA-512", SASL_USERNAME, Secret::new(SASL_PASSWORD))
-                .ok_or("no SCRAM-SHA-512")?;
-            options.exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
-            options.tls = Some(TlsOptions { ca_file: Some(self.kafka.ca()), ..TlsOptions::default() });
+        let options = RefreshOptions { config, ..RefreshOptions::default() };
+        match listener {
+            Listener::Plaintext => Ok(options),
+            Listener::SaslSsl => {
+                Ok(over_sasl_ssl(options, "SCRAM-SHA-512", SASL_USERNAME, SASL_PASSWORD, self.kafka.ca())?)
+            }
         }
-        Ok(options)
     }
 
     /// `refreshes` one-at-a-time refreshes through each listener, so the brokers' JIT has
@@ -118,6 +117,23 @@ impl Forwarded {
         }
         Ok(())
     }
+}
+
+/// `options` over SASL_SSL: TLS trusting the PEM file `ca_file`, then SASL `mechanism` as
+/// `username`. Every lab program that connects to the test cluster's SASL_SSL listener builds
+/// its options here.
+pub fn over_sasl_ssl(
+    mut options: RefreshOptions,
+    mechanism: &str,
+    username: &str,
+    password: &str,
+    ca_file: std::path::PathBuf,
+) -> Result<RefreshOptions, String> {
+    let sasl = Sasl::from_parts(mechanism, username, Secret::new(password))
+        .ok_or_else(|| format!("unknown SASL mechanism {mechanism:?}"))?;
+    options.exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
+    options.tls = Some(TlsOptions { ca_file: Some(ca_file), ..TlsOptions::default() });
+    Ok(options)
 }
 
 /// Prints a table row and appends it to `out`, the table a program writes with `--out`.

@@ -19,27 +19,22 @@
 
 use std::time::Instant;
 
-use stagger::kafka::sasl::{Sasl, Secret};
-use stagger::kafka::ExchangeConfig;
-use stagger_tokio::{refresh_with, RefreshOptions, TlsOptions};
+use stagger_lab::bench::over_sasl_ssl;
+use stagger_tokio::{refresh_with, RefreshOptions};
 
 /// The default options, with TLS and SASL when the benchmark runs over SASL_SSL.
 fn options() -> Result<RefreshOptions, String> {
-    let mut options = RefreshOptions::default();
+    let options = RefreshOptions::default();
     match std::env::var("PEERS_SECURITY_PROTOCOL").as_deref() {
-        Err(_) | Ok("PLAINTEXT") => {}
+        Err(_) | Ok("PLAINTEXT") => Ok(options),
         Ok("SASL_SSL") => {
             let var = |name: &str| std::env::var(name).map_err(|_| format!("SASL_SSL needs {name}"));
-            let mechanism = var("PEERS_SASL_MECHANISM")?;
-            let sasl =
-                Sasl::from_parts(&mechanism, &var("PEERS_SASL_USERNAME")?, Secret::new(var("PEERS_SASL_PASSWORD")?))
-                    .ok_or_else(|| format!("unknown SASL mechanism {mechanism:?}"))?;
-            options.exchange = ExchangeConfig { sasl: Some(sasl), ..ExchangeConfig::default() };
-            options.tls = Some(TlsOptions { ca_file: Some(var("PEERS_CA_FILE")?.into()), ..TlsOptions::default() });
+            let (mechanism, username) = (var("PEERS_SASL_MECHANISM")?, var("PEERS_SASL_USERNAME")?);
+            let ca_file = var("PEERS_CA_FILE")?.into();
+            over_sasl_ssl(options, &mechanism, &username, &var("PEERS_SASL_PASSWORD")?, ca_file)
         }
-        Ok(other) => return Err(format!("PEERS_SECURITY_PROTOCOL {other:?}: expected PLAINTEXT or SASL_SSL")),
+        Ok(other) => Err(format!("PEERS_SECURITY_PROTOCOL {other:?}: expected PLAINTEXT or SASL_SSL")),
     }
-    Ok(options)
 }
 
 fn quote(s: &str) -> String {
