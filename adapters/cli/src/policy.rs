@@ -50,8 +50,8 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "N")]
     pub retries: Option<String>,
     /// Seed of the core's PRNG (jitter, the seeds' shuffled order): same seed, same
-    /// decisions. Default: from the clock, unless the policy file or `--set seed=` gives
-    /// one; 0 draws one too.
+    /// decisions. Default: a new one drawn from the OS for every run, unless the policy
+    /// file or `--set seed=` gives one; 0 draws one too.
     #[arg(long, value_name = "N")]
     pub seed: Option<String>,
     /// Adaptive: suspect a connected, silent broker after N × the broker pace (or × its
@@ -180,7 +180,7 @@ impl PolicyArgs {
 /// Ends the help of every shorthand flag of `cmd` (and of its subcommands) with the knob it
 /// sets and that knob's default, read from the core's schema: a help text that wrote the
 /// default out (`--cold … (e.g. 250ms)` while the default was 40ms) went stale when the
-/// default changed. `--seed` keeps its own words: the CLI draws it from the clock.
+/// default changed. `--seed` keeps its own words: unless one is given, every run draws its own.
 pub fn document_defaults(mut cmd: clap::Command) -> clap::Command {
     let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_owned()).collect();
     for name in names {
@@ -373,7 +373,7 @@ mod tests {
             let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
             assert!(!help.contains("e.g."), "{flag} quotes a value of its own: {help}");
             if flag == "--seed" {
-                assert!(help.contains("from the clock") && !help.contains("default 0"), "{help}");
+                assert!(help.contains("drawn from the OS for every run") && !help.contains("default 0"), "{help}");
                 continue;
             }
             let default = find_knob(path).unwrap().default_value().unwrap().to_string();
