@@ -219,9 +219,11 @@ LISTENERS = {
     "plaintext": (0, "--advertise-plaintext", "KAFKA_PLAINTEXT", "PLAINTEXT"),
     "sasl_ssl": (3, "--advertise-sasl-ssl", "KAFKA_SASL_SSL", "SASL_SSL"),
 }
-# The probes that take the SASL_SSL settings (PEERS_* variables, or the CLI's flags).
-SASL_SSL_PEERS = ("stagger CLI", "stagger library", "kafka-clients (Java)", "franz-go", "librdkafka (confluent-kafka)",
-                  "kafka-python", "aiokafka", "kafkajs")
+# The probes that take the SASL_SSL settings (PEERS_* variables, or the CLI's flags): all but
+# stagger's JVM binding, whose host speaks no TLS (bindings/java/README.md).
+SASL_SSL_PEERS = ("stagger CLI", "stagger library", "stagger Go", "stagger Python", "kafka-clients (Java)", "franz-go",
+                  "franz-go + stagger front", "sarama", "sarama + stagger front", "librdkafka (confluent-kafka)",
+                  "kafka-python", "aiokafka", "aiokafka + stagger front", "kafkajs")
 SASL_MECHANISM = "SCRAM-SHA-512"
 
 
@@ -521,7 +523,7 @@ def main():
     if args.listener == "sasl_ssl":
         left = [p[0] for p in peers if p[0] not in SASL_SSL_PEERS]
         if left:
-            print(f"bench.py: over SASL_SSL, left out (their probes take no SASL_SSL settings): {', '.join(left)}",
+            print(f"bench.py: over SASL_SSL, left out (their hosts speak no TLS): {', '.join(left)}",
                   file=sys.stderr, flush=True)
         peers = [p for p in peers if p[0] in SASL_SSL_PEERS]
     all_peers = list(peers)
@@ -762,8 +764,8 @@ def main():
             + ("Every client connects over SASL_SSL: TLS trusting the cluster's test CA, then SASL "
                f"{SASL_MECHANISM} as the user kafka.sh creates, so each connection costs a TLS handshake and a "
                "SCRAM exchange (stagger's CLI: `--ca` and `-X` settings; every other probe: the same settings from "
-               "the benchmark's `PEERS_*` variables; the probes of stagger's bindings and of the peers behind "
-               "its front take none yet and are left out). "
+               "the benchmark's `PEERS_*` variables, the peers behind stagger's front for the front too; the probe "
+               "of stagger's JVM binding is left out, as its host speaks no TLS). "
                if args.listener == "sasl_ssl" else "")
             + "Every client gets the same seed list, faulty seeds first and the healthy brokers after, "
             "and is asked for the cluster's metadata once, its ordinary way: stagger `metadata --json` (CLI) and "

@@ -102,7 +102,7 @@ if command -v go >/dev/null; then
         version "stagger Go" "$stagger_v (this tree, bindings/go; wazero $(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/tetratelabs/wazero), $(go version | cut -d' ' -f3))"
         peer "stagger Go" "$cache/go/stagger"
       else
-        version "sarama" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/IBM/sarama) ($(go version | cut -d' ' -f3))"
+        version "sarama" "$(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/IBM/sarama) (SCRAM: xdg-go/scram $(cd "$here/go" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' github.com/xdg-go/scram); $(go version | cut -d' ' -f3))"
         peer "sarama" "$cache/go/sarama"
         version "sarama + stagger front" "sarama as above, after stagger Go (this tree, bindings/go) md.Seeds()"
         peer "sarama + stagger front" "$cache/go/sarama -front"

@@ -17,7 +17,7 @@ then prints {"ready": true} and waits for a line on stdin (the benchmark makes i
 
 Over SASL_SSL (bench.py --listener sasl_ssl) the benchmark sets PEERS_SECURITY_PROTOCOL=SASL_SSL,
 PEERS_SASL_MECHANISM, PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD and PEERS_CA_FILE; confluent-kafka,
-kafka-python and aiokafka read them (the stagger wheel and the front run over PLAINTEXT only).
+kafka-python, aiokafka, the stagger wheel and the front read them.
 """
 
 import asyncio
@@ -35,6 +35,21 @@ def sasl_ssl():
     if os.environ.get("PEERS_SECURITY_PROTOCOL", "PLAINTEXT") != "SASL_SSL":
         return None
     return {k: os.environ["PEERS_" + k.upper()] for k in ("sasl_mechanism", "sasl_username", "sasl_password", "ca_file")}
+
+
+def stagger_options():
+    """The stagger wheel's options over SASL_SSL (TLS verified against the test CA, SCRAM), or
+    None over PLAINTEXT: the binding's defaults otherwise."""
+    import ssl
+
+    import stagger
+
+    sec = sasl_ssl()
+    if not sec:
+        return None
+    scram = {"SCRAM-SHA-256": stagger.ScramSha256, "SCRAM-SHA-512": stagger.ScramSha512}[sec["sasl_mechanism"]]
+    return stagger.Options(ssl=ssl.create_default_context(cafile=sec["ca_file"]),
+                           sasl=scram(sec["sasl_username"], sec["sasl_password"]))
 
 
 def confluent(bootstrap, tuned):
@@ -96,7 +111,7 @@ def aiokafka(bootstrap, tuned, front=False):
 
             t = time.perf_counter()
             try:
-                servers = await stagger.bootstrap_servers(bootstrap.split(","))
+                servers = await stagger.bootstrap_servers(bootstrap.split(","), stagger_options())
             finally:
                 FRONT["front_ms"] = (time.perf_counter() - t) * 1000
             FRONT["front_winner"] = servers[0] if servers else None
@@ -131,7 +146,7 @@ def stagger_python(bootstrap, tuned):
     import stagger
 
     # stagger runs at its defaults: TUNED is accepted for the uniform command line and ignored.
-    md = stagger.metadata_blocking(bootstrap.split(","))
+    md = stagger.metadata_blocking(bootstrap.split(","), stagger_options())
     at = time.perf_counter()
     return len(md.brokers), at
 

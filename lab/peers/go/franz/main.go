@@ -12,14 +12,12 @@
 //
 // Over SASL_SSL (bench.py --listener sasl_ssl) the benchmark sets PEERS_SECURITY_PROTOCOL=SASL_SSL,
 // PEERS_SASL_MECHANISM (SCRAM-SHA-256 or SCRAM-SHA-512), PEERS_SASL_USERNAME, PEERS_SASL_PASSWORD
-// and PEERS_CA_FILE (a PEM file); the front runs over PLAINTEXT only.
+// and PEERS_CA_FILE (a PEM file; package secure); the front reads them too.
 package main
 
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -30,27 +28,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"stagger.dev/lab/peers/front"
+	"stagger.dev/lab/peers/secure"
 )
 
 // saslSSL returns the options that connect over SASL_SSL, or none over PLAINTEXT.
 func saslSSL() ([]kgo.Opt, error) {
-	if os.Getenv("PEERS_SECURITY_PROTOCOL") != "SASL_SSL" {
-		return nil, nil
-	}
-	pem, err := os.ReadFile(os.Getenv("PEERS_CA_FILE"))
-	if err != nil {
+	sec, err := secure.FromEnv()
+	if sec == nil || err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("no certificate in %s", os.Getenv("PEERS_CA_FILE"))
-	}
-	auth := scram.Auth{User: os.Getenv("PEERS_SASL_USERNAME"), Pass: os.Getenv("PEERS_SASL_PASSWORD")}
+	auth := scram.Auth{User: sec.User, Pass: sec.Password}
 	mechanism := auth.AsSha512Mechanism()
-	if os.Getenv("PEERS_SASL_MECHANISM") == "SCRAM-SHA-256" {
+	if sec.Mechanism == "SCRAM-SHA-256" {
 		mechanism = auth.AsSha256Mechanism()
 	}
-	return []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: pool}), kgo.SASL(mechanism)}, nil
+	return []kgo.Opt{kgo.DialTLSConfig(sec.TLS), kgo.SASL(mechanism)}, nil
 }
 
 func once(bootstrap string, tuned, withFront bool) (int, time.Time, error) {

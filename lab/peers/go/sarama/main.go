@@ -10,6 +10,10 @@
 // sarama.NewClient(seeds, cfg); the time covers both.
 //
 // Prints one JSON line: {"ok":true,"elapsed_ms":…,"brokers":N} or {"ok":false,…,"error":"…"}.
+//
+// Over SASL_SSL (bench.py --listener sasl_ssl) it connects with TLS and SCRAM from the
+// benchmark's PEERS_* variables (package secure), with xdg-go/scram for the SCRAM client, as
+// sarama's documentation does; the front reads them too.
 package main
 
 import (
@@ -21,8 +25,46 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 	"stagger.dev/lab/peers/front"
+	"stagger.dev/lab/peers/secure"
 )
+
+// scramClient is sarama's SCRAMClient over xdg-go/scram.
+type scramClient struct {
+	hash         scram.HashGeneratorFcn
+	conversation *scram.ClientConversation
+}
+
+func (c *scramClient) Begin(user, password, authzID string) error {
+	client, err := c.hash.NewClient(user, password, authzID)
+	if err != nil {
+		return err
+	}
+	c.conversation = client.NewConversation()
+	return nil
+}
+
+func (c *scramClient) Step(challenge string) (string, error) { return c.conversation.Step(challenge) }
+func (c *scramClient) Done() bool                            { return c.conversation.Done() }
+
+// saslSSL sets cfg to connect over SASL_SSL, when the benchmark runs over it.
+func saslSSL(cfg *sarama.Config) error {
+	sec, err := secure.FromEnv()
+	if sec == nil || err != nil {
+		return err
+	}
+	cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, sec.TLS
+	cfg.Net.SASL.Enable, cfg.Net.SASL.Handshake = true, true
+	cfg.Net.SASL.User, cfg.Net.SASL.Password = sec.User, sec.Password
+	hash, mechanism := scram.SHA512, sarama.SASLMechanism(sarama.SASLTypeSCRAMSHA512)
+	if sec.Mechanism == "SCRAM-SHA-256" {
+		hash, mechanism = scram.SHA256, sarama.SASLTypeSCRAMSHA256
+	}
+	cfg.Net.SASL.Mechanism = mechanism
+	cfg.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: hash} }
+	return nil
+}
 
 func once(bootstrap string, tuned, withFront bool) (int, time.Time, error) {
 	seeds := strings.Split(bootstrap, ",")
@@ -35,6 +77,9 @@ func once(bootstrap string, tuned, withFront bool) (int, time.Time, error) {
 	}
 	cfg := sarama.NewConfig()
 	cfg.ClientID = "peers-probe"
+	if err := saslSSL(cfg); err != nil {
+		return 0, time.Now(), err
+	}
 	if tuned {
 		// Dial, read and write timeouts 2 s (defaults 30 s each); the metadata retry
 		// backoff (250 ms) is already below 2 s.
