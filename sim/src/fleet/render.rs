@@ -90,7 +90,7 @@ pub fn render_markdown(report: &FleetReport, command: &str) -> String {
          scenario, and its peak within ×1.10. Its times are checked with the lab's machine \
          modelled (the brokers' and 300 clients' threads sharing 2 cores, Kafka's network \
          threads and their poll iterations, the brokers' request path apart from their JIT \
-         compiler and collector, the clients' own work): typically within ×1.20 and ×1.13 on \
+         compiler and collector, the clients' own work): typically within ×1.22 and ×1.12 on \
          p50 and p99 over PLAINTEXT and ×1.14 and ×1.31 over SASL_SSL, within ×1.5 in every \
          scenario. The fleet below models brokers with cores of their own and clients on \
          machines of their own. So the counts and peaks below are claims the check covers, at \
