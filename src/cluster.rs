@@ -433,7 +433,11 @@ fn asks_to_rebootstrap(input: &Input) -> bool {
     match input {
         Input::Failed { error, .. } => error.kind == REBOOTSTRAP_REQUIRED,
         Input::Response { metadata, .. } => metadata.rejection().is_some_and(|e| e.kind == REBOOTSTRAP_REQUIRED),
-        Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => false,
+        Input::Connected { .. }
+        | Input::FirstFrame { .. }
+        | Input::Authenticating { .. }
+        | Input::Authenticated { .. }
+        | Input::Resolved { .. } => false,
     }
 }
 

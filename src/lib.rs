@@ -32,7 +32,9 @@
 //!    first. While the refresh runs there is always a timer (at least the deadline).
 //! 4. **Feed I/O results** with [`Refresh::handle_input`]: [`Input::Connected`] when an
 //!    attempt's transport is up, [`Input::FirstFrame`] when its broker first answers,
-//!    [`Input::Response`] with the metadata, or [`Input::Failed`]. It returns an
+//!    over SASL [`Input::Authenticating`] and [`Input::Authenticated`] around the broker's
+//!    check of the credentials, [`Input::Response`] with the metadata, or
+//!    [`Input::Failed`] (a [`crate::kafka::KafkaAttempt`] derives them all from the bytes). It returns an
 //!    [`InputOutcome`]: applied, or why not (the attempt already ended, another refresh's,
 //!    …). Inputs that cannot apply are ignored, never a panic.
 //! 5. **Feed time** with [`Refresh::handle_timeout`] when the wait ran out. Time that goes

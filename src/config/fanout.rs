@@ -41,7 +41,12 @@ pub enum Stagger {
 ///    request; what remains is queueing and broker work. Another broker would most likely
 ///    queue us just the same — on a loaded cluster a hedge only adds load — so the next
 ///    attempt waits `patience` times what an answer normally takes (the recent response
-///    time, or this attempt's time to its first answer), from its start.
+///    time, or this attempt's time to its first answer), from its start. While a broker is
+///    checking the credentials ([`crate::Input::Authenticating`]) it waits at least
+///    `ceiling`: Kafka authenticates on its network threads and answers a wrong credential
+///    only after a deliberate delay, so a slow verdict is most likely a refusal every other
+///    broker would give too, each at the cost of a TLS handshake and a failed
+///    authentication.
 ///
 /// A reused connection (`kept`) has no handshake to learn from; the cluster's recent
 /// handshake times stand in for its handshake.
@@ -99,7 +104,8 @@ pub struct Adaptive {
     /// Upper clamp (default 2 s): a slow handshake must not stall the fan-out for long. It is
     /// also how long a gentle refresh waits on a broker that accepted the connection before
     /// adding another: past a broker stopped during a failover, that is what such a refresh
-    /// pays, against the whole attempt timeout for `sequential`.
+    /// pays, against the whole attempt timeout for `sequential`. And it is how long any
+    /// refresh waits on a broker checking its credentials before trying another.
     pub ceiling: Duration,
     /// An answering broker is hedged only after `patience` × what an answer normally takes
     /// (default 16): its slowness is queueing, and hedging into queues is what turns a

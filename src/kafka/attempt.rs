@@ -2,7 +2,9 @@
 //!
 //! [`Exchange`] knows what to say to a broker; [`KafkaAttempt`] also knows what the core must
 //! be told, and when: the transport is up (`Input::Connected`), the broker's
-//! first complete frame (`Input::FirstFrame`, once, always before the end), and the end
+//! first complete frame (`Input::FirstFrame`, once, always before the end), over SASL the
+//! broker checking the credentials and accepting them (`Input::Authenticating`, then
+//! `Input::Authenticated`, each once, after `FirstFrame`), and the end
 //! (`Input::Response` or `Input::Failed`, once), with end-of-stream and transport errors
 //! mapped to attempt errors and a TLS broker answering a plaintext connection named for what
 //! it is. Every adapter feeds it bytes and drains its inputs, so none of them re-derives any
@@ -13,7 +15,7 @@
 //! | [`KafkaAttempt::new`] | an attempt starts; its first request is ready to write once the transport is | — |
 //! | [`KafkaAttempt::handle_connected`] | the transport is up | `Connected` |
 //! | [`KafkaAttempt::handle_secured`] | the TLS handshake completed | `FirstFrame` (the broker process runs) |
-//! | [`KafkaAttempt::handle_bytes`] | bytes arrived | `Answered`, then `Response` or `Failed` |
+//! | [`KafkaAttempt::handle_bytes`] | bytes arrived | `FirstFrame`, `Authenticating`, `Authenticated`, then `Response` or `Failed` |
 //! | [`KafkaAttempt::handle_closed`] | the peer closed the stream | `Failed` (`Closed`, or `Tls`) |
 //! | [`KafkaAttempt::handle_error`] | the transport failed | `Failed` with that error |
 
@@ -21,6 +23,7 @@ use alloc::format;
 
 use bytes::Bytes;
 
+use super::exchange::Credentials;
 use super::{Exchange, ExchangeConfig};
 use crate::brokers::BrokerIdentity;
 use crate::error::{AttemptError, ErrorKind};
@@ -42,9 +45,12 @@ pub struct KafkaAttempt {
     /// The first bytes received.
     head: [u8; HEAD],
     received: usize,
-    /// Inputs not yet taken, in order: at most `Connected`, `Answered` and the end.
+    /// Inputs not yet taken, in order: at most `Connected`, `FirstFrame`,
+    /// `Authenticating`, `Authenticated` and the end.
     connected: Once,
     answered: Once,
+    authenticating: Once,
+    authenticated: Once,
     end: End,
     /// The Metadata version the exchange settled on (kept past the end, for reports).
     metadata_version: Option<i16>,
@@ -123,6 +129,8 @@ impl KafkaAttempt {
             received: 0,
             connected: Once::NotYet,
             answered: Once::NotYet,
+            authenticating: Once::NotYet,
+            authenticated: Once::NotYet,
             end: End::Running,
             metadata_version: None,
         }
@@ -229,6 +237,12 @@ impl KafkaAttempt {
         if self.answered.take() {
             return Some(Input::FirstFrame { attempt });
         }
+        if self.authenticating.take() {
+            return Some(Input::Authenticating { attempt });
+        }
+        if self.authenticated.take() {
+            return Some(Input::Authenticated { attempt });
+        }
         match core::mem::replace(&mut self.end, End::Taken) {
             End::Due(input) => Some(input),
             other => {
@@ -260,6 +274,14 @@ impl KafkaAttempt {
     fn settle(&mut self) {
         if self.exchange.has_answered() {
             self.answered.earn();
+        }
+        match self.exchange.credentials() {
+            Credentials::Unsent => {}
+            Credentials::Checking => self.authenticating.earn(),
+            Credentials::Accepted => {
+                self.authenticating.earn();
+                self.authenticated.earn();
+            }
         }
         self.metadata_version = self.exchange.metadata_version();
         let attempt = self.attempt;
@@ -365,6 +387,50 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(a.metadata_version(), Some(13));
+    }
+
+    #[test]
+    fn over_sasl_the_credential_check_comes_between_the_first_answer_and_the_end() {
+        use crate::kafka::exchange::tests::sasl::sasl_api_versions;
+        use crate::kafka::exchange::tests::{cluster, response};
+        use crate::kafka::sasl::{Sasl, Secret};
+        use kafka_protocol::messages::{ApiKey, RequestHeader, SaslAuthenticateResponse, SaslHandshakeResponse};
+        use kafka_protocol::protocol::Decodable;
+
+        let correlation_of = |frame: Bytes| {
+            let mut body = frame.slice(4..);
+            let version = i16::from_be_bytes([body[2], body[3]]);
+            let key = ApiKey::try_from(i16::from_be_bytes([body[0], body[1]])).unwrap();
+            RequestHeader::decode(&mut body, key.request_header_version(version)).unwrap().correlation_id
+        };
+        let plain = Sasl::Plain { username: "alice".into(), password: Secret::new("pw") };
+        let config = ExchangeConfig { sasl: Some(plain), ..ExchangeConfig::default() };
+        let id = AttemptId(9);
+        for accepted in [true, false] {
+            let mut a = KafkaAttempt::new(id, &config, None, true);
+            a.handle_connected();
+            let api = correlation_of(a.poll_transmit().unwrap());
+            a.handle_bytes(&response(api, 3, &sasl_api_versions()));
+            assert_eq!(
+                inputs(&mut a),
+                [Input::Connected { attempt: id, tls: false }, Input::FirstFrame { attempt: id }]
+            );
+            let handshake = correlation_of(a.poll_transmit().unwrap());
+            a.handle_bytes(&response(handshake, 1, &SaslHandshakeResponse::default()));
+            assert_eq!(inputs(&mut a), [Input::Authenticating { attempt: id }], "the credentials went out");
+            let authenticate = correlation_of(a.poll_transmit().unwrap());
+            let verdict = SaslAuthenticateResponse::default().with_error_code(if accepted { 0 } else { 58 });
+            a.handle_bytes(&response(authenticate, 2, &verdict));
+            if !accepted {
+                let [Input::Failed { error, .. }] = &inputs(&mut a)[..] else { panic!() };
+                assert_eq!(error.kind, ErrorKind::BrokerError(58));
+                continue;
+            }
+            assert_eq!(inputs(&mut a), [Input::Authenticated { attempt: id }]);
+            let metadata = correlation_of(a.poll_transmit().unwrap());
+            a.handle_bytes(&response(metadata, 13, &cluster()));
+            assert!(matches!(&inputs(&mut a)[..], [Input::Response { .. }]), "each once, then the end");
+        }
     }
 
     #[test]

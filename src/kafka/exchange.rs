@@ -83,6 +83,20 @@ pub struct Exchange {
     sasl: Option<Conversation>,
     /// The SaslAuthenticate version both sides speak, once ApiVersions said.
     sasl_authenticate_version: i16,
+    /// How far the broker has got in checking the credentials.
+    credentials: Credentials,
+}
+
+/// How far the broker has got in checking the credentials: what
+/// [`crate::Input::Authenticating`] and [`crate::Input::Authenticated`] report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Credentials {
+    /// No SaslAuthenticate sent (no SASL, or not yet).
+    Unsent,
+    /// The first SaslAuthenticate went out; the verdict is pending.
+    Checking,
+    /// The broker accepted them.
+    Accepted,
 }
 
 /// An encoded request waiting for the caller. Its `Debug` shows the length only: the bytes
@@ -184,6 +198,7 @@ impl Exchange {
             outcome: None,
             sasl: config.sasl.as_ref().map(|sasl| Conversation::new(sasl, &DEFAULT_NONCE)),
             sasl_authenticate_version: 0,
+            credentials: Credentials::Unsent,
         }
     }
 
@@ -294,6 +309,12 @@ impl Exchange {
     /// stagger that the broker is alive and merely busy, not hung.
     pub fn has_answered(&self) -> bool {
         self.answered
+    }
+
+    /// How far the broker has got in checking the credentials (always `Unsent` without
+    /// SASL, and on a kept connection, authenticated before).
+    pub(super) fn credentials(&self) -> Credentials {
+        self.credentials
     }
 
     /// Whether only the Metadata answer is owed: ApiVersions and SASL are done, the request

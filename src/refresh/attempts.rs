@@ -36,6 +36,19 @@ pub(super) struct AttemptSlot {
     /// Attempt timeouts this attempt has outlived, its connection kept open
     /// (`Refresh::on_attempt_timeout`: a gentle refresh's patience with a connected broker).
     pub(super) outlived: u32,
+    /// Where its broker is in checking its credentials.
+    pub(super) auth: Auth,
+}
+
+/// Where an attempt's broker is in checking its credentials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Auth {
+    /// Not started (no SASL, or not yet).
+    NotYet,
+    /// [`super::Input::Authenticating`]: the verdict is pending.
+    Checking,
+    /// [`super::Input::Authenticated`]: accepted.
+    Accepted,
 }
 
 /// Every attempt so far, and which are in flight.
@@ -49,6 +62,8 @@ pub(super) struct AttemptTable {
     live: u32,
     /// In-flight attempts whose broker has answered something.
     answering: u32,
+    /// In-flight attempts whose broker is checking their credentials.
+    authenticating: u32,
 }
 
 impl AttemptTable {
@@ -61,6 +76,7 @@ impl AttemptTable {
             in_flight: InFlightList::with_capacity(capacity),
             live: 0,
             answering: 0,
+            authenticating: 0,
         }
     }
 
@@ -82,6 +98,11 @@ impl AttemptTable {
     /// In-flight attempts whose broker has answered.
     pub(super) fn answering(&self) -> u32 {
         self.answering
+    }
+
+    /// In-flight attempts whose broker is checking their credentials.
+    pub(super) fn authenticating(&self) -> u32 {
+        self.authenticating
     }
 
     pub(super) fn get(&self, n: u32) -> Option<&AttemptSlot> {
@@ -132,6 +153,22 @@ impl AttemptTable {
         true
     }
 
+    /// Moves attempt `n`'s credential check from `from` to `to`; returns false, changing
+    /// nothing, if it was not at `from`.
+    pub(super) fn move_auth(&mut self, n: u32, from: Auth, to: Auth) -> bool {
+        let slot = &mut self.slots[n as usize];
+        if slot.auth != from {
+            return false;
+        }
+        slot.auth = to;
+        match (from, to) {
+            (_, Auth::Checking) => self.authenticating += 1,
+            (Auth::Checking, _) => self.authenticating -= 1,
+            _ => {}
+        }
+        true
+    }
+
     /// Ends attempt `n` in `state` at `now`; returns whether it was in flight.
     pub(super) fn end(&mut self, n: u32, state: AttemptState, now: Instant) -> bool {
         let slot = &mut self.slots[n as usize];
@@ -144,6 +181,9 @@ impl AttemptTable {
         self.live -= 1;
         if slot.info.first_frame_at.is_some() {
             self.answering -= 1;
+        }
+        if slot.auth == Auth::Checking {
+            self.authenticating -= 1;
         }
         true
     }

@@ -39,6 +39,26 @@ pub enum Input {
         /// Which attempt.
         attempt: AttemptId,
     },
+    /// The broker is checking this attempt's credentials: the first SASL authentication
+    /// message went out after the broker answered the handshake, and its verdict is not in
+    /// yet. A broker authenticates on its network threads, not behind its request queue, and
+    /// answers a wrong credential only after a deliberate delay (Kafka's
+    /// `connection.failed.authentication.delay.ms`); another broker would say the same, at
+    /// the cost of a TLS handshake and a failed authentication more. So while a broker is
+    /// authenticating, no attempt is hedged before the adaptive stagger's `ceiling`
+    /// ([`crate::config::Adaptive::ceiling`]). [`crate::kafka::KafkaAttempt`] says when;
+    /// it needs the attempt's [`Input::FirstFrame`] before it.
+    Authenticating {
+        /// Which attempt.
+        attempt: AttemptId,
+    },
+    /// The broker accepted the credentials of an [`Input::Authenticating`] attempt; the
+    /// Metadata request follows, and the attempt is hedged as any answering one again. (A
+    /// refusal is an [`Input::Failed`].)
+    Authenticated {
+        /// Which attempt.
+        attempt: AttemptId,
+    },
     /// The broker answered with metadata.
     Response {
         /// Which attempt.
@@ -81,6 +101,8 @@ impl Input {
         match self {
             Input::Connected { attempt, .. }
             | Input::FirstFrame { attempt }
+            | Input::Authenticating { attempt }
+            | Input::Authenticated { attempt }
             | Input::Response { attempt, .. }
             | Input::Failed { attempt, .. }
             | Input::Resolved { attempt, .. } => *attempt,
@@ -110,8 +132,10 @@ pub enum InputOutcome {
     /// The same fact was reported before: a second `Connected` or `Answered`.
     Repeated,
     /// The input does not fit the attempt's phase: [`Input::Resolved`] for an attempt that
-    /// was asked to connect, or a connection's progress (`Connected`, `FirstFrame`,
-    /// `Response`) for one that was asked to resolve and has no connection.
+    /// was asked to connect, a connection's progress (`Connected`, `FirstFrame`,
+    /// `Response`) for one that was asked to resolve and has no connection, or a credential
+    /// check before the broker's first answer (`Authenticating`) or without one under way
+    /// (`Authenticated`).
     Unexpected,
 }
 

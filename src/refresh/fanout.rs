@@ -14,7 +14,8 @@
 //! 3. the stagger timer fires — the leader is suspected ([`Refresh::stagger_deadline`],
 //!    `stagger.rs`):
 //!    the growth's count (one in a gentle refresh, whose timer waits `pace` for a connect
-//!    and `ceiling` for a connected broker), the first now and the rest spread
+//!    and `ceiling` for a connected broker; any refresh's timer waits `ceiling` while a
+//!    broker checks the credentials), the first now and the rest spread
 //!    ([`Refresh::on_stagger`]);
 //! 4. a spread partner is due and no broker has answered ([`Refresh::on_spread`]);
 //! 5. at a tick with the throttle full, in place of the newest silent suspect it supersedes
@@ -33,7 +34,7 @@ use core::time::Duration;
 use crate::config::{Growth, Stagger};
 use crate::time::Instant;
 
-use super::attempts::AttemptSlot;
+use super::attempts::{AttemptSlot, Auth};
 use super::contract::{AttemptInfo, AttemptPhase, AttemptState, CancelReason, Command, TimerKind};
 use super::{Phase, Refresh};
 
@@ -385,6 +386,7 @@ impl Refresh {
             jitter: 1.0 - self.config.fanout.jitter * self.rng.unit(),
             superseded_before: self.ticks.superseded,
             outlived: 0,
+            auth: Auth::NotYet,
         });
         self.timers.set(TimerKind::AttemptTimeout, self.attempts.next_timeout());
         let outcome = &mut self.outcomes[candidate];

@@ -4,6 +4,7 @@
 use crate::metadata::Metadata;
 use crate::time::Instant;
 
+use super::attempts::Auth;
 use super::contract::{AttemptId, AttemptState, CancelReason, Command, Input, InputOutcome, TimerKind};
 use super::Refresh;
 
@@ -16,6 +17,11 @@ impl Refresh {
         let fresh = match input {
             Input::Connected { tls, .. } => self.on_connected(now, n, tls),
             Input::FirstFrame { .. } => self.on_answered(now, n),
+            Input::Authenticating { .. } => self.on_authentication(n, Auth::NotYet, Auth::Checking),
+            Input::Authenticated { .. } => match self.attempts.slot(n).auth {
+                Auth::NotYet => return InputOutcome::Unexpected,
+                _ => self.on_authentication(n, Auth::Checking, Auth::Accepted),
+            },
             Input::Response { attempt, metadata } => {
                 self.on_response(now, n, attempt, metadata);
                 true
@@ -63,6 +69,16 @@ impl Refresh {
         self.timers.stop(TimerKind::Spread);
         if self.config.fanout.tuning.cancel_silent_on_answer {
             self.cancel_silent(now);
+        }
+        self.arm_stagger();
+        true
+    }
+
+    /// The broker's credential check moved on (`from` → `to`): while any broker is checking,
+    /// the armed tick waits at least the ceiling (`Refresh::stagger_basis`), so it moves.
+    fn on_authentication(&mut self, n: u32, from: Auth, to: Auth) -> bool {
+        if !self.attempts.move_auth(n, from, to) {
+            return false;
         }
         self.arm_stagger();
         true

@@ -212,6 +212,10 @@ impl Refresh {
         let fits = match input {
             Input::Resolved { .. } => resolving,
             Input::Connected { .. } | Input::FirstFrame { .. } | Input::Response { .. } => !resolving,
+            // A broker checks credentials only after it has answered the handshake.
+            Input::Authenticating { .. } | Input::Authenticated { .. } => {
+                self.attempts.info(n).first_frame_at.is_some()
+            }
             Input::Failed { .. } => true,
         };
         (!fits).then_some(InputOutcome::Unexpected)

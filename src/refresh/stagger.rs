@@ -19,7 +19,8 @@ impl Refresh {
     /// connected, twice the broker pace (or its handshake, if longer) from the handshake;
     /// before that, the cold stagger or the recent response time from its start. A gentle
     /// refresh ([`Refresh::is_gentle`]) waits at least `pace` while connecting
-    /// and at least `ceiling` once connected.
+    /// and at least `ceiling` once connected, and any refresh at least `ceiling` while a
+    /// broker is checking its credentials.
     pub(super) fn stagger_deadline(&self, n: u32) -> Instant {
         let (from, delay) = self.stagger_basis(n);
         from.saturating_add(delay)
@@ -36,7 +37,8 @@ impl Refresh {
             Stagger::Fixed(d) => (info.started_at, d),
             Stagger::Adaptive(a) if self.attempts.answering() > 0 => {
                 let typical = self.recent_response_time.unwrap_or_else(|| self.attempts.first_answer_time());
-                (info.started_at, self.gentle_delay(a, a.while_answering(typical.max(queueing)), true))
+                let delay = self.gentle_delay(a, a.while_answering(typical.max(queueing)), true);
+                (info.started_at, self.checking_credentials_delay(a, delay))
             }
             Stagger::Adaptive(a) => {
                 let (from, delay) = match info.connected_at {
@@ -86,6 +88,17 @@ impl Refresh {
     fn gentle_delay(&self, a: Adaptive, delay: Duration, connected: bool) -> Duration {
         if self.gentle {
             delay.max(if connected { a.ceiling } else { a.pace })
+        } else {
+            delay
+        }
+    }
+
+    /// `delay`, or at least the ceiling while a broker is checking this refresh's
+    /// credentials ([`crate::Input::Authenticating`]): a slow verdict is most likely a
+    /// refusal the broker holds back on purpose, which every other broker would give too.
+    fn checking_credentials_delay(&self, a: Adaptive, delay: Duration) -> Duration {
+        if self.attempts.authenticating() > 0 {
+            delay.max(a.ceiling)
         } else {
             delay
         }

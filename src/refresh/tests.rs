@@ -41,7 +41,15 @@ fn handle_input_says_what_became_of_each_input() {
     let rows = [
         (at(1), Input::Connected { attempt: id(0), tls: false }, InputOutcome::Applied),
         (at(2), Input::Connected { attempt: id(0), tls: false }, InputOutcome::Repeated),
+        // A broker checks credentials only after its first answer, and accepts checked ones.
+        (at(2), Input::Authenticating { attempt: id(0) }, InputOutcome::Unexpected),
         (at(3), Input::FirstFrame { attempt: id(0) }, InputOutcome::Applied),
+        (at(3), Input::Authenticated { attempt: id(0) }, InputOutcome::Unexpected),
+        (at(3), Input::Authenticating { attempt: id(0) }, InputOutcome::Applied),
+        (at(3), Input::Authenticating { attempt: id(0) }, InputOutcome::Repeated),
+        (at(4), Input::Authenticated { attempt: id(0) }, InputOutcome::Applied),
+        (at(4), Input::Authenticated { attempt: id(0) }, InputOutcome::Repeated),
+        (at(4), Input::Authenticating { attempt: id(0) }, InputOutcome::Repeated),
         (at(4), Input::FirstFrame { attempt: id(0) }, InputOutcome::Repeated),
         (at(5), Input::Connected { attempt: AttemptId::new(7, 0), tls: false }, InputOutcome::OtherRefresh),
         // #0.1 is issued by the stagger tick due at 100 ms, in this very call.

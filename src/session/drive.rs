@@ -160,7 +160,11 @@ impl Session {
         let kept = match input {
             Input::Response { .. } => self.cluster.keep_drained(conn.broker, drain),
             Input::Failed { .. } => false,
-            Input::Connected { .. } | Input::FirstFrame { .. } | Input::Resolved { .. } => return,
+            Input::Connected { .. }
+            | Input::FirstFrame { .. }
+            | Input::Authenticating { .. }
+            | Input::Authenticated { .. }
+            | Input::Resolved { .. } => return,
         };
         if kept {
             conn.keep();

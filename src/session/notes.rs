@@ -54,7 +54,10 @@ impl Notes {
             Input::Resolved { attempt, addresses } => {
                 Some(Pending { addresses: Some(addresses.clone()), ..pending(attempt) })
             }
-            Input::Connected { .. } | Input::FirstFrame { .. } => None,
+            Input::Connected { .. }
+            | Input::FirstFrame { .. }
+            | Input::Authenticating { .. }
+            | Input::Authenticated { .. } => None,
         }
     }
 

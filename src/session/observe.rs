@@ -165,7 +165,7 @@ impl Observed {
             Input::FirstFrame { attempt } => Observed::Answered(*attempt),
             Input::Failed { attempt, error } => Observed::Failed(*attempt, error.clone()),
             Input::Resolved { attempt, addresses } => Observed::Resolved(*attempt, addresses.clone()),
-            Input::Response { .. } => return None,
+            Input::Authenticating { .. } | Input::Authenticated { .. } | Input::Response { .. } => return None,
         })
     }
 }

@@ -162,6 +162,9 @@ pub enum InputKind {
     /// Whether a TLS handshake follows.
     Connected(bool),
     Answered,
+    /// The broker checking the credentials (`false`: `Authenticating`) or accepting them
+    /// (`true`: `Authenticated`).
+    Credentials(bool),
     Response(Answer),
     /// The error, and whether it carries a detail text.
     Failed(ErrorKind, bool),
@@ -266,7 +269,11 @@ pub fn decode_input_kind(selector: u8, x: u64) -> InputKind {
         0..=2 => InputKind::Response(decode_answer(x)),
         3..=5 => InputKind::Failed(decode_error(x), (x >> 39) & 1 == 1),
         6 => InputKind::Connected((x >> 7) & 1 == 1),
-        _ => InputKind::Answered,
+        _ => match (x >> 13) % 4 {
+            0 => InputKind::Credentials(false),
+            1 => InputKind::Credentials(true),
+            _ => InputKind::Answered,
+        },
     }
 }
 
@@ -343,6 +350,8 @@ pub fn make_input(kind: &InputKind, attempt: AttemptId) -> Input {
     match kind {
         InputKind::Connected(tls) => Input::Connected { attempt, tls: *tls },
         InputKind::Answered => Input::FirstFrame { attempt },
+        InputKind::Credentials(false) => Input::Authenticating { attempt },
+        InputKind::Credentials(true) => Input::Authenticated { attempt },
         InputKind::Response(answer) => Input::Response { attempt, metadata: metadata(answer) },
         InputKind::Failed(kind, detail) => Input::Failed {
             attempt,

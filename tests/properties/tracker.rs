@@ -446,6 +446,10 @@ impl Tracker {
         let fits = match input {
             Input::Resolved { .. } => resolving,
             Input::Connected { .. } | Input::FirstFrame { .. } | Input::Response { .. } => !resolving,
+            // A credential check needs the broker's first answer before it.
+            Input::Authenticating { .. } | Input::Authenticated { .. } => {
+                self.live.get(&attempt).is_some_and(|l| l.answered)
+            }
             Input::Failed { .. } => true,
         };
         if !fits {
@@ -482,6 +486,8 @@ impl Tracker {
                 self.fatal_input = error.kind.is_fatal();
                 self.failures.push((attempt, live.broker, error.clone()));
             }
+            // They move the stagger timer only (the model checks timers elsewhere).
+            Input::Authenticating { .. } | Input::Authenticated { .. } => {}
             Input::Response { metadata, .. } => match metadata.rejection() {
                 Some(error) => {
                     self.fatal_input = error.kind.is_fatal();

@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{Awaiting, Exchange};
+use super::{Awaiting, Credentials, Exchange};
 use crate::error::{AttemptError, ErrorKind};
 use crate::kafka::sasl::Step;
 
@@ -88,7 +88,10 @@ impl Exchange {
         match sasl.handle_answer(&response.auth_bytes)? {
             Step::Send(message) => self.send_sasl_authenticate(message),
             Step::Done => match self.metadata_version {
-                Some(version) => self.send_metadata(version),
+                Some(version) => {
+                    self.credentials = Credentials::Accepted;
+                    self.send_metadata(version)
+                }
                 None => return Err(AttemptError::with_detail(ErrorKind::Protocol, "authenticated before ApiVersions")),
             },
         }
@@ -96,6 +99,9 @@ impl Exchange {
     }
 
     fn send_sasl_authenticate(&mut self, message: Vec<u8>) {
+        if self.credentials == Credentials::Unsent {
+            self.credentials = Credentials::Checking;
+        }
         let version = self.sasl_authenticate_version;
         let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(message));
         self.send(ApiKey::SaslAuthenticate, version, &request, Awaiting::SaslAuthenticate { version });

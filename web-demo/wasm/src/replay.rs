@@ -197,6 +197,8 @@ impl View {
                 }
                 EventKind::Answered { attempt, broker }
             }
+            // The credential check moves the core's timers, not the timeline's spans.
+            Input::Authenticating { .. } | Input::Authenticated { .. } => return,
             Input::Response { metadata, .. } => {
                 if let Some(error) = metadata.rejection() {
                     self.rejections.insert(attempt, error);

@@ -90,6 +90,27 @@ fn plain_sends_user_and_password_then_metadata() {
     assert_eq!(finish_with_metadata(exchange).unwrap(), cluster_metadata(13));
 }
 
+#[test]
+fn the_credential_check_runs_from_the_first_authenticate_to_the_verdict() {
+    for accepted in [true, false] {
+        let mut exchange = Exchange::new(&config(plain()));
+        let handshake = to_handshake(&mut exchange, "PLAIN");
+        assert_eq!(exchange.credentials(), Credentials::Unsent, "nothing sent for the broker to check");
+        let (request, _) = accept_handshake(&mut exchange, &handshake);
+        assert_eq!(exchange.credentials(), Credentials::Checking);
+        answer(&mut exchange, &request, if accepted { 0 } else { 58 }, b"");
+        if accepted {
+            assert_eq!(exchange.credentials(), Credentials::Accepted);
+            assert!(finish_with_metadata(exchange).is_ok());
+        } else {
+            assert_eq!(exchange.credentials(), Credentials::Checking, "a refusal is the outcome, not an acceptance");
+            assert_eq!(error_of(exchange).kind, ErrorKind::BrokerError(58));
+        }
+    }
+    let resumed = Exchange::resumed(&config(plain()));
+    assert_eq!(resumed.credentials(), Credentials::Unsent, "a kept connection authenticated before");
+}
+
 /// A SCRAM server written from RFC 5802's server side: it checks the client's proof
 /// against the stored key and signs with the server key.
 pub(crate) struct ScramServer {
