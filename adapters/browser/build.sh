@@ -76,10 +76,10 @@ if command -v wasm-opt >/dev/null 2>&1; then
   fi
 fi
 
-# The budget: 150 KiB gzipped and 150 bytes, 50 granted to a client's home and 100 to
-# gentle until calm (README.md, "Build and test", says what the module holds, what it
-# measured and why). Over it, the build fails.
-budget=153750
+# The budget: 150 KiB gzipped and 700 bytes, 50 granted to a client's home, 100 to gentle
+# until calm and 550 to the credentials hold (README.md, "Build and test", says what the
+# module holds, what it measured and why). Over it, the build fails.
+budget=154300
 raw=$(wc -c <"$here/pkg/stagger_web_bg.wasm")
 gz=$(gzipped "$here/pkg/stagger_web_bg.wasm")
 echo "stagger-web: pkg/stagger_web_bg.wasm is $raw bytes, $gz bytes gzipped (-9) (budget: ≤ $budget)"
