@@ -172,6 +172,8 @@ impl Engine {
                         if let Some(input) = first {
                             self.deliver(ci, input);
                         }
+                        // The client's first SASL message goes out: the broker checks it.
+                        self.deliver(ci, Input::Authenticating { attempt });
                     }
                 }
                 Ev::SaslArrive { client, attempt, broker, draw } => {
@@ -184,6 +186,9 @@ impl Engine {
                     self.serve(broker as usize, self.sasl_us, queue, Some((then, delay)));
                 }
                 Ev::Authenticated { client, attempt, broker, draw } => {
+                    if self.is_live(client as usize, attempt) {
+                        self.deliver(client as usize, Input::Authenticated { attempt });
+                    }
                     self.send_metadata(client, attempt, broker, draw, None)
                 }
                 Ev::MetaArrive { client, attempt, broker, draw } => {
