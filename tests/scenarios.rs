@@ -574,52 +574,50 @@ fn adaptive_patience_follows_the_recent_window() {
     table::run(&mut r, &rows);
 }
 
+/// Runs `rows` after a refresh's first broker connected at 1 ms, answered at 2 ms and
+/// began checking the credentials at 3 ms (`Input::Authenticating`); `rows` may say
+/// `Authenticated` for it.
+fn while_checking_credentials(rows: impl FnOnce(AttemptId) -> Vec<table::Row>) {
+    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
+    let a0 = table::attempt(&r, 0);
+    let mut all = vec![
+        (ms(0), Start, vec![Connect(0, 0)]),
+        (ms(1), Connected(0), vec![]),
+        (ms(2), Answered(0), vec![]),
+        (ms(3), Raw(Input::Authenticating { attempt: a0 }), vec![]),
+    ];
+    all.extend(rows(a0));
+    table::run(&mut r, &all);
+}
+
 /// A wrong password: Kafka answers it only after a deliberate delay
 /// (`connection.failed.authentication.delay.ms`), and every other broker would refuse it
 /// too, so while a broker checks the credentials nothing is hedged before the ceiling.
 #[test]
 fn a_broker_checking_the_credentials_is_not_hedged_before_the_ceiling() {
-    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
-    let a0 = table::attempt(&r, 0);
-    let rows = [
-        (ms(0), Start, vec![Connect(0, 0)]),
-        (ms(1), Connected(0), vec![]),
-        (ms(2), Answered(0), vec![]),
-        (ms(3), Raw(Input::Authenticating { attempt: a0 }), vec![]),
-        // Patience alone would hedge at 32 ms (16 × 2 ms).
-        (ms(310), Failed(0, ErrorKind::BrokerError(58)), vec![GiveUp(GiveUpReason::Fatal)]),
-    ];
-    table::run(&mut r, &rows);
-
-    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
-    let a0 = table::attempt(&r, 0);
-    let rows = [
-        (ms(0), Start, vec![Connect(0, 0)]),
-        (ms(1), Connected(0), vec![]),
-        (ms(2), Answered(0), vec![]),
-        (ms(3), Raw(Input::Authenticating { attempt: a0 }), vec![]),
-        (us(1_999_999), Timeout, vec![]),
-        (ms(2_000), Timeout, vec![Connect(1, 1)]), // the ceiling: a broker stopped mid-check
-    ];
-    table::run(&mut r, &rows);
+    // Patience alone would hedge at 32 ms (16 × 2 ms).
+    while_checking_credentials(|_| {
+        vec![(ms(310), Failed(0, ErrorKind::BrokerError(58)), vec![GiveUp(GiveUpReason::Fatal)])]
+    });
+    while_checking_credentials(|_| {
+        vec![
+            (us(1_999_999), Timeout, vec![]),
+            (ms(2_000), Timeout, vec![Connect(1, 1)]), // the ceiling: a broker stopped mid-check
+        ]
+    });
 }
 
 /// Once the broker accepts the credentials, the attempt is an answering one again: patience
 /// from its start.
 #[test]
 fn accepted_credentials_bring_back_patience() {
-    let mut r = Refresh::new(&no_jitter(RefreshConfig::adaptive()), &book(5), Instant::ZERO).unwrap();
-    let a0 = table::attempt(&r, 0);
-    let rows = [
-        (ms(0), Start, vec![Connect(0, 0)]),
-        (ms(1), Connected(0), vec![]),
-        (ms(2), Answered(0), vec![]),
-        (ms(3), Raw(Input::Authenticating { attempt: a0 }), vec![]),
-        (ms(10), Raw(Input::Authenticated { attempt: a0 }), vec![]),
-        (us(31_999), Timeout, vec![]),
-        (ms(32), Timeout, vec![Connect(1, 1)]),
-    ];
-    table::run(&mut r, &rows);
+    while_checking_credentials(|a0| {
+        vec![
+            (ms(10), Raw(Input::Authenticated { attempt: a0 }), vec![]),
+            (us(31_999), Timeout, vec![]),
+            (ms(32), Timeout, vec![Connect(1, 1)]),
+        ]
+    });
 }
 
 #[test]
