@@ -5,7 +5,7 @@
 #   bash scripts/kafka.sh start [--version 4.4.0] [--brokers 3] [--dir DIR] [--base-port P]
 #                               [--lifetime SECONDS] [--owner PID] [--advertise-plaintext A1,A2,..]
 #                               [--advertise-sasl-ssl A1,A2,..] [--broker-property KEY=VALUE]...
-#                               [--request-log]
+#                               [--request-log] [--cpus LIST]
 #   eval "$(bash scripts/kafka.sh env [--dir DIR])"   # KAFKA_PLAINTEXT=127.0.0.1:p1,... and more
 #   bash scripts/kafka.sh restart --node N [--dir DIR] # start node N again (after a SIGKILL)
 #   bash scripts/kafka.sh stop [--dir DIR]             # stop every broker it started, remove DIR
@@ -30,6 +30,9 @@
 # prefixed with the epoch milliseconds of the line; `env` names the files in
 # KAFKA_REQUEST_LOGS (empty without it). Requests the SASL authenticator handles before a
 # connection is authenticated are not in it. Logging costs the broker work per request.
+# --cpus runs every broker JVM on those CPUs only (`taskset -c LIST`, e.g. 1): a benchmark
+# that pins its clients to the other CPUs keeps them from competing with the brokers. A
+# restarted node runs on the same CPUs.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +49,7 @@ node=""
 advertise_plaintext=""
 advertise_sasl_ssl=""
 request_log=""
+cpus=""
 broker_properties=()
 readonly sasl_user="stagger" sasl_password="stagger-secret"
 
@@ -85,6 +89,7 @@ parse_args() {
       --advertise-plaintext) advertise_plaintext="${2:?--advertise-plaintext needs a value}"; shift 2 ;;
       --advertise-sasl-ssl) advertise_sasl_ssl="${2:?--advertise-sasl-ssl needs a value}"; shift 2 ;;
       --request-log) request_log=1; shift ;;
+      --cpus) cpus="${2:?--cpus needs a value}"; shift 2 ;;
       --broker-property)
         [[ "${2:-}" =~ ^[a-z][a-z0-9._-]*=[^[:space:]]+$ ]] ||
           die "--broker-property needs KEY=VALUE (a lower-case Kafka property, a value without spaces), not '${2:-}'"
@@ -104,6 +109,8 @@ parse_args() {
   [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--version must look like 4.4.0, not '$version'"
   [ -z "$advertise_plaintext" ] || check_advertised --advertise-plaintext "$advertise_plaintext"
   [ -z "$advertise_sasl_ssl" ] || check_advertised --advertise-sasl-ssl "$advertise_sasl_ssl"
+  [ -z "$cpus" ] || [[ "$cpus" =~ ^[0-9]+([,-][0-9]+)*$ ]] ||
+    die "--cpus needs a CPU list as taskset takes it (e.g. 1 or 0,2-3), not '$cpus'"
 }
 
 # One clear sentence when Java or Maven is missing or too old.
@@ -252,7 +259,9 @@ format_node() { # format_node NODE CLUSTER_ID: storage, with the SCRAM credentia
 launch_node() { # launch_node NODE: starts the broker in its own session; records its pid
   local i="$1"
   broker_java_cmd "$i"
-  setsid "${JAVA[@]}" kafka.Kafka "$dir/node-$i/server.properties" \
+  local -a pin=()
+  [ -z "$cpus" ] || pin=(taskset -c "$cpus")
+  setsid "${pin[@]}" "${JAVA[@]}" kafka.Kafka "$dir/node-$i/server.properties" \
     </dev/null >"$dir/node-$i/stdout.log" 2>&1 &
   echo $! >"$dir/node-$i/pid"
 }
@@ -306,6 +315,7 @@ KAFKA_SASL_PASSWORD=$sasl_password
 KAFKA_CLUSTER_ID=$cluster_id
 KAFKA_PIDS=$pids
 KAFKA_REQUEST_LOGS=$logs
+KAFKA_CPUS=$cpus
 EOF
   mv "$dir/cluster.env.tmp" "$dir/cluster.env"
 }
@@ -317,6 +327,7 @@ load_state() {
   version="$KAFKA_VERSION" brokers="$KAFKA_BROKERS" base_port="$KAFKA_BASE_PORT" cluster_id="$KAFKA_CLUSTER_ID"
   # A restarted node logs its requests as it did before (into the same file, appended).
   request_log="${KAFKA_REQUEST_LOGS:+1}"
+  cpus="${KAFKA_CPUS:-}"
   lib="$pom_dir/target/kafka-$version"
 }
 

@@ -57,6 +57,13 @@ pub struct FleetFile {
     /// (`--storm-connection-rate`; none: unlimited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storm_connection_rate: Option<f64>,
+    /// The CPUs the brokers ran on (`--broker-cpus`, a `taskset -c` list; none: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_cpus: Option<String>,
+    /// The CPUs the clients and forwarders could run on (this process's
+    /// `Cpus_allowed_list`), when they were fewer than the machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpus: Option<String>,
     /// Whether each client's bootstrap said a failover was likely (`--gentle-bootstrap`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gentle_bootstrap: bool,

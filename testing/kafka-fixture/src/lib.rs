@@ -78,11 +78,15 @@ pub struct Options {
     /// --request-log`; [`KafkaCluster::request_logs`]): what counts requests inside TLS,
     /// where a forwarder cannot read them.
     pub request_log: bool,
+    /// CPUs every broker JVM runs on (`kafka.sh --cpus`, a `taskset -c` list such as `1`);
+    /// `None` lets them run anywhere. A benchmark pins its clients elsewhere so that the
+    /// two do not compete for the same cores.
+    pub cpus: Option<String>,
 }
 
 impl Default for Options {
     /// Kafka [`DEFAULT_VERSION`], three brokers, advertising their own addresses, no
-    /// request log.
+    /// request log, on any CPU.
     fn default() -> Self {
         Options {
             version: DEFAULT_VERSION.to_owned(),
@@ -92,6 +96,7 @@ impl Default for Options {
             base_port: None,
             broker_properties: Vec::new(),
             request_log: false,
+            cpus: None,
         }
     }
 }
@@ -274,6 +279,9 @@ impl KafkaCluster {
         }
         if options.request_log {
             args.push("--request-log".to_owned());
+        }
+        if let Some(cpus) = &options.cpus {
+            args.extend(["--cpus".to_owned(), cpus.clone()]);
         }
         for property in &options.broker_properties {
             args.extend(["--broker-property".to_owned(), property.clone()]);

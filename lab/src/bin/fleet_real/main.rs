@@ -81,7 +81,10 @@
 //! (the same protection at `R` connections per second per broker, set through the cluster's
 //! admin request just before each storm's kill and removed after it: `throttle.rs`),
 //! `--gentle-bootstrap` (each client's first refresh says a failover is likely,
-//! `refresh_because(StaleMetadata)`: a gentle bootstrap, to measure what it would cost and save).
+//! `refresh_because(StaleMetadata)`: a gentle bootstrap, to measure what it would cost and save),
+//! `--broker-cpus LIST` (every broker runs on these CPUs only, `kafka.sh --cpus`; run this
+//! process under `taskset -c` on the others, so that the clients and the brokers do not share
+//! a core: the JSON records both lists).
 //!
 //! In the storm each client says why it refreshes, as a real one would know
 //! (`Client::refresh_because`): a client whose kept connection was to the dead broker
@@ -298,7 +301,18 @@ struct Args {
     /// KIP-612's connection creation rate set on every broker while each storm runs
     /// (`--storm-connection-rate`, [`throttle`]).
     storm_connection_rate: Option<f64>,
+    /// The CPUs every broker runs on (`--broker-cpus`, `kafka.sh --cpus`).
+    broker_cpus: Option<String>,
     out: PathBuf,
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list` in `/proc/self/status`), when
+/// fewer than the machine has: a run under `taskset`.
+fn client_cpus() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim().to_owned();
+    let machine = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    (list != machine.trim()).then_some(list)
 }
 
 /// `fleet-real.json` for plaintext, `fleet-real-sasl_ssl.json` otherwise (never over the
@@ -335,6 +349,7 @@ fn parse_args() -> Res<Args> {
         listener: Listener::Plaintext,
         broker_properties: Vec::new(),
         storm_connection_rate: None,
+        broker_cpus: None,
         out: PathBuf::new(),
     };
     let mut out = None;
@@ -368,6 +383,7 @@ fn parse_args() -> Res<Args> {
             "--no-practice-storm" => args.practice_storm = false,
             "--practice-each" => args.practice_each = true,
             "--broker-property" => args.broker_properties.push(value()?),
+            "--broker-cpus" => args.broker_cpus = Some(value()?),
             "--storm-connection-rate" => {
                 let rate: f64 = value()?.parse()?;
                 if !(rate > 0.0 && rate.is_finite()) {
@@ -380,7 +396,7 @@ fn parse_args() -> Res<Args> {
                     "usage: fleet_real [--clients N] [--warmup N] [--warmup-spacing-ms X] [--window-ms X] \
                      [--storm-ms X] [--settle-ms X] [--seed N] [--reseed-turns] [--strategies a,b] [--scenarios a,b] [--node N] [--no-causes] \
                      [--listener plaintext|sasl_ssl] [--out PATH] [--show-attempts K] [--no-practice-storm] [--practice-each] \
-                     [--broker-property KEY=VALUE]... [--storm-connection-rate R]"
+                     [--broker-property KEY=VALUE]... [--storm-connection-rate R] [--broker-cpus LIST]"
                 );
                 std::process::exit(0);
             }
@@ -595,6 +611,7 @@ fn main() -> Res<()> {
         request_log: sasl_ssl,
         base_port: Some(base_port),
         broker_properties: args.broker_properties.clone(),
+        cpus: args.broker_cpus.clone(),
         ..Options::default()
     };
     eprintln!(
@@ -684,6 +701,8 @@ fn main() -> Res<()> {
         failed_node: args.node,
         broker_properties: args.broker_properties.clone(),
         storm_connection_rate: args.storm_connection_rate,
+        broker_cpus: args.broker_cpus.clone(),
+        client_cpus: client_cpus(),
         gentle_bootstrap: args.gentle_bootstrap,
         requests_counted_by,
         calibration,
