@@ -34,7 +34,11 @@ pub enum ErrorKind {
     BrokerError(i16),
     /// A metadata response that lists no brokers.
     NoBrokers,
-    /// TLS handshake or certificate failure.
+    /// The TLS layer refused the connection: a certificate one end did not accept, a TLS
+    /// alert, or bytes that are not TLS. A pass in which every broker fails this way ends
+    /// the refresh ([`GiveUpReason::AllFailed`]): the next would refuse the same
+    /// certificates. A broker that closes or resets the connection in the middle of the
+    /// handshake is [`ErrorKind::Closed`], which the next pass may find gone.
     Tls,
     /// SASL authentication failed: fatal for the whole refresh, retrying cannot help.
     Authentication,
@@ -174,7 +178,8 @@ impl fmt::Display for AttemptError {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum GiveUpReason {
-    /// Every broker failed in every pass (the first pass plus all retries).
+    /// Every broker failed in every pass (the first pass plus all retries), or every
+    /// broker of a pass failed in the TLS layer ([`ErrorKind::Tls`]), which no retry changes.
     AllFailed {
         /// How many passes over the brokers ran.
         passes: u32,

@@ -838,6 +838,61 @@ fn every_broker_failing_runs_retries_plus_one_passes_with_backoff_then_gives_up_
     assert_eq!(run.terminals(), 1);
 }
 
+/// Fails each of the pass's three attempts as it comes, with `kinds` in turn.
+fn one_pass_failing(kinds: [ErrorKind; 3]) -> Run {
+    let mut c = fixed(10_000); // no hedging: failures drive the pass
+    c.retry.retries = 3;
+    let mut run = Run::new(c, 3);
+    for (t, kind) in kinds.into_iter().enumerate() {
+        let a = run.connects().last().unwrap().1;
+        run.input(ms(t as u64 + 1), failed(a, kind));
+    }
+    run
+}
+
+#[test]
+fn a_pass_whose_every_broker_the_tls_layer_refused_ends_the_refresh() {
+    // A certificate refused at every broker would be refused again in every retry: each
+    // pass would cost every broker a TLS handshake to learn nothing new.
+    let run = one_pass_failing([ErrorKind::Tls; 3]);
+    assert_eq!(run.connects().len(), 3, "one pass, no retry");
+    let last = run.log.last().unwrap().1.clone();
+    let Command::GiveUp(err) = last else { panic!("expected GiveUp, got {last:?}") };
+    assert_eq!(err.reason, GiveUpReason::AllFailed { passes: 1 });
+    assert!(err.brokers.iter().all(|b| b.last_error.as_ref().is_some_and(|e| e.kind == ErrorKind::Tls)));
+    assert_eq!(run.terminals(), 1);
+}
+
+#[test]
+fn a_pass_with_any_other_failure_beside_tls_refusals_is_retried() {
+    // One broker closing during its handshake (restarting, say) may answer next pass.
+    for kinds in
+        [[ErrorKind::Closed, ErrorKind::Tls, ErrorKind::Tls], [ErrorKind::Tls, ErrorKind::Tls, ErrorKind::Refused]]
+    {
+        let mut run = one_pass_failing(kinds);
+        assert_eq!(run.terminals(), 0, "{kinds:?}: backing off, not given up");
+        run.advance(ms(6_000)); // past any backoff (cap 5 s)
+        assert_eq!(run.connects().len(), 4, "{kinds:?}: a second pass started");
+    }
+}
+
+#[test]
+fn a_pass_refused_by_tls_everywhere_after_a_timeout_is_retried() {
+    // A broker that timed out (cancelled, not refused) may answer in the next pass.
+    let mut c = fixed(10_000);
+    c.retry.retries = 3;
+    c.attempt_timeout = Duration::from_millis(50);
+    let mut run = Run::new(c, 2);
+    run.advance(ms(50)); // the first attempt times out; the second starts
+    let second = run.connects().last().unwrap().1;
+    run.input(ms(51), failed(second, ErrorKind::Tls));
+    assert_eq!(run.terminals(), 0, "backing off, not given up");
+    run.advance(ms(60_000)); // every later pass times out
+    let last = run.log.last().unwrap().1.clone();
+    let Command::GiveUp(err) = last else { panic!("expected GiveUp, got {last:?}") };
+    assert_eq!(err.reason, GiveUpReason::AllFailed { passes: 4 }, "every retry ran");
+}
+
 #[test]
 fn deadline_mid_attempt_cancels_everything_and_gives_up() {
     let mut c = fixed(100);

@@ -130,7 +130,8 @@
 // Error kind: a metadata answer that lists no brokers.
 #define STAGGER_ERROR_NO_BROKERS 9
 
-// Error kind: the TLS handshake or a certificate failed.
+// Error kind: the TLS layer refused the peer (a certificate, an alert, bytes that are not
+// TLS); a pass of them ends the refresh. A close during the handshake is `CLOSED`.
 #define STAGGER_ERROR_TLS 10
 
 // Error kind: SASL authentication failed (fatal for the refresh).

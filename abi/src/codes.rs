@@ -91,7 +91,8 @@ pub const STAGGER_ERROR_FRAME_TOO_LARGE: u8 = 7;
 pub const STAGGER_ERROR_BROKER: u8 = 8;
 /// Error kind: a metadata answer that lists no brokers.
 pub const STAGGER_ERROR_NO_BROKERS: u8 = 9;
-/// Error kind: the TLS handshake or a certificate failed.
+/// Error kind: the TLS layer refused the peer (a certificate, an alert, bytes that are not
+/// TLS); a pass of them ends the refresh. A close during the handshake is `CLOSED`.
 pub const STAGGER_ERROR_TLS: u8 = 10;
 /// Error kind: SASL authentication failed (fatal for the refresh).
 pub const STAGGER_ERROR_AUTHENTICATION: u8 = 11;

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -311,6 +312,38 @@ func TestEveryBrokerRefusingGivesEveryBrokersError(t *testing.T) {
 		t.Fatalf("errors.As(*AttemptError): %+v", last)
 	}
 	t.Logf("%v", err)
+}
+
+// A broker that hangs up on the ClientHello (one restarting, or a plaintext port) fails its
+// attempt as "closed", not "tls": every pass runs, as the next may find it back. Only the
+// TLS layer's refusals (a certificate, an alert) end a refresh after one pass
+// (TestSSLRefreshVerifiesTheBrokersCertificates).
+func TestABrokerHangingUpDuringTheTLSHandshakeIsAClosedConnectionRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	_, err = Metadata(testContext(t), []string{ln.Addr().String()}, WithTLS(&tls.Config{}),
+		WithSetting("retry.retries", "2"), WithSetting("retry.initial", "1ms"))
+	var rerr *RefreshError
+	if !errorsAs(err, &rerr) || rerr.Reason != "all_failed" || rerr.Passes != 3 || rerr.Last == nil ||
+		rerr.Last.Kind != "closed" || accepted.Load() != 3 {
+		t.Fatalf("accepted %d: %v", accepted.Load(), err)
+	}
 }
 
 func TestCancellingTheContextClosesEveryConnection(t *testing.T) {

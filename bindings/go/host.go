@@ -455,7 +455,7 @@ func (h *host) converse(id uint64, c *conn, address string, useTLS bool, server 
 		secure := tls.Client(raw, tc)
 		if err := secure.HandshakeContext(c.ctx); err != nil {
 			if c.ctx.Err() == nil {
-				h.send(c.ctx, note{kind: eventIOError, id: id, c: c, errKind: kindTLS, detail: "TLS handshake: " + err.Error()})
+				h.send(c.ctx, note{kind: eventIOError, id: id, c: c, errKind: handshakeFailure(err), detail: "TLS handshake: " + err.Error()})
 			}
 			return
 		}
@@ -530,6 +530,23 @@ func dialKind(err error) uint8 {
 		return kindConnectTimeout
 	}
 	return kindIO
+}
+
+// handshakeFailure is the kind of a failed TLS handshake: TLS when crypto/tls refused the
+// peer (its certificate, an alert, bytes that are not TLS), which the next pass would meet
+// again and so ends the refresh when every broker of a pass does it; CLOSED when the broker
+// closed or reset the connection under it, and IO when the socket failed otherwise, which a
+// next pass may not meet.
+func handshakeFailure(err error) byte {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return kindClosed
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && (op.Op == "read" || op.Op == "write") {
+		return kindIO
+	}
+	return kindTLS
 }
 
 // readFailure maps the end of a read to CLOSED (clean or reset) or IO_ERROR.

@@ -293,11 +293,14 @@ func TestSSLRefreshVerifiesTheBrokersCertificates(t *testing.T) {
 		t.Fatalf("opened %d, open %d: %+v", n, dialer.open.Load(), md.Attempts)
 	}
 	t.Logf("answered by %s in %v: %+v", md.AnsweredBy, md.Elapsed, md.Attempts)
-	// Without the cluster's CA the certificate is refused: a TLS error, every broker's.
-	_, err = Metadata(testContext(t), seeds, WithTLS(&tls.Config{}), WithSetting("retry.retries", "0"))
+	// Without the cluster's CA the certificate is refused: a TLS error, every broker's, and
+	// one pass with the default retries (the next would refuse the same certificates).
+	dialer = &countingDialer{}
+	_, err = Metadata(testContext(t), seeds, WithTLS(&tls.Config{}), WithDialer(dialer))
 	var rerr *RefreshError
-	if !errorsAs(err, &rerr) || rerr.Last == nil || rerr.Last.Kind != "tls" || len(rerr.Brokers) != 3 {
-		t.Fatalf("%v", err)
+	if !errorsAs(err, &rerr) || rerr.Last == nil || rerr.Last.Kind != "tls" || len(rerr.Brokers) != 3 ||
+		rerr.Reason != "all_failed" || rerr.Passes != 1 || dialer.opened.Load() != 3 {
+		t.Fatalf("opened %d: %v", dialer.opened.Load(), err)
 	}
 }
 

@@ -383,6 +383,7 @@ impl Refresh {
         }
         let candidate = self.attempts.slot(n).candidate as usize;
         self.outcomes[candidate].cancelled = Some(reason);
+        self.pass.endings.note(false);
         self.end_attempt(now, n, AttemptState::Cancelled);
         self.commands.push_back(Command::Cancel { attempt: self.id(n), reason });
     }

@@ -4,7 +4,7 @@
 use core::time::Duration;
 
 use crate::config::Backoff;
-use crate::error::{AttemptError, GiveUpReason, RefreshError};
+use crate::error::{AttemptError, ErrorKind, GiveUpReason, RefreshError};
 use crate::rng::Rng;
 use crate::time::{scale_duration, Instant};
 
@@ -32,6 +32,31 @@ pub(super) struct Pass {
     /// Candidate positions a name just resolved to, to try before anything else (a stack:
     /// the first address on top); see `resolve`.
     resolved_next: PerCandidate<u32>,
+    /// How this pass's attempts have ended so far, as far as [`Refresh::end_pass`] cares.
+    pub(super) endings: Endings,
+}
+
+/// How a pass's attempts ended: whether every one the TLS layer refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Endings {
+    /// No attempt of this pass has ended yet.
+    None,
+    /// Every attempt that ended failed with [`crate::ErrorKind::Tls`]: a certificate one end
+    /// refused, a TLS alert, bytes that are not TLS. Another pass would meet the same
+    /// certificates and settings, and cost every broker a handshake to learn it again.
+    TlsOnly,
+    /// Some attempt ended otherwise (another failure, a cancel): a pass may go differently.
+    Mixed,
+}
+
+impl Endings {
+    /// An attempt of the pass ended; `tls`: with a TLS-layer failure.
+    pub(super) fn note(&mut self, tls: bool) {
+        *self = match (*self, tls) {
+            (Endings::None | Endings::TlsOnly, true) => Endings::TlsOnly,
+            _ => Endings::Mixed,
+        };
+    }
 }
 
 impl Pass {
@@ -44,6 +69,7 @@ impl Pass {
             retry_next: PerCandidate::with_capacity(candidates),
             retried_in: smallvec::smallvec![0; candidates],
             resolved_next: PerCandidate::new(),
+            endings: Endings::None,
         }
     }
 
@@ -107,6 +133,7 @@ impl Pass {
         self.overtaken.clear();
         self.retry_next.clear();
         self.resolved_next.clear();
+        self.endings = Endings::None;
     }
 }
 
@@ -139,10 +166,13 @@ impl Refresh {
     }
 
     /// Every broker of the pass failed: back off before the next, or give up.
+    /// The pass is over with no winner: back off before the next one, or give up when the
+    /// retries are spent or when the TLS layer refused every broker of the pass
+    /// ([`Endings::TlsOnly`]).
     pub(super) fn end_pass(&mut self, now: Instant) {
         self.timers.stop(TimerKind::Stagger);
         self.timers.stop(TimerKind::Spread);
-        if self.pass.number >= self.config.retry.retries {
+        if self.pass.number >= self.config.retry.retries || self.pass.endings == Endings::TlsOnly {
             self.give_up(GiveUpReason::AllFailed { passes: self.pass.number + 1 });
             return;
         }
@@ -199,6 +229,7 @@ impl Refresh {
     /// the last attempt of a pass ends it.
     pub(super) fn fail(&mut self, now: Instant, n: u32, error: AttemptError, cancel: Option<CancelReason>) {
         let fatal = error.kind.is_fatal();
+        self.pass.endings.note(error.kind == ErrorKind::Tls);
         self.record_error(n, error);
         self.end_attempt(now, n, AttemptState::Failed);
         self.stats.failed += 1;

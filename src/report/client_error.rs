@@ -104,13 +104,18 @@ pub fn connect_error(addr: SocketAddr, e: &std::io::Error) -> AttemptError {
 }
 
 /// An attempt's error from a failed read or write on an established connection; `tls`
-/// says the TLS layer failed (or was still handshaking).
+/// says the TLS layer refused the peer (a certificate, an alert, bytes that are not TLS).
 pub fn io_error(e: &std::io::Error, tls: bool) -> AttemptError {
+    AttemptError::with_detail(io_error_kind(e, tls), e.to_string())
+}
+
+/// The kind [`io_error`] gives `e`: `Tls` when the TLS layer refused the peer, `Closed`
+/// when the peer closed or reset the connection, `Io` otherwise.
+pub fn io_error_kind(e: &std::io::Error, tls: bool) -> ErrorKind {
     use std::io::ErrorKind as Io;
-    let kind = match e.kind() {
+    match e.kind() {
         _ if tls => ErrorKind::Tls,
         Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof => ErrorKind::Closed,
         _ => ErrorKind::Io,
-    };
-    AttemptError::with_detail(kind, e.to_string())
+    }
 }

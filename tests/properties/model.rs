@@ -227,7 +227,8 @@ fn run_world(case: &ModelCase) -> Vec<(u64, Norm)> {
 /// * a valid answer wins: the others are cancelled (`Lost`, in start order), then `Done`;
 /// * a fatal error cancels the others (`Fatal`) and gives up;
 /// * when a pass has no attempt left and no broker left, retry at once (zero backoff) or,
-///   after `retries` retries, give up with `AllFailed`;
+///   after `retries` retries or when every attempt of the pass failed with `Tls`, give up
+///   with `AllFailed`;
 /// * at the deadline, cancel what is in flight (`Deadline`) and give up.
 ///
 /// At equal times: deadline, then attempt timeouts, then the stagger, then the backoff,
@@ -238,6 +239,8 @@ struct Model<'a> {
     deadline_at: u64,
     cursor: usize,
     pass: u32,
+    /// Every attempt of this pass that ended failed with `Tls` (and one did).
+    tls_only: Option<bool>,
     broker_of: Vec<usize>,
     /// (attempt, timeout at), in start order.
     in_flight: Vec<(u32, u64)>,
@@ -262,6 +265,7 @@ impl<'a> Model<'a> {
             deadline_at: case.start.saturating_add(case.deadline),
             cursor: 0,
             pass: 0,
+            tls_only: None,
             broker_of: Vec::new(),
             in_flight: Vec::new(),
             latest_start: case.start,
@@ -307,6 +311,7 @@ impl<'a> Model<'a> {
                                 // model sends no `Answered`): the newest makes room.
                                 let (oldest, _) = m.in_flight.pop().expect("the throttle is full");
                                 m.pending.retain(|&(_, x), _| x != oldest);
+                                m.tls_only = Some(false);
                                 let b = m.broker_of[oldest as usize];
                                 m.per_broker[b].1 = Some(ErrorKind::ConnectTimeout);
                                 m.last_error = Some((oldest, b as u32, ErrorKind::ConnectTimeout));
@@ -333,6 +338,7 @@ impl<'a> Model<'a> {
 
     fn begin_pass(&mut self) {
         self.cursor = 0;
+        self.tls_only = None;
         for _ in 0..self.case.initial {
             if !self.launch() {
                 break;
@@ -401,6 +407,7 @@ impl<'a> Model<'a> {
         let b = self.broker_of[a as usize];
         self.per_broker[b].1 = Some(kind);
         self.last_error = Some((a, b as u32, kind));
+        self.tls_only = Some(self.tls_only.unwrap_or(true) && kind == ErrorKind::Tls);
         self.in_flight.retain(|&(x, _)| x != a);
         self.pending.retain(|&(_, x), _| x != a);
         if let Some(reason) = cancel {
@@ -416,7 +423,7 @@ impl<'a> Model<'a> {
         self.launch();
         if self.in_flight.is_empty() && self.cursor >= self.case.brokers.len() {
             self.stagger_at = None;
-            if self.pass >= self.case.retries {
+            if self.pass >= self.case.retries || self.tls_only == Some(true) {
                 self.give_up(GiveUpReason::AllFailed { passes: self.pass + 1 });
             } else {
                 self.backoff_at = Some(self.now);

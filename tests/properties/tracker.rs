@@ -26,7 +26,8 @@ pub enum Inv {
     Terminal,
     /// Driven by `poll_timeout`, the refresh terminates within a bounded number of calls.
     Completion,
-    /// `GiveUp(AllFailed)` only after every broker failed in every pass; fatal ends at once.
+    /// `GiveUp(AllFailed)` only after every broker failed in every pass, and before the
+    /// retries are spent only when the TLS layer refused every broker; fatal ends at once.
     GiveUp,
     /// `GiveUp` carries the last failure observed.
     LastError,
@@ -376,8 +377,19 @@ impl Tracker {
         };
         match error.reason {
             GiveUpReason::AllFailed { passes } => {
-                if passes != self.retries.saturating_add(1) {
-                    let retries = self.retries;
+                // Early only when the pass's failures were all the TLS layer's: then every
+                // broker's latest failure is one (with a book of more than seeds, at least
+                // the last failure is).
+                let latest_is_tls = |b: Option<u32>| {
+                    let latest = self.failures.iter().rev().find(|(_, broker, _)| b.is_none_or(|b| broker.0 == b));
+                    latest.is_some_and(|(_, _, e)| e.kind == ErrorKind::Tls)
+                };
+                let tls_only = match self.candidates {
+                    Some(n) => (0..n).all(|b| latest_is_tls(Some(b))),
+                    None => latest_is_tls(None),
+                };
+                let retries = self.retries;
+                if passes > retries.saturating_add(1) || (passes < retries.saturating_add(1) && !tls_only) {
                     self.violate(Inv::GiveUp, format!("AllFailed after {passes} passes with {retries} retries"));
                 }
                 if self.failures.len() + self.resolved != self.started.len() {

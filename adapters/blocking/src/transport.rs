@@ -31,7 +31,7 @@ impl Transport {
         !matches!(self, Transport::Tcp(_))
     }
 
-    /// Whether a TLS handshake is still under way (a failure then is a TLS failure).
+    /// Whether a TLS handshake is still under way (the connection is not secured yet).
     pub(crate) fn is_handshaking(&self) -> bool {
         match self {
             Transport::Tcp(_) => false,

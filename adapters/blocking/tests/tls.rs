@@ -1,6 +1,8 @@
 //! TLS (feature `tls`) through a TLS-terminating proxy in front of a mock broker: the
 //! handshake runs on the non-blocking socket, a certificate from an unknown CA fails the
-//! attempt as a TLS error, and a plaintext client at a TLS port is told what it met.
+//! attempt as a TLS error (and, at every broker of a pass, ends the refresh), a broker
+//! hanging up during the handshake is a close, and a plaintext client at a TLS port is told
+//! what it met.
 
 use std::sync::Arc;
 
@@ -77,5 +79,32 @@ fn a_plaintext_client_at_a_tls_port_is_told_so() {
         let failure = attempts[0].error().expect("failed");
         assert_eq!(failure.kind, ErrorKind::Tls, "{failure}");
         assert!(failure.to_string().contains("configure TLS"), "{failure}");
+    });
+}
+
+/// With retries left: certificates refused at every broker end the refresh after one pass;
+/// a plaintext broker hanging up on the ClientHello is a close (with a hint), retried.
+#[test]
+fn refused_certificates_end_the_refresh_and_a_hang_up_is_retried() {
+    bounded_blocking(|| {
+        let fixtures = background();
+        let pki = TestPki::new();
+        let mock = Mock::start(1, &[("alpha", 1)]);
+        let untrusted = fixtures.block_on(Proxy::start(&mock.address(1), Fault::Tls(pki.server_with(Leaf::UnknownCa))));
+        let mut retrying = options(Some(trusting(&pki)));
+        retrying.config.retry.retries = 2;
+        retrying.config.retry.initial = std::time::Duration::from_millis(1);
+
+        let error = refresh_with(&retrying, std::slice::from_ref(&untrusted.address)).expect_err("untrusted");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
+        assert_eq!(core.reason, stagger::GiveUpReason::AllFailed { passes: 1 }, "{error}");
+        assert_eq!(attempts.len(), 1, "one handshake, no retry: {attempts:?}");
+
+        let error = refresh_with(&retrying, &[mock.address(1)]).expect_err("plaintext broker");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
+        assert_eq!(core.reason, stagger::GiveUpReason::AllFailed { passes: 3 }, "{error}");
+        let failure = attempts[0].error().expect("failed");
+        assert_eq!(failure.kind, ErrorKind::Closed, "{failure}");
+        assert!(failure.to_string().contains("does it speak TLS on this port?"), "{failure}");
     });
 }

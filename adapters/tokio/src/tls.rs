@@ -2,8 +2,9 @@
 //!
 //! The settings are turned into a [`Connector`] once per refresh or client, so unreadable
 //! files fail fast as configuration errors, and each attempt only pays for its handshake.
-//! Handshake failures become `ErrorKind::Tls` carrying rustls's own text (for example
-//! "invalid peer certificate: UnknownIssuer"), which is what a person needs to fix it.
+//! Handshake failures that rustls makes become `ErrorKind::Tls` carrying rustls's own text
+//! (for example "invalid peer certificate: UnknownIssuer"), which is what a person needs to
+//! fix it; a connection closed or reset under the handshake is `Closed`.
 
 pub(crate) use imp::Connector;
 
@@ -96,9 +97,17 @@ mod imp {
             })?;
             match self.inner.connect(name, tcp).await {
                 Ok(stream) => Ok(Transport::Tls(Box::new(stream))),
-                Err(e) => Err(AttemptError::with_detail(ErrorKind::Tls, handshake_detail(&e))),
+                Err(e) => Err(AttemptError::with_detail(handshake_kind(&e), handshake_detail(&e))),
             }
         }
+    }
+
+    /// `Tls` when rustls refused the peer (its certificate, an alert, bytes that are not
+    /// TLS): the next pass would meet the same. A connection that closed or reset under the
+    /// handshake is the connection's failure (`Closed`, `Io`), which a next pass may not see.
+    fn handshake_kind(e: &std::io::Error) -> ErrorKind {
+        let refused = e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>());
+        stagger::report::io_error_kind(e, refused)
     }
 
     /// rustls's own text, plus what to do about the failures people meet most.

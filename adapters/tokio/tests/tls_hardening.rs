@@ -7,7 +7,9 @@
 //!   refresh goes on to the next broker (a bad-TLS broker then a good one: success, with the
 //!   bad one's error in the report);
 //! * mismatches between the two ends (TLS to a plaintext broker, a broker demanding a client
-//!   certificate) fail their attempt too, and a client certificate makes mutual TLS work.
+//!   certificate) fail their attempt too, and a client certificate makes mutual TLS work;
+//! * a pass in which every broker's certificate was refused ends the refresh, where a
+//!   broker hanging up during the handshake is retried.
 
 use std::time::Duration;
 
@@ -158,8 +160,9 @@ async fn hostname_verification_is_on_by_default() {
     .await;
 }
 
-/// TLS configured, but the broker speaks plaintext: the handshake fails that attempt, and
-/// the next (TLS) broker answers.
+/// TLS configured, but the broker speaks plaintext: it hangs up on the ClientHello, which
+/// fails that attempt as a close (a broker restarting does the same, and may answer the
+/// next pass) with a hint, and the next (TLS) broker answers.
 #[tokio::test]
 async fn tls_to_a_plaintext_broker_fails_its_attempt() {
     bounded(async {
@@ -169,8 +172,41 @@ async fn tls_to_a_plaintext_broker_fails_its_attempt() {
         let seeds = [mock.address(1), good.address.clone()];
         let outcome = refresh_with(&options(trusting(&pki)), &seeds, |_| {}).await.expect("the TLS broker answers");
         assert_eq!(outcome.winner, good.address);
-        let detail = tls_detail(&outcome.attempts[0].outcome);
-        assert!(detail.contains("does it speak TLS on this port?"), "{detail}");
+        let AttemptOutcome::Failed(error) = &outcome.attempts[0].outcome else { panic!("{:?}", outcome.attempts) };
+        assert_eq!(error.kind, ErrorKind::Closed, "{error}");
+        assert!(error.detail.contains("does it speak TLS on this port?"), "{error}");
+    })
+    .await;
+}
+
+/// With retries left, a pass in which every broker's certificate was refused ends the
+/// refresh: the next pass would cost every broker a TLS handshake to be refused again. A
+/// broker that hangs up during the handshake is retried.
+#[tokio::test]
+async fn refused_certificates_everywhere_end_the_refresh_after_one_pass() {
+    bounded(async {
+        let pki = TestPki::new();
+        let mock = Mock::start(1, &[("alpha", 1)]);
+        let mut retrying = options(trusting(&pki));
+        retrying.config.retry.retries = 2;
+        retrying.config.retry.initial = Duration::from_millis(1);
+        let leaves = [Leaf::Expired, Leaf::WrongHost, Leaf::UnknownCa];
+        let mut proxies = Vec::new();
+        for leaf in leaves {
+            proxies.push(Proxy::start(&mock.address(1), Fault::Tls(pki.server_with(leaf))).await);
+        }
+        let seeds: Vec<String> = proxies.iter().map(|p| p.address.clone()).collect();
+        let error = refresh_with(&retrying, &seeds, |_| {}).await.expect_err("no good broker");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
+        assert_eq!(core.reason, GiveUpReason::AllFailed { passes: 1 }, "{error}");
+        assert_eq!(attempts.len(), 3, "one handshake per broker: {attempts:?}");
+
+        // Beside a plaintext broker that hangs up, every pass runs.
+        let seeds = [seeds[0].clone(), mock.address(1)];
+        let error = refresh_with(&retrying, &seeds, |_| {}).await.expect_err("no TLS broker answers");
+        let Error::Refresh { error: core, attempts, .. } = &error else { panic!("{error}") };
+        assert_eq!(core.reason, GiveUpReason::AllFailed { passes: 3 }, "{error}");
+        assert_eq!(attempts.len(), 6, "{attempts:?}");
     })
     .await;
 }

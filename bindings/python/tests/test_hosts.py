@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
 import threading
 import time
 
@@ -35,6 +36,50 @@ def test_metadata_from_one_broker_comes_back_typed(fake_broker):
 def test_seeds_may_be_one_comma_separated_string(fake_broker):
     md = stagger.metadata_blocking(f" {closed_port()} , {fake_broker.address}", settings={"retry.retries": 0})
     assert md.answered_by == fake_broker.address
+
+
+class HangingUp:
+    """A loopback listener that accepts and at once closes every connection: a broker that
+    hangs up on the ClientHello (one restarting, or a plaintext port)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.05)
+        self.address = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.accepted = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def test_a_broker_hanging_up_during_the_tls_handshake_is_closed_and_retried():
+    # Not the TLS layer's refusal (which ends a refresh after a pass of them): the next pass
+    # may find the broker back.
+    broker = HangingUp()
+    try:
+        with pytest.raises(RefreshError) as caught:
+            stagger.metadata_blocking([broker.address], ssl=True, settings={"retry.retries": 2, "retry.initial": "1ms"})
+    finally:
+        broker.stop()
+    error = caught.value
+    assert error.last_error is not None and error.last_error.kind == "closed", error
+    assert (error.reason, error.passes, broker.accepted) == ("all_failed", 3, 3), error
 
 
 # 20 000 topics x 6 partitions, 3 replicas each: about 5.6 MB on the wire (abi/tests/frame_size.rs

@@ -81,6 +81,19 @@ def connect_error_kind(e: BaseException) -> ErrorKind:
     return ErrorKind.IO
 
 
+def _handshake_kind(e: BaseException) -> ErrorKind:
+    """The kind of a failed TLS handshake: ``TLS`` when the ``ssl`` module refused the peer
+    (its certificate, an alert, bytes that are not TLS), which the next pass would meet again
+    and so ends the refresh when every broker of a pass does it; ``CLOSED`` when the broker
+    closed or reset the connection under it and ``IO`` when the socket failed otherwise,
+    which a next pass may not meet."""
+    if isinstance(e, (_ssl.SSLEOFError, _ssl.SSLZeroReturnError, ConnectionError, EOFError)):
+        return ErrorKind.CLOSED
+    if isinstance(e, (_ssl.SSLError, _ssl.CertificateError)):
+        return ErrorKind.TLS
+    return ErrorKind.IO
+
+
 def _describe(e: BaseException) -> str:
     if isinstance(e, OSError) and not isinstance(e, _ssl.SSLError) and e.errno and e.strerror:
         return e.strerror if isinstance(e, socket.gaierror) else os.strerror(e.errno)
@@ -368,7 +381,7 @@ class Host:
                 transport.abort()
                 if not conn.done:
                     conn.done = True
-                    self.lost(conn.id, IoError(conn.id, ErrorKind.TLS, f"{address}: {_describe(e)}"))
+                    self.lost(conn.id, IoError(conn.id, _handshake_kind(e), f"{address}: {_describe(e)}"))
                 return
             if secured is None or conn.done:
                 transport.abort()
