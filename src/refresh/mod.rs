@@ -77,7 +77,7 @@ enum Phase {
 /// | [`Input::FirstFrame`]                  | `Cancel` (overtaken) the silent attempts              |
 /// | [`Input::Response`] that can win     | `Cancel` (lost) the rest, then `Done`                 |
 /// | [`Input::Response`] that cannot win (no brokers, a top-level error) | `Cancel` (rejected) it, then as a failure |
-/// | [`Input::Failed`], attempt timeout (`Cancel`, timed out) | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` |
+/// | [`Input::Failed`], attempt timeout (`Cancel`, timed out) | maybe `Connect` the next broker; after the last, backoff and a new pass, or `GiveUp` (the retries spent, or every attempt of the pass refused by the TLS layer: [`crate::ErrorKind::Tls`]) |
 /// | a name to resolve's turn (a seed of [`BrokerBook::resolving`]) | `Resolve` instead of `Connect` |
 /// | [`Input::Resolved`] | the attempt ends resolved; each address a candidate next in the pass (RFC 8305 order), `Connect` the first at once |
 /// | [`Input::Resolved`] empty; resolver timeout | a failure of kind `Dns`, as `Failed` |
