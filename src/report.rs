@@ -29,7 +29,7 @@ use crate::session::AttemptNote;
 #[cfg(feature = "std")]
 mod client_error;
 #[cfg(feature = "std")]
-pub use client_error::{connect_error, io_error, io_error_kind, ClientError};
+pub use client_error::{connect_error, io_error, io_error_kind, ClientError, TLS_HUNG_UP};
 
 /// Something that happened during a refresh, for live views (a terminal progress display,
 /// a log line per attempt) and the simulator's reports, in the order it happened.

@@ -109,6 +109,10 @@ pub fn io_error(e: &std::io::Error, tls: bool) -> AttemptError {
     AttemptError::with_detail(io_error_kind(e, tls), e.to_string())
 }
 
+/// What a broker closing the connection during the TLS handshake most often means: the
+/// hint the adapters add to such a failure's detail.
+pub const TLS_HUNG_UP: &str = "the broker hung up during the TLS handshake: does it speak TLS on this port?";
+
 /// The kind [`io_error`] gives `e`: `Tls` when the TLS layer refused the peer, `Closed`
 /// when the peer closed or reset the connection, `Io` otherwise.
 pub fn io_error_kind(e: &std::io::Error, tls: bool) -> ErrorKind {

@@ -293,7 +293,7 @@ impl Host {
             match transport.read(&mut self.buf) {
                 Ok(0) if transport.is_handshaking() => {
                     // A close, which the next pass may not meet: not the TLS layer's refusal.
-                    return self.fail(id, AttemptError::with_detail(ErrorKind::Closed, HUNG_UP));
+                    return self.fail(id, AttemptError::with_detail(ErrorKind::Closed, stagger::report::TLS_HUNG_UP));
                 }
                 Ok(0) => {
                     self.conns.remove(&id);
@@ -340,16 +340,14 @@ fn connected(tcp: &TcpStream) -> io::Result<bool> {
     }
 }
 
-/// What a broker closing the connection during the TLS handshake most often means.
-const HUNG_UP: &str = "the broker hung up during the TLS handshake: does it speak TLS on this port?";
-
 /// Classifies a read or write failure on an established connection.
 fn io_error(transport: &Transport, e: &io::Error) -> AttemptError {
-    let error = stagger::report::io_error(e, crate::transport::is_tls_error(e));
-    if transport.is_handshaking() && error.kind == ErrorKind::Closed {
-        return AttemptError::with_detail(ErrorKind::Closed, format!("{e} ({HUNG_UP})"));
+    let kind = stagger::report::io_error_kind(e, crate::transport::is_tls_error(e));
+    if transport.is_handshaking() && kind == ErrorKind::Closed {
+        AttemptError::with_detail(kind, format!("{e} ({})", stagger::report::TLS_HUNG_UP))
+    } else {
+        AttemptError::with_detail(kind, e.to_string())
     }
-    error
 }
 
 /// This process's own PRNG seed, for [`SessionConfig::seed_unless_set`]; the clock stands in

@@ -123,7 +123,7 @@ mod imp {
             }
             Some(_) => None,
             None if matches!(e.kind(), Io::UnexpectedEof | Io::ConnectionReset | Io::ConnectionAborted) => {
-                Some("the broker hung up during the TLS handshake: does it speak TLS on this port?")
+                Some(stagger::report::TLS_HUNG_UP)
             }
             None => None,
         };
